@@ -1,0 +1,14 @@
+// The one place that reads TILEPICK_* environment variables (see the README's table).
+#pragma once
+#include <string>
+
+namespace tilepick::env {
+
+// TILEPICK_DATA_DIR, else the source tree's data/ baked in at build time.
+std::string data_dir();
+// TILEPICK_NUM_THREADS (CPU references, parallel compilation), else the hardware concurrency.
+int num_threads();
+// TILEPICK_LOG_LEVEL: error | warn | info | debug (default warn).
+int log_level();  // 0 error, 1 warn, 2 info, 3 debug
+
+}  // namespace tilepick::env

@@ -1,0 +1,38 @@
+// The one legality predicate: can `config` run `problem` on `arch`? Used by enumeration, the
+// registry, selection, the sweep tool and the dispatcher alike.
+#pragma once
+#include <string>
+
+#include "tilepick/arch.hpp"
+#include "tilepick/config.hpp"
+#include "tilepick/problem.hpp"
+
+namespace tilepick {
+
+struct Verdict {
+  bool ok = true;
+  std::string rule;    // short rule name: family_arch, dtype, smem, registers, align, ...
+  std::string reason;  // human-readable, with the numbers
+  explicit operator bool() const { return ok; }
+};
+
+// Resource estimate of a config for a given input element size (legality and features share it).
+struct Resources {
+  int threads = 0;
+  int smem_bytes = 0;       // dynamic shared memory per block
+  int regs_per_thread = 0;  // estimate (the compiled kernel reports the real number)
+};
+Resources estimate_resources(const KernelConfig& c, const Problem& p);
+
+// Vector widths (elements) of the A, B, C accesses that the problem allows: the largest power of
+// two <= 16 bytes that divides the contiguous extent of each tensor.
+std::array<int, 3> max_alignment(const Problem& p);
+// The config with align=auto replaced by max_alignment(p) (other configs unchanged).
+KernelConfig resolve(const KernelConfig& c, const Problem& p);
+
+// The rules that do not depend on the problem's sizes (family vs arch, threads, tile shapes,
+// clusters); `input` sets the element size for the shared-memory budget.
+Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input);
+Verdict legal(const Problem& p, const KernelConfig& c, const ArchSpec& arch);
+
+}  // namespace tilepick

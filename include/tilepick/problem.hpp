@@ -1,0 +1,113 @@
+// Problems: what the user asks to compute. Each has one canonical string that round-trips.
+//
+// GEMM:  gemm rcr [batch8] m4096 n4096 k4096 bf16 [acc=f32] [alpha=1.5] [beta=1] [ep=bias+relu]
+//   layouts: three letters for A, B, C/D, r = row-major, c = column-major (rcr, rrr, crr, ccr)
+//   dtypes:  one name for A, B and C/D, or a:b:c (e.g. e4m3:e4m3:bf16); accumulator defaults to f32
+//   D = act(alpha * op(A) x op(B) + beta * C + bias), A is M x K, B is K x N, C/D are M x N.
+// Conv:  fwd g32 mb32 ic256 ih56 iw56 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16
+//   direction fwd | bwd_data | bwd_weight; ic/oc count channels across all groups (C, K);
+//   3-D adds id kd sd pd (dd); dilation dh/dw (dd) is 1 for dense and printed only when != 1;
+//   oh/ow/od may be given and are checked against the derived output size;
+//   layouts are channels-last grouped: x NHWGC, w GKYXC, y NHWGK (3-D: NDHWGC, GKZYXC, NDHWGK);
+//   dtypes: one name for x, w, y or x:w:y; ep= (bias/activation) only for fwd.
+// Problem files: one problem per line, '#' starts a comment, an optional leading `name:` tags it.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "tilepick/dtype.hpp"
+
+namespace tilepick {
+
+enum class MatLayout : std::uint8_t { row, col };
+
+// Largest value accepted for any single size; kernels index one dimension with 32-bit ints.
+inline constexpr std::int64_t kMaxDim = 2147483647;
+
+struct GemmProblem {
+  std::int64_t m = 1, n = 1, k = 1, batch = 1;
+  MatLayout layout_a = MatLayout::row, layout_b = MatLayout::col, layout_c = MatLayout::row;
+  DType a = DType::f16, b = DType::f16, c = DType::f16, acc = DType::f32;
+  double alpha = 1.0, beta = 0.0;
+  Epilogue epilogue;
+
+  std::string layout_string() const;  // "rcr"
+  double flops() const;               // 2 M N K batch
+  double min_bytes() const;           // each operand read once, D written once (C read if beta != 0)
+  bool operator==(const GemmProblem&) const = default;
+};
+
+enum class ConvDir : std::uint8_t { fwd, bwd_data, bwd_weight };
+std::string_view to_string(ConvDir d);
+
+// The implicit-GEMM view of one group: batch = G independent (M x K) x (K x N) products.
+//   fwd:        M = N*Do*Ho*Wo   N = K/G            K = C/G*Z*Y*X
+//   bwd_data:   M = N*Di*Hi*Wi   N = C/G            K = K/G*Z*Y*X
+//   bwd_weight: M = K/G          N = C/G*Z*Y*X      K = N*Do*Ho*Wo
+struct GemmView {
+  std::int64_t m, n, k, batch;
+};
+
+struct ConvProblem {
+  ConvDir dir = ConvDir::fwd;
+  int ndim = 2;                     // 2 or 3 spatial dimensions
+  std::int64_t n = 1, g = 1, c = 1, k = 1;  // batch, groups, channels in / out (all groups)
+  // Spatial arrays are ordered (d, h, w); for 2-D problems index 0 is 1 (pad 0).
+  std::array<std::int64_t, 3> in{1, 1, 1};
+  std::array<std::int64_t, 3> filter{1, 1, 1};
+  std::array<std::int64_t, 3> stride{1, 1, 1};
+  std::array<std::int64_t, 3> pad{0, 0, 0};
+  std::array<std::int64_t, 3> dilation{1, 1, 1};
+  DType x = DType::f16, w = DType::f16, y = DType::f16, acc = DType::f32;
+  Epilogue epilogue;  // fwd only
+
+  std::array<std::int64_t, 3> out() const;  // derived output spatial sizes
+  std::int64_t c_per_group() const { return c / g; }
+  std::int64_t k_per_group() const { return k / g; }
+  bool depthwise() const { return g > 1 && c == g && k == g; }
+  GemmView gemm() const;
+  double flops() const;      // useful multiply-adds x 2 (same for all directions)
+  double min_bytes() const;  // x, w, y each touched once
+  // Element counts of the three tensors.
+  std::int64_t x_elems() const;
+  std::int64_t w_elems() const;
+  std::int64_t y_elems() const;
+  bool operator==(const ConvProblem&) const = default;
+};
+
+using Problem = std::variant<GemmProblem, ConvProblem>;
+
+// Op names used by functional keys and config spaces: gemm, conv_fwd, conv_bwd_data, conv_bwd_weight.
+std::string op_name(const Problem& p);
+
+// Parsing throws ParseError (names the token and the grammar rule) or InvalidProblem (names the
+// violated rule); the result is always validated.
+Problem parse_problem(std::string_view text);
+GemmProblem parse_gemm(std::string_view text);
+ConvProblem parse_conv(std::string_view text);
+
+std::string to_string(const GemmProblem& p);
+std::string to_string(const ConvProblem& p);
+std::string to_string(const Problem& p);
+
+// Throws InvalidProblem / Unsupported naming the rule. Called by the parsers; call it after
+// building a problem by hand.
+void validate(const GemmProblem& p);
+void validate(const ConvProblem& p);
+void validate(const Problem& p);
+
+struct NamedProblem {
+  std::string name;  // may be empty
+  Problem problem;
+  int line = 0;      // 1-based line in the source file (0 when not from a file)
+};
+
+// Parses problem-file text; errors carry "<source>:<line>: ...".
+std::vector<NamedProblem> parse_problem_list(std::string_view text, const std::string& source = "<input>");
+std::vector<NamedProblem> load_problem_file(const std::string& path);
+
+}  // namespace tilepick

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian machine with the CUDA toolkit lacks, then configures and builds
+# tilepick into build/ (override with BUILD_DIR). Safe to re-run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(cmake g++ make pkg-config nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
+              libbenchmark-dev zlib1g-dev python3 python3-pip)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The CUDA toolkit (NVRTC, driver API headers) is a prerequisite, not installed here.
+CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
+if [ ! -f "$CUDA_HOME/include/nvrtc.h" ]; then
+  echo "setup: error: no CUDA toolkit at $CUDA_HOME (set CUDA_HOME); tilepick needs NVRTC and cuda.h" >&2
+  exit 1
+fi
+export PATH="$CUDA_HOME/bin:$PATH"
+
+if [ -f requirements.txt ] && [ -s requirements.txt ]; then
+  python3 -m pip install -q -r requirements.txt
+fi
+
+BUILD_DIR="${BUILD_DIR:-build}"
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DCUDAToolkit_ROOT="$CUDA_HOME" >/dev/null
+cmake --build "$BUILD_DIR" -j "$(nproc)"
+echo "setup: built $BUILD_DIR/tilepick"

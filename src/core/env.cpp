@@ -1,0 +1,49 @@
+#include "tilepick/env.hpp"
+
+#include <cstdlib>
+#include <string_view>
+#include <thread>
+
+#include "tilepick/error.hpp"
+
+namespace tilepick::env {
+namespace {
+
+const char* get(const char* name) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+
+}  // namespace
+
+std::string data_dir() {
+  if (const char* v = get("TILEPICK_DATA_DIR")) return v;
+  return TILEPICK_SOURCE_DATA_DIR;
+}
+
+int num_threads() {
+  if (const char* v = get("TILEPICK_NUM_THREADS")) {
+    char* end = nullptr;
+    long n = std::strtol(v, &end, 10);
+    if (*end != '\0' || n < 1 || n > 4096)
+      throw Error(Status::invalid_problem,
+                  std::string("TILEPICK_NUM_THREADS='") + v + "' is not an integer in [1, 4096]");
+    return static_cast<int>(n);
+  }
+  unsigned hw = std::thread::hardware_concurrency();
+  return hw ? static_cast<int>(hw) : 1;
+}
+
+int log_level() {
+  const char* v = get("TILEPICK_LOG_LEVEL");
+  if (!v) return 1;
+  std::string_view s(v);
+  if (s == "error") return 0;
+  if (s == "warn") return 1;
+  if (s == "info") return 2;
+  if (s == "debug") return 3;
+  throw Error(Status::invalid_problem,
+              std::string("TILEPICK_LOG_LEVEL='") + v + "' is not one of error, warn, info, debug");
+}
+
+}  // namespace tilepick::env

@@ -1,0 +1,206 @@
+// The legality predicate. Each rule returns a Verdict naming itself and the numbers involved.
+#include "tilepick/legality.hpp"
+
+#include <algorithm>
+
+namespace tilepick {
+namespace {
+
+Verdict no(std::string rule, std::string reason) { return {false, std::move(rule), std::move(reason)}; }
+
+DType input_dtype(const Problem& p) {
+  if (auto* g = std::get_if<GemmProblem>(&p)) return g->a;
+  return std::get<ConvProblem>(p).x;
+}
+
+// Contiguous extents (elements) of the A, B and C operands of the GEMM view.
+std::array<std::int64_t, 3> contiguous_extents(const Problem& p) {
+  if (auto* g = std::get_if<GemmProblem>(&p)) {
+    auto row = MatLayout::row;
+    return {g->layout_a == row ? g->k : g->m, g->layout_b == row ? g->n : g->k, g->layout_c == row ? g->n : g->m};
+  }
+  const auto& c = std::get<ConvProblem>(p);
+  switch (c.dir) {
+    case ConvDir::fwd: return {c.c_per_group(), c.c_per_group(), c.k_per_group()};       // x, w, y
+    case ConvDir::bwd_data: return {c.k_per_group(), c.c_per_group(), c.c_per_group()};  // dy, w, dx
+    case ConvDir::bwd_weight: return {c.k_per_group(), c.c_per_group(), c.c_per_group()};  // dy, x, dw
+  }
+  return {1, 1, 1};
+}
+
+std::array<int, 3> operand_bytes(const Problem& p) {
+  if (auto* g = std::get_if<GemmProblem>(&p)) return {size_bytes(g->a), size_bytes(g->b), size_bytes(g->c)};
+  const auto& c = std::get<ConvProblem>(p);
+  switch (c.dir) {
+    case ConvDir::fwd: return {size_bytes(c.x), size_bytes(c.w), size_bytes(c.y)};
+    case ConvDir::bwd_data: return {size_bytes(c.y), size_bytes(c.w), size_bytes(c.x)};
+    case ConvDir::bwd_weight: return {size_bytes(c.y), size_bytes(c.x), size_bytes(c.w)};
+  }
+  return {2, 2, 2};
+}
+
+int igemm_smem(const KernelConfig& c, int in_bytes) {
+  int pipeline = c.stages * (c.tile_m + c.tile_n) * c.tile_k * in_bytes;
+  int staging = c.epi == static_cast<int>(EpiVariant::smem) ? c.tile_m * c.tile_n * 4 : 0;
+  return std::max(pipeline, staging);  // the epilogue reuses the pipeline buffers
+}
+
+// mma.sync fragments per thread: accumulators + double-buffered A/B fragments + addressing.
+int igemm_regs(const KernelConfig& c) {
+  int wm = c.tile_m / c.warps_m, wn = c.tile_n / c.warps_n;
+  int acc = wm * wn / 32;
+  int frags = 2 * ((wm / 16) * 4 + (wn / 8) * 2);
+  return acc + frags + 40;
+}
+
+int dw_smem(const KernelConfig& c, const ConvProblem& p, int bytes) {
+  // Input halo tile for one output tile (per output depth slice) plus the filter slice.
+  std::int64_t ih = (c.dw_tile_h - 1) * p.stride[1] + (p.filter[1] - 1) * p.dilation[1] + 1;
+  std::int64_t iw = (c.dw_tile_w - 1) * p.stride[2] + (p.filter[2] - 1) * p.dilation[2] + 1;
+  std::int64_t taps = p.filter[0] * p.filter[1] * p.filter[2];
+  std::int64_t in_tile = (p.dir == ConvDir::bwd_weight ? c.dw_tile_h * c.dw_tile_w : ih * iw * p.filter[0]);
+  std::int64_t total = (in_tile + taps) * c.dw_tile_c * bytes;
+  return static_cast<int>(std::min<std::int64_t>(total, 1 << 30));
+}
+
+int pow2_floor_divisor(std::int64_t extent, int max_vec) {
+  int v = max_vec;
+  while (v > 1 && extent % v != 0) v /= 2;
+  return v;
+}
+
+}  // namespace
+
+std::array<int, 3> max_alignment(const Problem& p) {
+  auto ext = contiguous_extents(p);
+  auto bytes = operand_bytes(p);
+  std::array<int, 3> a{};
+  for (int i = 0; i < 3; ++i) a[i] = pow2_floor_divisor(ext[i], 16 / bytes[i]);
+  return a;
+}
+
+KernelConfig resolve(const KernelConfig& c, const Problem& p) {
+  if (c.fam() == Family::dw || c.align_a != 0) return c;
+  KernelConfig r = c;
+  auto a = max_alignment(p);
+  r.align_a = a[0], r.align_b = a[1], r.align_c = a[2];
+  return r;
+}
+
+Resources estimate_resources(const KernelConfig& c, const Problem& p) {
+  Resources r;
+  r.threads = threads_per_block(c);
+  int bytes = size_bytes(input_dtype(p));
+  if (c.fam() == Family::dw) {
+    r.smem_bytes = dw_smem(c, std::get<ConvProblem>(p), bytes);
+    r.regs_per_thread = 32 + 2 * c.dw_ppt * c.dw_cpt;
+  } else {
+    r.smem_bytes = igemm_smem(c, bytes);
+    r.regs_per_thread = igemm_regs(c);
+  }
+  return r;
+}
+
+Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
+  if (auto err = config_error(c)) return no("config", *err);
+  const int threads = threads_per_block(c);
+  if (threads < 32 || threads % 32 != 0 || threads > arch.max_threads_per_block)
+    return no("threads", std::to_string(threads) + " threads per block; needs a multiple of 32 in [32, " +
+                             std::to_string(arch.max_threads_per_block) + "]");
+  switch (c.fam()) {
+    case Family::sm80:
+    case Family::sm90: {
+      if (c.fam() == Family::sm80 && !arch.mma_sync) return no("family_arch", "fam=sm80 needs mma.sync (sm_80+)");
+      if (c.fam() == Family::sm90 && !arch.wgmma)
+        return no("family_arch", "fam=sm90 needs wgmma (sm_90a); " + arch.sm + " has none");
+      if (is_fp8(input) && (c.fam() != Family::sm90 || !arch.fp8_mma))
+        return no("dtype", "fp8 inputs need fam=sm90 with fp8 tensor cores");
+      int wm = c.tile_m / c.warps_m, wn = c.tile_n / c.warps_n;
+      if (wm < 16 || wn < 16 || c.tile_m % c.warps_m || c.tile_n % c.warps_n)
+        return no("warp_tile", "warp tile " + std::to_string(wm) + "x" + std::to_string(wn) +
+                                   " must be at least 16x16 (mma m16n8k16 with ldmatrix.x4)");
+      int k_step = input == DType::f32 ? 8 : is_fp8(input) ? 32 : 16;
+      if (c.tile_k % k_step != 0)
+        return no("tile_k", "tile_k " + std::to_string(c.tile_k) + " must be a multiple of the mma K step " +
+                                std::to_string(k_step) + " for " + std::string(to_string(input)));
+      int smem = igemm_smem(c, size_bytes(input));
+      if (smem > arch.smem_per_block_optin)
+        return no("smem", std::to_string(smem) + " bytes of shared memory (stages x (tile_m + tile_n) x tile_k x " +
+                              std::to_string(size_bytes(input)) + ") exceed " +
+                              std::to_string(arch.smem_per_block_optin) + " per block on " + arch.name);
+      int regs = igemm_regs(c);
+      if (regs > arch.max_regs_per_thread)
+        return no("registers", "about " + std::to_string(regs) + " registers per thread (" + std::to_string(wm * wn / 32) +
+                                   " accumulators) exceed " + std::to_string(arch.max_regs_per_thread));
+      if (static_cast<std::int64_t>(regs) * threads > arch.regs_per_block)
+        return no("registers", "about " + std::to_string(regs * threads) + " registers per block exceed " +
+                                   std::to_string(arch.regs_per_block));
+      if (c.fam() == Family::sm90 && c.cluster_m * c.cluster_n > arch.max_cluster_size)
+        return no("cluster", "cluster " + std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n) +
+                                 " exceeds the portable size " + std::to_string(arch.max_cluster_size));
+      int max_vec = 16 / size_bytes(input);
+      for (int a : {c.align_a, c.align_b})
+        if (a > max_vec)
+          return no("align", "vector width " + std::to_string(a) + " exceeds 16 bytes of " + std::string(to_string(input)));
+      break;
+    }
+    case Family::dw: {
+      if (c.dw_tile_w % c.dw_ppt != 0 || c.dw_tile_c % c.dw_cpt != 0)
+        return no("dw_tile", "dwtile must be divisible by ppt along W and by cpt along channels");
+      if (c.dw_cpt * size_bytes(input) > 16)
+        return no("align", "cpt " + std::to_string(c.dw_cpt) + " exceeds a 16-byte vector of " +
+                               std::string(to_string(input)));
+      if (is_fp8(input)) return no("dtype", "fam=dw has no fp8 path");
+      break;
+    }
+  }
+  return {};
+}
+
+Verdict legal(const Problem& p, const KernelConfig& config, const ArchSpec& arch) {
+  const DType input = input_dtype(p);
+  if (auto v = legal_on_arch(config, arch, input); !v) return v;
+  const KernelConfig c = resolve(config, p);
+  const auto* conv = std::get_if<ConvProblem>(&p);
+  const auto* gemm = std::get_if<GemmProblem>(&p);
+
+  if (c.fam() == Family::dw) {
+    if (!conv || !conv->depthwise())
+      return no("family_op", "fam=dw runs depthwise convolution only (G == C == K)");
+    if (conv->c % c.dw_cpt != 0)
+      return no("align", "channels " + std::to_string(conv->c) + " not divisible by cpt " + std::to_string(c.dw_cpt));
+    if (c.splitk > 1 && conv->dir != ConvDir::bwd_weight)
+      return no("splitk", "fam=dw splits the reduction only for bwd_weight");
+    int smem = dw_smem(c, *conv, size_bytes(input));
+    if (smem > arch.smem_per_block_optin)
+      return no("smem", std::to_string(smem) + " bytes of shared memory exceed " +
+                            std::to_string(arch.smem_per_block_optin) + " per block on " + arch.name);
+    if (conv->x_elems() >= (std::int64_t{1} << 31) || conv->y_elems() >= (std::int64_t{1} << 31))
+      return no("index32", "tensors with 2^31 or more elements need 64-bit indexing");
+    return {};
+  }
+
+  // Implicit-GEMM families.
+  if (gemm && gemm->acc != DType::f32) return no("dtype", "the igemm families accumulate in f32");
+  auto allowed = max_alignment(p);
+  const std::array<int, 3> want{c.align_a, c.align_b, c.align_c};
+  static const char* names[3] = {"A", "B", "C"};
+  auto ext = contiguous_extents(p);
+  for (int i = 0; i < 3; ++i)
+    if (want[i] > allowed[i])
+      return no("align", "align " + std::to_string(want[i]) + " on " + names[i] + ": its contiguous extent " +
+                             std::to_string(ext[i]) + " allows at most " + std::to_string(allowed[i]));
+  const std::int64_t gk = gemm ? gemm->k : conv->gemm().k;
+  const std::int64_t k_tiles = (gk + c.tile_k - 1) / c.tile_k;
+  if (c.splitk > k_tiles)
+    return no("splitk", "splitk " + std::to_string(c.splitk) + " exceeds the " + std::to_string(k_tiles) +
+                            " K tiles of size " + std::to_string(c.tile_k));
+  std::int64_t largest = 0;
+  if (gemm) largest = std::max({gemm->m * gemm->k, gemm->k * gemm->n, gemm->m * gemm->n});
+  else largest = std::max({conv->x_elems(), conv->w_elems(), conv->y_elems()});
+  if (largest >= (std::int64_t{1} << 31))
+    return no("index32", "an operand with " + std::to_string(largest) + " elements needs 64-bit indexing");
+  return {};
+}
+
+}  // namespace tilepick

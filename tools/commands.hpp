@@ -1,0 +1,14 @@
+// Subcommand registration for the tilepick CLI; each cmd_*.cpp adds one command group.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include "tilepick/error.hpp"
+
+namespace tilepick::cli {
+
+void add_problem_commands(CLI::App& app);
+void add_configs_commands(CLI::App& app);
+void add_registry_commands(CLI::App& app);
+void add_arch_commands(CLI::App& app);
+
+}  // namespace tilepick::cli
