@@ -10,5 +10,7 @@ void add_problem_commands(CLI::App& app);
 void add_configs_commands(CLI::App& app);
 void add_registry_commands(CLI::App& app);
 void add_arch_commands(CLI::App& app);
+void add_jit_commands(CLI::App& app);  // jit build|headers, cache ls|clear
+void add_verify_commands(CLI::App& app);
 
 }  // namespace tilepick::cli

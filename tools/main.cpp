@@ -13,9 +13,11 @@ int main(int argc, char** argv) {
   tilepick::cli::add_configs_commands(app);
   tilepick::cli::add_registry_commands(app);
   tilepick::cli::add_arch_commands(app);
+  tilepick::cli::add_jit_commands(app);
+  tilepick::cli::add_verify_commands(app);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::Error& e) {
     return app.exit(e);
   } catch (const tilepick::Error& e) {
     std::cerr << "tilepick: error: " << e.what() << "\n";

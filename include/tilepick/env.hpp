@@ -10,5 +10,9 @@ std::string data_dir();
 int num_threads();
 // TILEPICK_LOG_LEVEL: error | warn | info | debug (default warn).
 int log_level();  // 0 error, 1 warn, 2 info, 3 debug
+// TILEPICK_CACHE_DIR: the JIT cache directory, or "" when unset (jit::cache_dir() picks the default).
+std::string cache_dir_override();
+// TILEPICK_JIT_DISABLE=1: never compile; a JIT cache miss is an error. 0 or unset: compile on a miss.
+bool jit_disabled();
 
 }  // namespace tilepick::env

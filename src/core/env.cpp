@@ -46,4 +46,18 @@ int log_level() {
               std::string("TILEPICK_LOG_LEVEL='") + v + "' is not one of error, warn, info, debug");
 }
 
+std::string cache_dir_override() {
+  const char* v = get("TILEPICK_CACHE_DIR");
+  return v ? v : "";
+}
+
+bool jit_disabled() {
+  const char* v = get("TILEPICK_JIT_DISABLE");
+  if (!v) return false;
+  std::string_view s(v);
+  if (s == "0") return false;
+  if (s == "1") return true;
+  throw Error(Status::invalid_problem, std::string("TILEPICK_JIT_DISABLE='") + v + "' is not 0 or 1");
+}
+
 }  // namespace tilepick::env

@@ -1,0 +1,56 @@
+// What a kernel family produces for (problem, resolved config): the NVRTC programs to compile and,
+// given device pointers, the launches to issue. Sizes stay runtime arguments (kernel parameters);
+// only the config and the specialization (op, direction, dtypes, layouts, alignment, epilogue,
+// spatial rank) are baked into the program text.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tilepick/config.hpp"
+#include "tilepick/problem.hpp"
+
+namespace tilepick {
+
+// One NVRTC program holding exactly one __global__ function.
+struct KernelSource {
+  std::string name;            // extern "C" symbol, e.g. "tp_gemm_sm80_1f2e3d4c5b6a7980"
+  std::string code;            // whole program text; includes bundled headers by path ("gemm/sm80.cuh")
+  std::string specialization;  // canonical text of everything baked in besides the config
+  int threads = 0;             // block size (for __launch_bounds__ and the launch)
+};
+
+// Device pointers of one call. GEMM: a, b, c (read when beta != 0), d. Conv: a and b are the two
+// inputs in order (fwd: x, w; bwd_data: dy, w; bwd_weight: x, dy), d the result (y, dx, dw).
+struct Operands {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  const void* c = nullptr;
+  void* d = nullptr;
+  const void* bias = nullptr;
+  void* workspace = nullptr;   // at least KernelPlan::workspace_bytes, 256-byte aligned
+};
+
+struct Launch {
+  int kernel = 0;                        // index into KernelPlan::kernels
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned smem_bytes = 0;               // dynamic shared memory
+  std::vector<unsigned char> params;     // the kernel's single by-value parameter struct
+  // Bytes of the workspace to zero before this launch (serial split-K counters); 0 = none.
+  std::size_t zero_workspace_bytes = 0;
+};
+
+struct KernelPlan {
+  std::vector<KernelSource> kernels;
+  std::size_t workspace_bytes = 0;
+  std::function<std::vector<Launch>(const Operands&)> launches;
+};
+
+// Dispatches on the config's family. Throws Unsupported naming the problem and config when the
+// family has no kernel for them (call legal() first: a legal pair always has a plan).
+KernelPlan make_plan(const Problem& p, const KernelConfig& resolved_config);
+
+}  // namespace tilepick

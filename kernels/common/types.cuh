@@ -1,0 +1,61 @@
+// Element types as raw bits, conversions through PTX, and the epilogue activations.
+// Device-only and NVRTC-clean: no host headers, no cuda_fp16.h (it is heavy and not always present).
+#pragma once
+
+namespace tp {
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef long long i64;
+
+struct f16 { u16 bits; };
+struct bf16 { u16 bits; };
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(f16 x) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x.bits));
+  return f;
+}
+__device__ __forceinline__ float to_float(bf16 x) { return __uint_as_float(u32(x.bits) << 16); }
+
+template <class T> __device__ __forceinline__ T from_float(float x);
+template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <> __device__ __forceinline__ f16 from_float<f16>(float x) {
+  f16 r;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r.bits) : "f"(x));
+  return r;
+}
+template <> __device__ __forceinline__ bf16 from_float<bf16>(float x) {
+  bf16 r;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r.bits) : "f"(x));
+  return r;
+}
+
+// Two floats packed into one 32-bit register of f16x2 / bf16x2 (lo = a).
+template <class T> __device__ __forceinline__ u32 pack2(float a, float b);
+template <> __device__ __forceinline__ u32 pack2<f16>(float a, float b) {
+  u32 r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+  return r;
+}
+template <> __device__ __forceinline__ u32 pack2<bf16>(float a, float b) {
+  u32 r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+  return r;
+}
+
+// Activation ids match tilepick::Activation (none, relu, gelu_tanh, gelu_erf, silu, sigmoid, tanh).
+enum Act { act_none = 0, act_relu, act_gelu_tanh, act_gelu_erf, act_silu, act_sigmoid, act_tanh };
+
+template <int A> __device__ __forceinline__ float activate(float x) {
+  if (A == act_relu) return x > 0.f ? x : 0.f;
+  if (A == act_gelu_tanh) return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  if (A == act_gelu_erf) return 0.5f * x * (1.f + erff(x * 0.7071067811865476f));
+  if (A == act_silu) return x / (1.f + expf(-x));
+  if (A == act_sigmoid) return 1.f / (1.f + expf(-x));
+  if (A == act_tanh) return tanhf(x);
+  return x;
+}
+
+}  // namespace tp

@@ -1,0 +1,288 @@
+// Depthwise convolution, backward-weight:
+//   dw[c][z][y][x] = sum_{n,od,oh,ow} x[n][od*sd-pd+z*dd][oh*sh-ph+y*dh][ow*sw-pw+x*dw][c] * dy[n][od][oh][ow][c]
+//
+// Block: a TH x TW tile of dy pixels x TC channels, looping over its share (split) of the (n, od)
+// slices; each slice stages the dy tile and the x box it reads (double-buffered with cp.async when
+// Cfg::stages == 2). The block's sums go to the workspace as one fp32 partial per (c, tap)
+//   ws[part][c][tap], part = split * tiles_h * tiles_w + tile_row * tiles_w + tile_col,
+// and dw_bwd_weight_reduce adds the parts in a fixed order: deterministic, no atomics.
+//
+// dw_bwd_weight (filter extents known at compile time): thread = CPT channels x PPT consecutive dy
+//   pixels of one row, with all taps in registers (acc[Z*Y][X][CPT]); one staged x column feeds every
+//   (pixel, tap) pair that reads it. At the end the pixel threads are summed in a fixed order
+//   (butterfly inside a warp, then warp after warp through shared memory).
+// dw_bwd_weight_taps (any filter): thread = CPT channels x up to KT taps, summing over all pixels of
+//   the tile; `passes` blocks cover the taps.
+#pragma once
+#include "conv/dw_common.cuh"
+
+namespace tp {
+namespace dw {
+
+// Block coordinates and staging shared by both bwd_weight kernels.
+template <class Cfg>
+struct BwdWeightTile {
+  typedef typename Cfg::T T;
+  static constexpr int TH = Cfg::tile_h, TW = Cfg::tile_w, TC = Cfg::tile_c;
+  int c0, oh0, ow0, split, part, pass;
+  int FZ, FY, FX, SR, SC;
+  int x_bytes, stage_bytes;
+
+  __device__ __forceinline__ BwdWeightTile(const DwParams& p, int passes) {
+    int b = blockIdx.x;  // (c tile, tile col, tile row, pass, split)
+    c0 = (b % p.tiles_c) * TC;
+    b /= p.tiles_c;
+    const int tw = b % p.tiles_w;
+    b /= p.tiles_w;
+    const int th = b % p.tiles_h;
+    b /= p.tiles_h;
+    pass = b % passes;
+    split = b / passes;
+    oh0 = th * TH, ow0 = tw * TW;
+    part = (split * p.tiles_h + th) * p.tiles_w + tw;
+    FZ = Cfg::fz ? Cfg::fz : p.filter[0];
+    FY = Cfg::fy ? Cfg::fy : p.filter[1];
+    FX = Cfg::fx ? Cfg::fx : p.filter[2];
+    SR = p.halo[1], SC = p.halo[2];
+    x_bytes = align16(FZ * SR * SC * TC * int(sizeof(T)));
+    stage_bytes = x_bytes + align16(TH * TW * TC * int(sizeof(T)));
+  }
+  // Buffer s: x box [FZ][SR][SC][TC], then the dy tile [TH][TW][TC].
+  __device__ __forceinline__ T* s_x(unsigned char* smem, int s) const {
+    return reinterpret_cast<T*>(smem + s * stage_bytes);
+  }
+  __device__ __forceinline__ T* s_dy(unsigned char* smem, int s) const {
+    return reinterpret_cast<T*>(smem + s * stage_bytes + x_bytes);
+  }
+  // Issues the copies of slice q = n * OD + od into buffer s (one cp.async group).
+  __device__ __forceinline__ void stage(const DwParams& p, unsigned char* smem, int q, int s) const {
+    const int od = q % p.out[0], n = q / p.out[0];
+    stage_box<T, TC, Cfg::vec, Cfg::threads>(
+        s_x(smem, s), static_cast<const T*>(p.src), p.in, p.c, n, FZ,
+        [&](int k) { return od * p.stride[0] - p.pad[0] + k * p.dilation[0]; }, oh0 * p.stride[1] - p.pad[1], SR,
+        ow0 * p.stride[2] - p.pad[2], SC, c0);
+    stage_box<T, TC, Cfg::vec, Cfg::threads>(s_dy(smem, s), static_cast<const T*>(p.src2), p.out, p.c, n, 1,
+                                             [&](int) { return od; }, oh0, TH, ow0, TW, c0);
+    copy_commit();
+  }
+  // Runs body(s) for every slice of this split, with the slice staged in buffer s.
+  template <class Body>
+  __device__ __forceinline__ void for_each_slice(const DwParams& p, unsigned char* smem, Body body) const {
+    const int q0 = split * p.iters;
+    const int q1 = min(q0 + p.iters, p.n * p.out[0]);
+    if constexpr (Cfg::stages == 2) {
+      if (q0 < q1) stage(p, smem, q0, 0);
+      for (int q = q0; q < q1; ++q) {
+        const int s = (q - q0) & 1;
+        if (q + 1 < q1) {
+          stage(p, smem, q + 1, s ^ 1);
+          copy_wait<1>();
+        } else {
+          copy_wait<0>();
+        }
+        __syncthreads();
+        body(s);
+        __syncthreads();
+      }
+    } else {
+      for (int q = q0; q < q1; ++q) {
+        stage(p, smem, q, 0);
+        copy_wait<0>();
+        __syncthreads();
+        body(0);
+        __syncthreads();
+      }
+    }
+  }
+};
+
+// One filter row: acc[fx] += sum_j x[(col0 + j) * sw + fx * dw] * dy[j], s_x at column 0 of the row.
+template <class Cfg>
+__device__ __forceinline__ void filter_row_grad(float (&acc)[Cfg::fx][Cfg::cpt], const typename Cfg::T* s_x,
+                                                const float (&dy)[Cfg::ppt][Cfg::cpt], int col0, int sw, int dw) {
+  typedef typename Cfg::T T;
+  constexpr int PPT = Cfg::ppt, CPT = Cfg::cpt, TC = Cfg::tile_c, FX = Cfg::fx;
+  if constexpr (Cfg::sw > 0 && Cfg::dw > 0) {
+    constexpr int SW = Cfg::sw, DW = Cfg::dw;
+    constexpr int WIN = (PPT - 1) * SW + (FX - 1) * DW + 1;
+    const T* s = s_x + col0 * SW * TC;
+#pragma unroll
+    for (int k = 0; k < WIN; ++k) {
+      float v[CPT];
+      load_f(s + k * TC, v);
+#pragma unroll
+      for (int j = 0; j < PPT; ++j) {
+        const int t = k - j * SW;  // = fx * DW
+        if (t >= 0 && t % DW == 0 && t / DW < FX) {
+#pragma unroll
+          for (int i = 0; i < CPT; ++i) acc[t / DW][i] = fmaf(v[i], dy[j][i], acc[t / DW][i]);
+        }
+      }
+    }
+  } else {
+#pragma unroll
+    for (int fx = 0; fx < FX; ++fx) {
+#pragma unroll
+      for (int j = 0; j < PPT; ++j) {
+        float v[CPT];
+        load_f(s_x + ((col0 + j) * sw + fx * dw) * TC, v);
+#pragma unroll
+        for (int i = 0; i < CPT; ++i) acc[fx][i] = fmaf(v[i], dy[j][i], acc[fx][i]);
+      }
+    }
+  }
+}
+
+}  // namespace dw
+
+template <class Cfg>
+__device__ __forceinline__ void dw_bwd_weight(const DwParams& p) {
+  using namespace dw;
+  typedef typename Cfg::T T;
+  constexpr int TW = Cfg::tile_w, TC = Cfg::tile_c, PPT = Cfg::ppt, CPT = Cfg::cpt;
+  constexpr int LC = TC / CPT, GW = TW / PPT;
+  constexpr int FZ = Cfg::fz, FY = Cfg::fy, FX = Cfg::fx, TAPS = FZ * FY * FX;
+  static_assert(FZ > 0 && FY > 0 && FX > 0, "dw_bwd_weight needs the filter at compile time");
+  extern __shared__ __align__(16) unsigned char smem[];
+
+  const BwdWeightTile<Cfg> tile(p, 1);
+  const int lc = threadIdx.x % LC, pg = threadIdx.x / LC;
+  const int r = pg / GW, col0 = (pg % GW) * PPT;
+
+  float acc[FZ * FY][FX][CPT] = {};  // this thread's sums for every tap
+  tile.for_each_slice(p, smem, [&](int s) {
+    const T* s_x = tile.s_x(smem, s) + lc * CPT;
+    const T* s_dy = tile.s_dy(smem, s) + lc * CPT;
+    float dy[PPT][CPT];
+#pragma unroll
+    for (int j = 0; j < PPT; ++j) load_f(s_dy + (r * TW + col0 + j) * TC, dy[j]);
+#pragma unroll
+    for (int fz = 0; fz < FZ; ++fz) {
+#pragma unroll
+      for (int fy = 0; fy < FY; ++fy) {
+        const T* s_row = s_x + ((fz * tile.SR + r * p.stride[1] + fy * p.dilation[1]) * tile.SC) * TC;
+        filter_row_grad<Cfg>(acc[fz * FY + fy], s_row, dy, col0, p.stride[2], p.dilation[2]);
+      }
+    }
+  });
+
+  // Sum over the block's pixel groups in a fixed order. Butterfly over the groups inside a warp
+  // (lanes LC apart hold the same channels), then warp set by warp set into s_red[TAPS][TC].
+  constexpr int GPW = LC >= 32 ? 1 : 32 / LC;  // pixel groups per warp
+  if constexpr (GPW > 1) {
+#pragma unroll
+    for (int t = 0; t < FZ * FY; ++t)
+#pragma unroll
+      for (int fx = 0; fx < FX; ++fx)
+#pragma unroll
+        for (int i = 0; i < CPT; ++i)
+#pragma unroll
+          for (int off = LC; off < 32; off *= 2) acc[t][fx][i] += __shfl_xor_sync(0xffffffffu, acc[t][fx][i], off);
+  }
+  float* s_red = reinterpret_cast<float*>(smem);  // [TAPS][TC], reuses the staging buffers
+  constexpr int SETS = Cfg::threads / LC / GPW;
+  const bool writer = pg % GPW == 0;
+  for (int set = 0; set < SETS; ++set) {
+    if (writer && pg / GPW == set) {
+#pragma unroll
+      for (int t = 0; t < FZ * FY; ++t)
+#pragma unroll
+        for (int fx = 0; fx < FX; ++fx)
+#pragma unroll
+          for (int i = 0; i < CPT; ++i) {
+            float& dst = s_red[(t * FX + fx) * TC + lc * CPT + i];
+            dst = set == 0 ? acc[t][fx][i] : dst + acc[t][fx][i];
+          }
+    }
+    __syncthreads();
+  }
+
+  // Partial of this block: ws[part][c][tap] for c < C (contiguous over (c, tap)).
+  float* ws = static_cast<float*>(p.workspace) + (long long)tile.part * p.c * TAPS + (long long)tile.c0 * TAPS;
+  const int nc = min(TC, p.c - tile.c0);
+  for (int e = threadIdx.x; e < nc * TAPS; e += Cfg::threads) {
+    const int cc = e / TAPS, t = e - cc * TAPS;
+    ws[e] = s_red[t * TC + cc];
+  }
+}
+
+// Any filter: thread (pixel group pg, channel lane lc) owns taps pass*P*KT + k*P + pg, k < KT.
+template <class Cfg>
+__device__ __forceinline__ void dw_bwd_weight_taps(const DwParams& p) {
+  using namespace dw;
+  typedef typename Cfg::T T;
+  constexpr int TH = Cfg::tile_h, TW = Cfg::tile_w, TC = Cfg::tile_c, CPT = Cfg::cpt;
+  constexpr int LC = TC / CPT, P = Cfg::threads / LC, KT = Cfg::taps_per_thread;
+  extern __shared__ __align__(16) unsigned char smem[];
+
+  const BwdWeightTile<Cfg> tile(p, p.passes);
+  const int lc = threadIdx.x % LC, pg = threadIdx.x / LC;
+  const int taps = tile.FZ * tile.FY * tile.FX;
+  int s_off[KT];  // offset of tap k's x column 0 in the staged box, or -1
+#pragma unroll
+  for (int k = 0; k < KT; ++k) {
+    const int t = (tile.pass * KT + k) * P + pg;
+    const int tz = t / (tile.FY * tile.FX), ty = (t / tile.FX) % tile.FY, tx = t % tile.FX;
+    s_off[k] = t < taps ? (tz * tile.SR + ty * p.dilation[1]) * tile.SC + tx * p.dilation[2] : -1;
+  }
+
+  float acc[KT][CPT] = {};
+  tile.for_each_slice(p, smem, [&](int s) {
+    const T* s_x = tile.s_x(smem, s) + lc * CPT;
+    const T* s_dy = tile.s_dy(smem, s) + lc * CPT;
+    for (int r = 0; r < TH; ++r) {
+      for (int c = 0; c < TW; ++c) {
+        float dy[CPT];
+        load_f(s_dy + (r * TW + c) * TC, dy);
+        const int pix = r * p.stride[1] * tile.SC + c * p.stride[2];
+#pragma unroll
+        for (int k = 0; k < KT; ++k) {
+          if (s_off[k] < 0) continue;
+          float x[CPT];
+          load_f(s_x + (s_off[k] + pix) * TC, x);
+#pragma unroll
+          for (int i = 0; i < CPT; ++i) acc[k][i] = fmaf(x[i], dy[i], acc[k][i]);
+        }
+      }
+    }
+  });
+
+  float* ws = static_cast<float*>(p.workspace) + (long long)tile.part * p.c * taps;
+#pragma unroll
+  for (int k = 0; k < KT; ++k) {
+    const int t = (tile.pass * KT + k) * P + pg;
+    if (s_off[k] < 0) continue;
+#pragma unroll
+    for (int i = 0; i < CPT; ++i) {
+      const int ch = tile.c0 + lc * CPT + i;
+      if (ch < p.c) ws[(long long)ch * taps + t] = acc[k][i];
+    }
+  }
+}
+
+// dw[c][tap] = sum over parts (in order) of ws[part][c][tap]. 256 threads: lane = element of a
+// 32-element chunk, warp = parts warp, warp + 8, ...; the 8 warp sums are added in order.
+template <class Cfg>
+__device__ __forceinline__ void dw_bwd_weight_reduce(const DwParams& p) {
+  typedef typename Cfg::T T;
+  __shared__ float s_sum[8][32];
+  const long long total = (long long)p.c * p.filter[0] * p.filter[1] * p.filter[2];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const long long e = (long long)blockIdx.x * 32 + lane;
+  const float* ws = static_cast<const float*>(p.workspace);
+  float s = 0.f;
+  if (e < total) {
+#pragma unroll 4
+    for (int part = warp; part < p.parts; part += 8) s += ws[part * total + e];
+  }
+  s_sum[warp][lane] = s;
+  __syncthreads();
+  if (warp == 0 && e < total) {
+    float v = s_sum[0][lane];
+#pragma unroll
+    for (int w = 1; w < 8; ++w) v += s_sum[w][lane];
+    static_cast<T*>(p.dst)[e] = from_float<T>(v);
+  }
+}
+
+}  // namespace tp

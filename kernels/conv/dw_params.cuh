@@ -1,0 +1,43 @@
+// Runtime arguments of the depthwise convolution kernels (fam=dw): one by-value struct per launch.
+// Plain C layout of fixed-width builtin types and pointers, shared by the host plan builder
+// (src/jit/family_dw.cpp packs it into Launch::params) and the device code.
+//
+// Tensors are channels-last with one channel per group (G == C == K):
+//   x [N][D][H][W][C]   w [C][Z][Y][X]   y [N][OD][OH][OW][C]   bias [C] (output dtype)
+// Spatial triples are ordered (d, h, w); 2-D problems have d = 1, filter 1, stride 1, pad 0.
+//
+// Roles per kernel (src, src2 -> dst):
+//   dw_fwd            x,  w  -> y        in = x dims,  out = y dims
+//   dw_fwd (flip)     dy, w  -> dx       unit-stride bwd_data as a forward pass with the filter
+//                                        rotated and pad' = (F - 1) * dil - pad; in = dy, out = dx
+//   dw_bwd_data       dy, w  -> dx       any stride, one stride phase per block; in = dy, out = dx
+//   dw_bwd_weight*    x,  dy -> workspace partials [parts][C][Z*Y*X] (fp32); in = x, out = dy
+//   dw_bwd_weight_reduce     workspace -> dw, summing the parts in a fixed order (deterministic)
+#pragma once
+
+namespace tp {
+
+struct DwParams {
+  const void* src;   // input read with a halo (x, or dy for bwd_data)
+  const void* src2;  // w (fwd, bwd_data) or dy (bwd_weight)
+  const void* bias;  // [C] in the output dtype, or null
+  void* dst;         // y, dx, or dw (reduce kernel)
+  void* workspace;   // bwd_weight: float [parts][C][taps]
+  int n, c;          // batch, channels (== groups)
+  int in[3];         // (d, h, w) extents of src
+  int out[3];        // (d, h, w) extents of the pixel grid the blocks tile: y, dx, or dy
+  int filter[3];
+  int stride[3];
+  int pad[3];
+  int dilation[3];
+  int halo[3];       // staged src box per block: (slices, rows, cols); sizes the shared memory
+  int tiles_h, tiles_w, tiles_c;  // blocks along output rows, output cols, channels
+  int splits;        // bwd_weight: blocks along the (n, od) reduction
+  int iters;         // bwd_weight: (n, od) slices per split
+  int passes;        // bwd_weight tap-owner kernel: blocks along the taps
+  int parts;         // bwd_weight: partial sums per (c, tap) = splits * tiles_h * tiles_w
+};
+
+static_assert(sizeof(DwParams) == 160, "DwParams layout is shared by host and device");
+
+}  // namespace tp

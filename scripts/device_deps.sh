@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Copies the header-only build dependencies (nlohmann-json, CLI11) into .deps/ so that the lent GPU
+# machine, which has the CUDA toolkit and CMake but no Debian packages, can build tilepick.
+# .deps/ is git-ignored; name it in the device tool's `carry`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rm -rf .deps && mkdir -p .deps/include .deps/share/cmake
+cp -r /usr/include/nlohmann /usr/include/CLI .deps/include/
+cp -r /usr/share/cmake/nlohmann_json /usr/share/cmake/CLI11 .deps/share/cmake/
+echo "device_deps: .deps ready ($(du -sh .deps | cut -f1))"

@@ -1,0 +1,351 @@
+// The CUDA driver runtime: device buffers, loaded kernels, plan execution and timing events.
+#include "jit/driver.hpp"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+#include "tilepick/error.hpp"
+#include "tilepick/jit.hpp"
+
+namespace tilepick::cuda {
+namespace detail {
+namespace {
+
+template <class F>
+bool resolve(void* lib, const char* symbol, F& out) {
+  out = reinterpret_cast<F>(dlsym(lib, symbol));
+  return out != nullptr;
+}
+
+Driver load() {
+  Driver d;
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* e = dlerror();
+    d.error = std::string("libcuda.so.1 not found: no NVIDIA driver on this machine") + (e ? std::string(" (") + e + ")" : "");
+    return d;
+  }
+  // The handle stays open for the process lifetime.
+  struct Required {
+    const char* symbol;
+    bool found;
+  };
+  const Required required[] = {
+      {"cuInit", resolve(lib, "cuInit", d.init)},
+      {"cuGetErrorName", resolve(lib, "cuGetErrorName", d.get_error_name)},
+      {"cuDeviceGet", resolve(lib, "cuDeviceGet", d.device_get)},
+      {"cuDeviceGetCount", resolve(lib, "cuDeviceGetCount", d.device_get_count)},
+      {"cuDeviceGetAttribute", resolve(lib, "cuDeviceGetAttribute", d.device_get_attribute)},
+      {"cuDevicePrimaryCtxRetain", resolve(lib, "cuDevicePrimaryCtxRetain", d.primary_ctx_retain)},
+      {"cuCtxSetCurrent", resolve(lib, "cuCtxSetCurrent", d.ctx_set_current)},
+      {"cuCtxGetCurrent", resolve(lib, "cuCtxGetCurrent", d.ctx_get_current)},
+      {"cuCtxGetDevice", resolve(lib, "cuCtxGetDevice", d.ctx_get_device)},
+      {"cuCtxSynchronize", resolve(lib, "cuCtxSynchronize", d.ctx_synchronize)},
+      {"cuModuleLoadData", resolve(lib, "cuModuleLoadData", d.module_load_data)},
+      {"cuModuleGetFunction", resolve(lib, "cuModuleGetFunction", d.module_get_function)},
+      {"cuModuleUnload", resolve(lib, "cuModuleUnload", d.module_unload)},
+      {"cuFuncSetAttribute", resolve(lib, "cuFuncSetAttribute", d.func_set_attribute)},
+      {"cuFuncGetAttribute", resolve(lib, "cuFuncGetAttribute", d.func_get_attribute)},
+      {"cuLaunchKernel", resolve(lib, "cuLaunchKernel", d.launch_kernel)},
+      {"cuMemAlloc_v2", resolve(lib, "cuMemAlloc_v2", d.mem_alloc)},
+      {"cuMemFree_v2", resolve(lib, "cuMemFree_v2", d.mem_free)},
+      {"cuMemcpyHtoD_v2", resolve(lib, "cuMemcpyHtoD_v2", d.memcpy_htod)},
+      {"cuMemcpyDtoH_v2", resolve(lib, "cuMemcpyDtoH_v2", d.memcpy_dtoh)},
+      {"cuMemsetD8_v2", resolve(lib, "cuMemsetD8_v2", d.memset_d8)},
+      {"cuMemsetD8Async", resolve(lib, "cuMemsetD8Async", d.memset_d8_async)},
+      {"cuEventCreate", resolve(lib, "cuEventCreate", d.event_create)},
+      {"cuEventRecord", resolve(lib, "cuEventRecord", d.event_record)},
+      {"cuEventSynchronize", resolve(lib, "cuEventSynchronize", d.event_synchronize)},
+      // _v2 since CUDA 12.8, same signature; older drivers have only the plain name.
+      {"cuEventElapsedTime", resolve(lib, "cuEventElapsedTime_v2", d.event_elapsed_time) ||
+                                 resolve(lib, "cuEventElapsedTime", d.event_elapsed_time)},
+      {"cuEventDestroy_v2", resolve(lib, "cuEventDestroy_v2", d.event_destroy)},
+  };
+  resolve(lib, "cuFuncGetParamInfo", d.func_get_param_info);
+  for (const auto& r : required)
+    if (!r.found) {
+      d.error = std::string("libcuda.so.1 has no symbol ") + r.symbol + " (driver too old?)";
+      return d;
+    }
+  if (CUresult r = d.init(0); r != CUDA_SUCCESS) d.error = "cuInit failed: " + d.name_of(r);
+  return d;
+}
+
+std::atomic<int> g_default_ordinal{0};
+
+}  // namespace
+
+std::string Driver::name_of(CUresult r) const {
+  const char* s = nullptr;
+  if (get_error_name && get_error_name(r, &s) == CUDA_SUCCESS && s) return s;
+  return "CUresult " + std::to_string(static_cast<int>(r));
+}
+
+const Driver& driver() {
+  static const Driver d = load();
+  return d;
+}
+
+const Driver& require_driver(const std::string& what) {
+  const Driver& d = driver();
+  if (!d.error.empty()) throw Error(Status::cuda_error, what + ": no CUDA driver: " + d.error);
+  return d;
+}
+
+void check(CUresult r, const std::string& call, const std::string& subject) {
+  if (r == CUDA_SUCCESS) return;
+  throw Error(Status::cuda_error,
+              call + " failed" + (subject.empty() ? "" : " for " + subject) + ": " + driver().name_of(r));
+}
+
+CUcontext ensure_context(const std::string& what) {
+  const Driver& d = require_driver(what);
+  CUcontext ctx = nullptr;
+  check(d.ctx_get_current(&ctx), "cuCtxGetCurrent", what);
+  if (ctx) return ctx;
+  init_device(g_default_ordinal);
+  check(d.ctx_get_current(&ctx), "cuCtxGetCurrent", what);
+  return ctx;
+}
+
+}  // namespace detail
+
+using detail::check;
+using detail::driver;
+
+bool driver_available(std::string* why) {
+  const auto& d = driver();
+  if (why) *why = d.error;
+  return d.error.empty();
+}
+
+void init_device(int ordinal) {
+  const auto& d = detail::require_driver("init_device(" + std::to_string(ordinal) + ")");
+  // Primary contexts are retained once per device and kept for the process lifetime.
+  static std::mutex mutex;
+  static std::map<int, CUcontext> retained;
+  CUcontext ctx = nullptr;
+  {
+    std::lock_guard lock(mutex);
+    auto it = retained.find(ordinal);
+    if (it == retained.end()) {
+      CUdevice dev = 0;
+      check(d.device_get(&dev, ordinal), "cuDeviceGet", "device " + std::to_string(ordinal));
+      check(d.primary_ctx_retain(&ctx, dev), "cuDevicePrimaryCtxRetain", "device " + std::to_string(ordinal));
+      it = retained.emplace(ordinal, ctx).first;
+    }
+    ctx = it->second;
+  }
+  check(d.ctx_set_current(ctx), "cuCtxSetCurrent", "device " + std::to_string(ordinal));
+  detail::g_default_ordinal = ordinal;
+}
+
+std::string target_for_current_device() {
+  detail::ensure_context("target_for_current_device");
+  const auto& d = driver();
+  CUdevice dev = 0;
+  int major = 0, minor = 0;
+  check(d.ctx_get_device(&dev), "cuCtxGetDevice");
+  check(d.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute");
+  check(d.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute");
+  // sm_90a: wgmma, setmaxnreg and friends exist only in the arch-specific target of Hopper.
+  return "sm_" + std::to_string(major) + std::to_string(minor) + (major == 9 && minor == 0 ? "a" : "");
+}
+
+void synchronize() {
+  detail::ensure_context("synchronize");
+  check(driver().ctx_synchronize(), "cuCtxSynchronize");
+}
+
+// ---- DeviceBuffer ----
+
+namespace {
+CUdeviceptr dptr(const void* p, std::size_t offset = 0) {
+  return static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p)) + offset;
+}
+void check_range(const char* what, std::size_t offset, std::size_t bytes, std::size_t size) {
+  if (offset > size || bytes > size - offset)
+    throw Error(Status::internal, std::string("DeviceBuffer::") + what + ": bytes [" + std::to_string(offset) + ", " +
+                                      std::to_string(offset + bytes) + ") outside the buffer of " +
+                                      std::to_string(size) + " bytes");
+}
+}  // namespace
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+  std::string what = "DeviceBuffer(" + std::to_string(bytes) + " bytes)";
+  detail::ensure_context(what);
+  if (bytes == 0) return;
+  CUdeviceptr p = 0;
+  check(driver().mem_alloc(&p, bytes), "cuMemAlloc", what);
+  ptr_ = reinterpret_cast<void*>(static_cast<std::uintptr_t>(p));
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) driver().mem_free(dptr(ptr_));  // errors ignored: nothing sensible to do in a destructor
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
+  o.ptr_ = nullptr;
+  o.bytes_ = 0;
+}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_) driver().mem_free(dptr(ptr_));
+    ptr_ = o.ptr_;
+    bytes_ = o.bytes_;
+    o.ptr_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+void DeviceBuffer::upload(const void* host, std::size_t bytes, std::size_t offset) {
+  check_range("upload", offset, bytes, bytes_);
+  if (bytes) check(driver().memcpy_htod(dptr(ptr_, offset), host, bytes), "cuMemcpyHtoD");
+}
+
+void DeviceBuffer::download(void* host, std::size_t bytes, std::size_t offset) const {
+  check_range("download", offset, bytes, bytes_);
+  if (bytes) check(driver().memcpy_dtoh(host, dptr(ptr_, offset), bytes), "cuMemcpyDtoH");
+}
+
+void DeviceBuffer::fill_bytes(unsigned char value) {
+  if (bytes_) check(driver().memset_d8(dptr(ptr_), value, bytes_), "cuMemsetD8");
+}
+
+// ---- LoadedKernel ----
+
+LoadedKernel::LoadedKernel(const jit::CompiledKernel& k) : name_(k.name) {
+  detail::ensure_context("loading " + k.name);
+  const auto& d = driver();
+  CUmodule mod = nullptr;
+  check(d.module_load_data(&mod, k.cubin.data()), "cuModuleLoadData", k.name + " (" + k.target + ")");
+  module_ = mod;
+  CUfunction fn = nullptr;
+  if (CUresult r = d.module_get_function(&fn, mod, k.name.c_str()); r != CUDA_SUCCESS) {
+    d.module_unload(mod);
+    check(r, "cuModuleGetFunction", k.name);
+  }
+  function_ = fn;
+  std::size_t offset = 0, size = 0;
+  if (d.func_get_param_info && d.func_get_param_info(fn, 0, &offset, &size) == CUDA_SUCCESS) param_bytes_ = size;
+}
+
+LoadedKernel::~LoadedKernel() {
+  if (module_) driver().module_unload(static_cast<CUmodule>(module_));
+}
+
+void LoadedKernel::launch(const Launch& l, void* stream) const {
+  const auto& d = driver();
+  auto fn = static_cast<CUfunction>(function_);
+  if (param_bytes_ && l.params.size() != param_bytes_)
+    throw Error(Status::internal, "launch of " + name_ + ": " + std::to_string(l.params.size()) +
+                                      " parameter bytes given, the kernel takes " + std::to_string(param_bytes_));
+  if (l.smem_bytes > 48 * 1024) {
+    std::lock_guard lock(smem_mutex_);
+    if (l.smem_bytes > smem_limit_) {
+      check(d.func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(l.smem_bytes)),
+            "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES=" + std::to_string(l.smem_bytes) + ")", name_);
+      smem_limit_ = l.smem_bytes;
+    }
+  }
+  void* args[] = {const_cast<unsigned char*>(l.params.data())};
+  check(d.launch_kernel(fn, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.smem_bytes,
+                        static_cast<CUstream>(stream), l.params.empty() ? nullptr : args, nullptr),
+        "cuLaunchKernel", name_);
+}
+
+int LoadedKernel::registers() const {
+  int n = 0;
+  check(driver().func_get_attribute(&n, CU_FUNC_ATTRIBUTE_NUM_REGS, static_cast<CUfunction>(function_)),
+        "cuFuncGetAttribute(NUM_REGS)", name_);
+  return n;
+}
+
+// ---- Executable ----
+
+namespace {
+
+// Modules loaded per (context, cache key), shared while any executable holds them. The map is
+// never freed, so that nothing runs during exit.
+std::shared_ptr<const LoadedKernel> load_shared(CUcontext ctx, const jit::CompiledKernel& k) {
+  using Key = std::pair<CUcontext, std::string>;
+  static std::mutex mutex;
+  static auto* loaded = new std::map<Key, std::weak_ptr<const LoadedKernel>>;
+  std::lock_guard lock(mutex);
+  auto& slot = (*loaded)[{ctx, k.key}];
+  if (auto p = slot.lock()) return p;
+  auto p = std::make_shared<const LoadedKernel>(k);
+  slot = p;
+  return p;
+}
+
+}  // namespace
+
+Executable::Executable(const KernelPlan& plan, const std::string& target) : plan_(plan) {
+  CUcontext ctx = detail::ensure_context("Executable");
+  compiled_ = jit::compile_all(plan_.kernels, target);
+  for (const auto& k : compiled_) loaded_.push_back(load_shared(ctx, k));
+}
+
+void Executable::run(const Operands& ops, void* stream) const {
+  detail::ensure_context("Executable::run");
+  if (plan_.workspace_bytes > 0 && !ops.workspace)
+    throw Error(Status::internal, "the plan needs a workspace of " + std::to_string(plan_.workspace_bytes) +
+                                      " bytes and Operands::workspace is null");
+  if (!plan_.launches) throw Error(Status::internal, "the plan has no launch function");
+  for (const Launch& l : plan_.launches(ops)) {
+    if (l.kernel < 0 || static_cast<std::size_t>(l.kernel) >= loaded_.size())
+      throw Error(Status::internal, "launch names kernel " + std::to_string(l.kernel) + " of a plan with " +
+                                        std::to_string(loaded_.size()));
+    const auto& k = *loaded_[static_cast<std::size_t>(l.kernel)];
+    if (l.zero_workspace_bytes > 0) {
+      if (l.zero_workspace_bytes > plan_.workspace_bytes)
+        throw Error(Status::internal, "launch of " + k.name() + " zeroes " + std::to_string(l.zero_workspace_bytes) +
+                                          " workspace bytes of " + std::to_string(plan_.workspace_bytes));
+      check(driver().memset_d8_async(dptr(ops.workspace), 0, l.zero_workspace_bytes, static_cast<CUstream>(stream)),
+            "cuMemsetD8Async", "the workspace of " + k.name());
+    }
+    k.launch(l, stream);
+  }
+}
+
+// ---- Timer ----
+
+Timer::Timer() {
+  detail::ensure_context("Timer");
+  const auto& d = driver();
+  CUevent b = nullptr, e = nullptr;
+  check(d.event_create(&b, CU_EVENT_DEFAULT), "cuEventCreate");
+  if (CUresult r = d.event_create(&e, CU_EVENT_DEFAULT); r != CUDA_SUCCESS) {
+    d.event_destroy(b);
+    check(r, "cuEventCreate");
+  }
+  begin_ = b;
+  end_ = e;
+}
+
+Timer::~Timer() {
+  if (begin_) driver().event_destroy(static_cast<CUevent>(begin_));
+  if (end_) driver().event_destroy(static_cast<CUevent>(end_));
+}
+
+void Timer::start(void* stream) {
+  check(driver().event_record(static_cast<CUevent>(begin_), static_cast<CUstream>(stream)), "cuEventRecord");
+}
+
+float Timer::stop_ms(void* stream) {
+  const auto& d = driver();
+  check(d.event_record(static_cast<CUevent>(end_), static_cast<CUstream>(stream)), "cuEventRecord");
+  check(d.event_synchronize(static_cast<CUevent>(end_)), "cuEventSynchronize");
+  float ms = 0;
+  check(d.event_elapsed_time(&ms, static_cast<CUevent>(begin_), static_cast<CUevent>(end_)), "cuEventElapsedTime");
+  return ms;
+}
+
+}  // namespace tilepick::cuda

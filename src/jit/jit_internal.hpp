@@ -1,0 +1,48 @@
+// Internals of the JIT shared by headers.cpp, nvrtc.cpp, cache.cpp, compile.cpp and the tests.
+#pragma once
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tilepick/jit.hpp"
+
+namespace tilepick::jit::detail {
+
+// One kernels/ header embedded at build time (cmake/bundle_headers.cmake); data is NUL-terminated.
+struct BundledHeader {
+  const char* path;  // relative to kernels/, e.g. "common/types.cuh"
+  const unsigned char* data;
+  std::size_t size;  // bytes, without the terminating NUL
+};
+std::span<const BundledHeader> bundled_headers();  // sorted by path
+
+// Everything that determines a cubin. cache_key() fills it from the process; tests vary fields.
+struct KeyInputs {
+  std::string name, code, specialization, nvrtc_version, target, headers_hash;
+  std::vector<std::string> options;
+};
+std::string cache_key(const KeyInputs& in);  // SHA-256 hex of a length-prefixed serialization
+
+std::string sha256_hex(std::string_view data);
+std::string nvrtc_version();  // "13.0"
+// The NVRTC options that shape the cubin (and so enter the key). PCH flags only change compile
+// time, not the output, and are added by nvrtc_compile() outside the key.
+std::vector<std::string> codegen_options(const std::string& target);
+
+// One NVRTC compile, no caching. Throws Error(cuda_error) naming kernel and target, with the log.
+CompiledKernel nvrtc_compile(const KernelSource& src, const std::string& target);
+// Reads registers, spills, stack and static shared memory from a ptxas -v log into k.
+void parse_ptxas_log(const std::string& log, CompiledKernel& k);
+
+// Disk entries (cache.cpp). load_entry removes a corrupt entry and reports it in *was_corrupt;
+// store_entry never throws (an unwritable cache only costs a warning).
+std::optional<CompiledKernel> load_entry(const std::string& dir, const std::string& key, bool* was_corrupt);
+void store_entry(const std::string& dir, const CompiledKernel& k, const KernelSource& src);
+
+void set_pch_enabled(bool on);  // default on; for measurements and tests
+bool pch_enabled();
+
+}  // namespace tilepick::jit::detail

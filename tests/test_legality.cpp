@@ -1,0 +1,297 @@
+// The legality predicate: one test per rule (a violating config and a nearby legal one), plus
+// max_alignment, resolve and the resource estimate.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tilepick/arch.hpp"
+#include "tilepick/legality.hpp"
+#include "tilepick/space.hpp"
+
+// Readable gtest failure output for configs.
+namespace tilepick {
+[[maybe_unused]] static void PrintTo(const KernelConfig& c, std::ostream* os) { *os << "'" << to_string(c) << "'"; }
+}  // namespace tilepick
+
+using namespace tilepick;
+
+namespace {
+
+const ArchSpec& arch(const std::string& name) { return find_arch(default_arch_specs(), name); }
+
+Verdict check(const std::string& problem, const std::string& config, const std::string& a = "a100_sxm") {
+  return legal(parse_problem(problem), parse_config(config), arch(a));
+}
+
+// The verdict breaks `rule` and its reason mentions every needle.
+::testing::AssertionResult violates(const Verdict& v, const std::string& rule,
+                                    std::initializer_list<std::string> needles = {}) {
+  if (v.ok) return ::testing::AssertionFailure() << "legal, expected rule " << rule;
+  if (v.rule != rule)
+    return ::testing::AssertionFailure() << "rule " << v.rule << " (" << v.reason << "), expected " << rule;
+  for (const auto& n : needles)
+    if (v.reason.find(n) == std::string::npos)
+      return ::testing::AssertionFailure() << "reason '" << v.reason << "' does not mention '" << n << "'";
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult ok(const Verdict& v) {
+  if (v.ok) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "illegal: " << v.rule << ": " << v.reason;
+}
+
+const std::string kGemm = "gemm rcr m1024 n1024 k1024 bf16";
+const std::string kSm80 = "fam=sm80 tile=128x128x32 warps=2x2 stages=3";
+const std::string kSm90 = "fam=sm90 tile=128x128x64 warps=2x2 stages=3";
+const std::string kFp8 = "gemm rcr m1024 n1024 k1024 e4m3:e4m3:bf16";
+const std::string kDwConv = "fwd g64 mb1 ic64 ih56 iw56 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16";
+
+}  // namespace
+
+TEST(LegalityRule, Config) {
+  KernelConfig c;
+  c.tile_m = 96;
+  EXPECT_TRUE(violates(legal(parse_problem(kGemm), c, arch("a100_sxm")), "config", {"tile_m=96"}));
+  c.tile_m = 128;
+  EXPECT_TRUE(ok(legal(parse_problem(kGemm), c, arch("a100_sxm"))));
+}
+
+TEST(LegalityRule, Threads) {
+  EXPECT_TRUE(violates(check(kGemm, "fam=sm80 tile=128x128x32 warps=8x8"), "threads", {"2048", "1024"}));
+  EXPECT_TRUE(ok(check(kGemm, "fam=sm80 tile=128x128x32 warps=4x4")));
+  // dw: (1*4/1) pixels x (8/2) channel groups = 16 threads.
+  EXPECT_TRUE(violates(check(kDwConv, "fam=dw dwtile=1x4x8 ppt=1 cpt=2"), "threads", {"16 threads"}));
+  EXPECT_TRUE(ok(check(kDwConv, "fam=dw dwtile=1x8x8 ppt=1 cpt=2")));
+}
+
+TEST(LegalityRule, FamilyArch) {
+  EXPECT_TRUE(violates(check(kGemm, kSm90, "a100_sxm"), "family_arch", {"wgmma", "sm_80"}));
+  EXPECT_TRUE(violates(check(kGemm, kSm90, "l40s"), "family_arch", {"sm_89"}));
+  EXPECT_TRUE(ok(check(kGemm, kSm90, "h100_sxm")));
+  ArchSpec old = arch("a100_sxm");
+  old.mma_sync = false;
+  EXPECT_TRUE(violates(legal(parse_problem(kGemm), parse_config(kSm80), old), "family_arch", {"mma.sync"}));
+  EXPECT_TRUE(ok(check(kGemm, kSm80, "a100_sxm")));
+}
+
+TEST(LegalityRule, Dtype) {
+  EXPECT_TRUE(violates(check(kFp8, kSm80, "h100_sxm"), "dtype", {"fp8", "sm90"}));
+  EXPECT_TRUE(ok(check(kFp8, kSm90, "h100_sxm")));
+  EXPECT_TRUE(violates(check("gemm rcr m256 n256 k256 f16 acc=f16", kSm80), "dtype", {"f32"}));
+  EXPECT_TRUE(ok(check("gemm rcr m256 n256 k256 f16", kSm80)));
+  EXPECT_TRUE(violates(legal_on_arch(parse_config("fam=dw"), arch("h100_sxm"), DType::e4m3), "dtype", {"fp8"}));
+  EXPECT_TRUE(ok(legal_on_arch(parse_config("fam=dw"), arch("h100_sxm"), DType::bf16)));
+}
+
+TEST(LegalityRule, WarpTile) {
+  EXPECT_TRUE(violates(check(kGemm, "fam=sm80 tile=64x64x32 warps=8x1"), "warp_tile", {"8x64", "16x16"}));
+  EXPECT_TRUE(ok(check(kGemm, "fam=sm80 tile=64x64x32 warps=4x1")));
+}
+
+TEST(LegalityRule, TileK) {
+  // fp8 mma K step is 32.
+  EXPECT_TRUE(violates(check(kFp8, "fam=sm90 tile=128x128x16", "h100_sxm"), "tile_k", {"tile_k 16", "32", "e4m3"}));
+  EXPECT_TRUE(ok(check(kFp8, "fam=sm90 tile=128x128x32", "h100_sxm")));
+}
+
+TEST(LegalityRule, Smem) {
+  // 8 x (256 + 128) x 64 x 2 bytes = 393216 > 166912 on A100.
+  std::string big = "fam=sm80 tile=256x128x64 warps=4x2 stages=8";
+  EXPECT_TRUE(violates(check(kGemm, big), "smem", {"393216", "166912", "a100_sxm"}));
+  EXPECT_EQ(estimate_resources(parse_config(big), parse_problem(kGemm)).smem_bytes, 393216);
+  EXPECT_TRUE(ok(check(kGemm, "fam=sm80 tile=256x128x64 warps=4x2 stages=3")));
+  // The smem epilogue stages a 256x256 f32 tile: 262144 bytes > 232448 on H100.
+  EXPECT_TRUE(violates(check(kGemm, "fam=sm80 tile=256x256x16 warps=4x4 stages=1 epi=smem", "h100_sxm"), "smem",
+                       {"262144", "232448"}));
+  EXPECT_NE(check(kGemm, "fam=sm80 tile=256x256x16 warps=4x4 stages=1", "h100_sxm").rule, "smem");
+}
+
+TEST(LegalityRule, Registers) {
+  // Warp tile 256x64: 512 accumulators per thread.
+  EXPECT_TRUE(violates(check(kGemm, "fam=sm80 tile=256x128x32 warps=1x2 stages=2"), "registers",
+                       {"512 accumulators", "255"}));
+  EXPECT_TRUE(ok(check(kGemm, "fam=sm80 tile=256x128x32 warps=4x2 stages=2")));
+  // 232 registers x 512 threads = 118784 > 65536 per block.
+  EXPECT_TRUE(violates(check(kGemm, "fam=sm80 tile=256x256x32 warps=4x4 stages=2"), "registers",
+                       {"118784", "65536"}));
+}
+
+TEST(LegalityRule, Cluster) {
+  EXPECT_TRUE(violates(check(kGemm, kSm90 + " cluster=4x4", "h100_sxm"), "cluster", {"4x4", "8"}));
+  EXPECT_TRUE(ok(check(kGemm, kSm90 + " cluster=2x4", "h100_sxm")));
+}
+
+TEST(LegalityRule, AlignVectorWidth) {
+  EXPECT_TRUE(violates(check(kGemm, kSm80 + " align=16x16x16"), "align", {"vector width 16", "bf16"}));
+  EXPECT_EQ(legal_on_arch(parse_config(kSm80 + " align=16x16x16"), arch("a100_sxm"), DType::bf16).rule, "align");
+  EXPECT_TRUE(ok(check(kGemm, kSm80 + " align=8x8x8")));
+  const std::string f32 = "gemm rcr m1024 n1024 k1024 f32";
+  EXPECT_TRUE(violates(check(f32, kSm80 + " align=8x8x4"), "align", {"vector width 8", "f32"}));
+  EXPECT_TRUE(ok(check(f32, kSm80 + " align=4x4x4")));
+}
+
+TEST(LegalityRule, AlignContiguousExtentGemm) {
+  struct Case {
+    std::string problem, operand, extent, allowed;
+  };
+  // Contiguous extents: A = k (row) or m (col); B = n (row) or k (col); C = n (row).
+  const Case cases[] = {
+      {"gemm rcr m64 n64 k36 bf16", "A", "36", "4"},  {"gemm rcr m64 n66 k64 bf16", "C", "66", "2"},
+      {"gemm rrr m64 n66 k64 bf16", "B", "66", "2"},  {"gemm rrr m64 n64 k36 bf16", "A", "36", "4"},
+      {"gemm crr m66 n64 k64 bf16", "A", "66", "2"},  {"gemm crr m64 n36 k64 bf16", "B", "36", "4"},
+      {"gemm ccr m64 n64 k66 bf16", "B", "66", "2"},  {"gemm ccr m66 n64 k64 bf16", "A", "66", "2"},
+  };
+  const std::string cfg = kSm80 + " align=8x8x8";
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.problem);
+    EXPECT_TRUE(violates(check(c.problem, cfg), "align",
+                         {"on " + c.operand, "extent " + c.extent, "at most " + c.allowed}));
+    EXPECT_TRUE(ok(check(c.problem, kSm80)));  // align=auto resolves to what is allowed
+  }
+  // An odd dimension that no operand is contiguous in does not matter.
+  EXPECT_TRUE(ok(check("gemm rcr m66 n64 k64 bf16", cfg)));
+  EXPECT_TRUE(ok(check("gemm rrr m66 n64 k64 bf16", cfg)));
+  EXPECT_TRUE(ok(check("gemm crr m64 n64 k66 bf16", cfg)));
+}
+
+TEST(LegalityRule, AlignContiguousExtentConv) {
+  // C/G = 3, K/G = 8: x and w are contiguous in C/G; y in K/G.
+  const std::string odd_c = " g2 mb1 ic6 ih8 iw8 oc16 kh3 kw3 sh1 sw1 ph1 pw1 bf16";
+  // C/G = 8, K/G = 3.
+  const std::string odd_k = " g2 mb1 ic16 ih8 iw8 oc6 kh3 kw3 sh1 sw1 ph1 pw1 bf16";
+  const std::string cfg = kSm80 + " align=8x8x8";
+  struct Case {
+    std::string problem, operand, extent;
+  };
+  const Case cases[] = {
+      {"fwd" + odd_c, "A", "3"},        {"bwd_data" + odd_c, "B", "3"}, {"bwd_weight" + odd_c, "B", "3"},
+      {"fwd" + odd_k, "C", "3"},        {"bwd_data" + odd_k, "A", "3"}, {"bwd_weight" + odd_k, "A", "3"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.problem);
+    EXPECT_TRUE(violates(check(c.problem, cfg), "align", {"on " + c.operand, "extent " + c.extent, "at most 1"}));
+    EXPECT_TRUE(ok(check(c.problem, kSm80)));
+    // The widest explicit alignment the problem allows is legal.
+    Problem p = parse_problem(c.problem);
+    KernelConfig r = resolve(parse_config(kSm80), p);
+    EXPECT_TRUE(ok(legal(p, r, arch("a100_sxm"))));
+  }
+}
+
+TEST(LegalityRule, SplitK) {
+  const std::string p = "gemm rcr m1024 n1024 k64 bf16";  // 2 K tiles of 32
+  EXPECT_TRUE(violates(check(p, kSm80 + " splitk=4 skmode=parallel"), "splitk", {"splitk 4", "2 K tiles"}));
+  EXPECT_TRUE(ok(check(p, kSm80 + " splitk=2 skmode=parallel")));
+}
+
+TEST(LegalityRule, Index32) {
+  // 65536 x 32768 = 2^31 elements of A.
+  EXPECT_TRUE(violates(check("gemm rcr m65536 n128 k32768 bf16", kSm80), "index32", {"2147483648"}));
+  EXPECT_TRUE(ok(check("gemm rcr m65535 n128 k32768 bf16", kSm80)));
+  // dw: 512 x 256 x 256 x 64 = 2^31 input elements.
+  EXPECT_TRUE(violates(check("fwd g64 mb512 ic64 ih256 iw256 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16", "fam=dw"),
+                       "index32", {"2^31"}));
+  EXPECT_TRUE(ok(check("fwd g64 mb256 ic64 ih256 iw256 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16", "fam=dw")));
+}
+
+TEST(LegalityRule, DwTile) {
+  EXPECT_TRUE(violates(check(kDwConv, "fam=dw dwtile=64x4x8 ppt=8 cpt=1"), "dw_tile", {"ppt"}));
+  EXPECT_TRUE(ok(check(kDwConv, "fam=dw dwtile=64x4x8 ppt=4 cpt=1")));
+}
+
+TEST(LegalityRule, FamilyOp) {
+  EXPECT_TRUE(violates(check(kGemm, "fam=dw"), "family_op", {"depthwise"}));
+  EXPECT_TRUE(violates(check("fwd g1 mb1 ic64 ih8 iw8 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16", "fam=dw"), "family_op"));
+  EXPECT_TRUE(violates(check("fwd g32 mb1 ic64 ih8 iw8 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16", "fam=dw"), "family_op"));
+  EXPECT_TRUE(violates(check("fwd g64 mb1 ic64 ih8 iw8 oc128 kh3 kw3 sh1 sw1 ph1 pw1 bf16", "fam=dw"), "family_op"));
+  EXPECT_TRUE(ok(check(kDwConv, "fam=dw")));
+}
+
+TEST(LegalityRule, DwChannelsPerThread) {
+  const std::string six = "fwd g6 mb1 ic6 ih8 iw8 oc6 kh3 kw3 sh1 sw1 ph1 pw1 bf16";
+  EXPECT_TRUE(violates(check(six, "fam=dw cpt=4"), "align", {"channels 6", "cpt 4"}));
+  EXPECT_TRUE(ok(check(six, "fam=dw cpt=2")));
+  // Vector width: 16 x 2 bytes > 16 (bf16), 8 x 4 bytes > 16 (f32).
+  EXPECT_TRUE(violates(check(kDwConv, "fam=dw cpt=16"), "align", {"cpt 16", "bf16"}));
+  const std::string f32 = "fwd g64 mb1 ic64 ih56 iw56 oc64 kh3 kw3 sh1 sw1 ph1 pw1 f32";
+  EXPECT_TRUE(violates(check(f32, "fam=dw cpt=8"), "align", {"cpt 8", "f32"}));
+  EXPECT_TRUE(ok(check(f32, "fam=dw cpt=4")));
+}
+
+TEST(LegalityRule, DwSplitKOnlyForBwdWeight) {
+  const std::string rest = " g64 mb1 ic64 ih56 iw56 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16";
+  EXPECT_TRUE(violates(check("fwd" + rest, "fam=dw splitk=8"), "splitk", {"bwd_weight"}));
+  EXPECT_TRUE(violates(check("bwd_data" + rest, "fam=dw splitk=8"), "splitk", {"bwd_weight"}));
+  EXPECT_TRUE(ok(check("bwd_weight" + rest, "fam=dw splitk=8")));
+  EXPECT_TRUE(ok(check("fwd" + rest, "fam=dw splitk=1")));
+}
+
+TEST(LegalityRule, DwSmem) {
+  // Stride 8 makes the input halo tile (59 x 251) x 64 channels far larger than 232448 bytes.
+  const std::string big = "fwd g64 mb1 ic64 ih512 iw512 oc64 kh3 kw3 sh8 sw8 ph1 pw1 bf16";
+  const std::string cfg = "fam=dw dwtile=8x32x64 ppt=2 cpt=8";
+  int smem = estimate_resources(parse_config(cfg), parse_problem(big)).smem_bytes;
+  EXPECT_EQ(smem, (59 * 251 + 9) * 64 * 2);
+  EXPECT_TRUE(violates(check(big, cfg, "h100_sxm"), "smem", {std::to_string(smem), "232448"}));
+  EXPECT_TRUE(ok(check("fwd g64 mb1 ic64 ih512 iw512 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16", cfg, "h100_sxm")));
+}
+
+TEST(LegalityAlign, MaxAlignmentExamples) {
+  auto ma = [](const std::string& p) { return max_alignment(parse_problem(p)); };
+  EXPECT_EQ(ma("gemm rcr m128 n128 k17 bf16"), (std::array<int, 3>{1, 1, 8}));
+  EXPECT_EQ(ma("gemm rcr m128 n24 k64 bf16")[2], 8);
+  EXPECT_EQ(ma("gemm rcr m128 n20 k64 bf16")[2], 4);
+  EXPECT_EQ(ma("gemm rcr m128 n128 k64 f32"), (std::array<int, 3>{4, 4, 4}));
+  EXPECT_EQ(ma("gemm rcr m128 n128 k64 e4m3:e4m3:bf16"), (std::array<int, 3>{16, 16, 8}));
+  EXPECT_EQ(ma("gemm crr m12 n128 k64 bf16")[0], 4);
+  EXPECT_EQ(ma("fwd g1 mb1 ic3 ih8 iw8 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16"), (std::array<int, 3>{1, 1, 8}));
+  EXPECT_EQ(ma("fwd g2 mb1 ic6 ih8 iw8 oc16 kh3 kw3 sh1 sw1 ph1 pw1 bf16")[0], 1);
+}
+
+TEST(LegalityAlign, ResolveReplacesAutoOnly) {
+  Problem p = parse_problem("gemm rcr m128 n24 k17 bf16");
+  KernelConfig r = resolve(parse_config(kSm80), p);
+  EXPECT_EQ(r.align_a, 1);
+  EXPECT_EQ(r.align_b, 1);
+  EXPECT_EQ(r.align_c, 8);
+  KernelConfig back = r;
+  back.align_a = back.align_b = back.align_c = 0;
+  EXPECT_EQ(back, parse_config(kSm80)) << "only the alignment changes";
+  KernelConfig fixed = parse_config(kSm80 + " align=2x2x2");
+  EXPECT_EQ(resolve(fixed, p), fixed);
+  KernelConfig dw = parse_config("fam=dw");
+  EXPECT_EQ(resolve(dw, parse_problem(kDwConv)), dw);
+}
+
+TEST(LegalityResources, Sanity) {
+  Problem p = parse_problem(kGemm);
+  auto r2 = estimate_resources(parse_config("fam=sm80 tile=128x128x32 stages=2"), p);
+  auto r4 = estimate_resources(parse_config("fam=sm80 tile=128x128x32 stages=4"), p);
+  EXPECT_EQ(r2.smem_bytes, 2 * 256 * 32 * 2);
+  EXPECT_EQ(r4.smem_bytes, 2 * r2.smem_bytes);
+  EXPECT_EQ(r2.threads, 128);
+  EXPECT_EQ(r2.regs_per_thread, r4.regs_per_thread);
+  auto f32 = estimate_resources(parse_config("fam=sm80 tile=128x128x32 stages=2"),
+                                parse_problem("gemm rcr m1024 n1024 k1024 f32"));
+  EXPECT_EQ(f32.smem_bytes, 2 * r2.smem_bytes);
+  auto big = estimate_resources(parse_config("fam=sm80 tile=256x128x32 warps=2x2 stages=2"), p);
+  EXPECT_GT(big.regs_per_thread, r2.regs_per_thread);
+  auto dw = estimate_resources(parse_config("fam=dw dwtile=4x8x32 cpt=2"), parse_problem(kDwConv));
+  EXPECT_EQ(dw.threads, 32 * 16);
+  EXPECT_GT(dw.smem_bytes, 0);
+}
+
+TEST(LegalityProperty, ResolvingKeepsLegalConfigsLegal) {
+  const Problem probs[] = {parse_problem("gemm rcr m1000 n1000 k1000 bf16"),
+                           parse_problem("gemm crr m77 n64 k40 f16")};
+  const auto& space = find_space("gemm_sm80");
+  int legal_count = 0;
+  for (const auto& p : probs)
+    for (const auto& c : space.enumerate()) {
+      Verdict v = legal(p, c, arch("a100_sxm"));
+      KernelConfig r = resolve(c, p);
+      EXPECT_EQ(v.ok, legal(p, r, arch("a100_sxm")).ok) << to_string(c);
+      legal_count += v.ok;
+    }
+  EXPECT_GT(legal_count, 0);
+}

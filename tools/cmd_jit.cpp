@@ -1,0 +1,151 @@
+// tilepick jit build|headers, tilepick cache ls|clear
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <set>
+
+#include "commands.hpp"
+#include "jit/jit_internal.hpp"
+#include "tilepick/arch.hpp"
+#include "tilepick/env.hpp"
+#include "tilepick/jit.hpp"
+#include "tilepick/kernel_plan.hpp"
+#include "tilepick/legality.hpp"
+#include "tilepick/space.hpp"
+
+namespace tilepick::cli {
+namespace {
+
+struct BuildArgs {
+  std::vector<std::string> spaces;  // empty: all default spaces
+  std::string arch = "sm_90a";
+  std::vector<std::string> problems;
+  std::string file;
+  int threads = 0;
+  int limit = 0;
+};
+
+// Used when no problem is given: one dense and one depthwise problem per conv direction, one GEMM.
+std::vector<Problem> representative_problems() {
+  std::vector<Problem> out{parse_problem("gemm rcr m4096 n4096 k4096 bf16")};
+  for (const char* dir : {"fwd", "bwd_data", "bwd_weight"}) {
+    out.push_back(parse_problem(std::string(dir) + " g1 mb32 ic256 ih28 iw28 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16"));
+    out.push_back(parse_problem(std::string(dir) + " g96 mb32 ic96 ih56 iw56 oc96 kh7 kw7 sh1 sw1 ph3 pw3 bf16"));
+  }
+  return out;
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+}
+
+void build(const BuildArgs& a) {
+  const ArchSpec& arch = find_arch(default_arch_specs(), a.arch);
+  std::vector<Problem> problems;
+  for (const auto& p : a.problems) problems.push_back(parse_problem(p));
+  if (!a.file.empty())
+    for (auto& np : load_problem_file(a.file)) problems.push_back(np.problem);
+  if (problems.empty()) problems = representative_problems();
+  std::vector<ConfigSpace> spaces;
+  if (a.spaces.empty()) spaces = default_spaces();
+  for (const auto& s : a.spaces) spaces.push_back(find_space(s));
+
+  std::vector<KernelSource> sources;
+  std::set<std::string> keys;
+  std::size_t plans = 0;
+  for (const auto& space : spaces) {
+    if (!space.has_arch(arch.sm)) continue;
+    auto configs = space.enumerate();
+    for (const auto& p : problems) {
+      if (!space.has_op(op_name(p))) continue;
+      int taken = 0;
+      for (const auto& c : configs) {
+        if (a.limit > 0 && taken >= a.limit) break;
+        if (!legal(p, c, arch)) continue;
+        ++taken, ++plans;
+        for (auto& k : make_plan(p, resolve(c, p)).kernels)
+          if (keys.insert(jit::cache_key(k, arch.jit_target)).second) sources.push_back(std::move(k));
+      }
+    }
+  }
+  int threads = a.threads > 0 ? a.threads : env::num_threads();
+  std::cout << "arch " << arch.name << " (" << arch.jit_target << "): " << problems.size() << " problems, " << plans
+            << " plans, " << sources.size() << " distinct kernels, " << threads << " threads\n";
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto compiled = jit::compile_all(sources, arch.jit_target, threads);
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  std::vector<double> seconds;
+  std::size_t hits = 0;
+  const jit::CompiledKernel* most_regs = nullptr;
+  std::vector<const jit::CompiledKernel*> spilling;
+  for (const auto& k : compiled) {
+    hits += k.from_cache;
+    seconds.push_back(k.compile_seconds);
+    if (!most_regs || k.registers > most_regs->registers) most_regs = &k;
+    if (k.spill_stores > 0 || k.spill_loads > 0) spilling.push_back(&k);
+  }
+  std::cout << std::fixed << std::setprecision(2) << "compiled " << compiled.size() - hits << ", cache hits " << hits
+            << ", wall " << wall << " s\n";
+  if (compiled.empty()) return;
+  std::cout << "compile seconds (as recorded): median " << quantile(seconds, 0.5) << ", p95 " << quantile(seconds, 0.95)
+            << ", max " << quantile(seconds, 1.0) << "\n";
+  std::cout << "max registers " << most_regs->registers << " (" << most_regs->name << ")\n";
+  std::cout << "kernels with spills: " << spilling.size() << "\n";
+  for (const auto* k : spilling)
+    std::cout << "  " << k->name << ": " << k->spill_stores << " bytes spill stores, " << k->spill_loads
+              << " bytes spill loads, " << k->stack_bytes << " bytes stack\n";
+}
+
+void headers() {
+  for (const auto& h : jit::detail::bundled_headers()) std::cout << std::setw(8) << h.size << "  " << h.path << "\n";
+  std::cout << "hash " << jit::bundled_headers_hash() << "\n";
+}
+
+void cache_ls() {
+  std::cout << "# " << jit::cache_dir() << "\n";
+  auto entries = jit::cache_list();
+  std::size_t invalid = 0;
+  for (const auto& e : entries) {
+    invalid += !e.valid;
+    std::cout << e.key.substr(0, 16) << "  " << std::left << std::setw(48) << e.name << std::setw(8) << e.target
+              << std::right << std::setw(9) << e.cubin_bytes << std::fixed << std::setprecision(2) << std::setw(8)
+              << e.compile_seconds << " s" << std::setw(5) << e.registers << " regs"
+              << (e.spill_stores > 0 ? "  spills" : "") << (e.valid ? "" : "  INVALID") << "\n";
+  }
+  std::cout << "# " << entries.size() << " entries, " << invalid << " invalid\n";
+}
+
+}  // namespace
+
+void add_jit_commands(CLI::App& app) {
+  auto* jit = app.add_subcommand("jit", "NVRTC just-in-time compilation");
+  jit->require_subcommand(1);
+  auto args = std::make_shared<BuildArgs>();
+  auto* b = jit->add_subcommand("build", "compile the plans of every legal config of the spaces for the problems");
+  b->add_option("-s,--space", args->spaces, "space name or .json path (repeatable; default: all default spaces)");
+  b->add_option("--arch", args->arch, "arch spec name or target")->capture_default_str();
+  auto* prob = b->add_option("-p,--problem", args->problems, "problem (repeatable; default: one per op)");
+  b->add_option("-f,--file", args->file, "problem file")->excludes(prob);
+  b->add_option("-j,--threads", args->threads, "compile threads (default: TILEPICK_NUM_THREADS or all cores)");
+  b->add_option("--limit", args->limit, "at most N legal configs per space and problem (0: all)");
+  b->callback([args] { build(*args); });
+  jit->add_subcommand("headers", "list the bundled kernels/ headers and their hash")->callback(headers);
+
+  auto* cache = app.add_subcommand("cache", "the JIT disk cache (TILEPICK_CACHE_DIR)");
+  cache->require_subcommand(1);
+  cache->add_subcommand("ls", "list cache entries (key, kernel, target, cubin bytes, compile s, registers)")
+      ->callback(cache_ls);
+  cache->add_subcommand("clear", "remove every cache entry")->callback([] {
+    std::size_t n = jit::cache_clear();
+    std::cout << "removed " << n << " entries from " << jit::cache_dir() << "\n";
+  });
+}
+
+}  // namespace tilepick::cli
