@@ -182,13 +182,30 @@ TEST_F(Jit, MemoryThenDiskHits) {
 }
 
 TEST_F(Jit, PchDoesNotChangeTheCubin) {
+  const bool was = jit::detail::pch_enabled();
   jit::detail::set_pch_enabled(false);
   auto without = jit::detail::nvrtc_compile(tiny("pch"), "sm_90a");
   jit::detail::set_pch_enabled(true);
   auto with1 = jit::detail::nvrtc_compile(tiny("pch"), "sm_90a");
   auto with2 = jit::detail::nvrtc_compile(tiny("pch2"), "sm_90a");  // may use the PCH of the first
+  jit::detail::set_pch_enabled(was);
   EXPECT_EQ(without.cubin, with1.cubin);
   EXPECT_EQ(with2.registers, with1.registers);
+}
+
+TEST_F(Jit, PchHeapExhaustionGrowsTheHeap) {
+  const bool was = jit::detail::pch_enabled();
+  const std::size_t heap = jit::detail::pch_heap_size();
+  jit::detail::set_pch_enabled(true);
+  jit::detail::set_pch_heap_size(4096);
+  KernelSource s = tiny("pchheap");
+  s.code = "#include \"gemm/params.cuh\"\n" + s.code;  // an include prefix no other test made a PCH of
+  auto k = jit::detail::nvrtc_compile(s, "sm_80");  // still compiles
+  EXPECT_NE(k.log.find("[tilepick] PCH heap exhausted; resized"), std::string::npos) << k.log;
+  EXPECT_GT(jit::detail::pch_heap_size(), 4096u);
+  jit::detail::set_pch_heap_size(heap);
+  jit::detail::set_pch_enabled(was);
+  EXPECT_GT(k.registers, 0);
 }
 
 // Each defect of a disk entry is detected, the entry removed and rebuilt by a real compile.

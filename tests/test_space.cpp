@@ -238,9 +238,6 @@ TEST(SpaceParse, FilterWithUnknownVariable) {
 }
 
 TEST(SpaceParse, FilterTypeErrorIsAParseErrorNamingTheFile) {
-  GTEST_SKIP() << "bug: parse_space checks filter variables against config_var and enum names only; "
-                  "'tile_m == parallel' passes that check, then fails at eval inside enumerate(), which "
-                  "escapes parse_space as a plain Error without the file name";
   json j = base_space();
   j["filters"] = {"tile_m == parallel"};
   auto e = space_error(j);
@@ -258,6 +255,15 @@ TEST(SpaceParse, FieldNotApplyingToListedFamily) {
   EXPECT_HAS(space_error(j).what(), "field 'cluster' does not apply to family sm80");
   j["fields"] = {{"cpt", {2}}};  // no fam: sm80
   EXPECT_HAS(space_error(j).what(), "field 'cpt' does not apply to family sm80");
+}
+
+TEST(SpaceParse, OverlappingFieldAndComponentKeys) {
+  json j = base_space();
+  j["fields"] = {{"fam", {"sm80"}}, {"warps", {"2x2"}}, {"warps_m", {1}}};
+  j["filters"] = json::array();
+  auto e = space_error(j);
+  EXPECT_EQ(e.token(), "warps_m");
+  EXPECT_HAS(e.what(), "overlap");
 }
 
 TEST(SpaceParse, SpaceEnumeratingNothing) {

@@ -3,7 +3,7 @@
 //
 // Canonical string: the fields that apply to the family, in table order, e.g.
 //   fam=sm80 tile=128x128x32 warps=2x2 stages=4 splitk=1 skmode=serial raster=row swz=1 align=auto epi=direct
-//   fam=dw dwtile=4x8x32 ppt=2 cpt=2 splitk=1
+//   fam=dw splitk=1 dwtile=4x8x32 ppt=2 cpt=2
 // Fields that do not apply to the family are fixed at their defaults (so equality and hashing are exact).
 #pragma once
 #include <array>
@@ -81,7 +81,7 @@ void validate(const KernelConfig& c);                          // throws ParseEr
 std::optional<std::string> config_error(const KernelConfig& c);  // the same check, without throwing
 
 // Value of a component, a derived quantity or an enum (as its name) for filter expressions:
-// every component var, plus threads, warps, warp_tile_m, warp_tile_n, dw_threads.
+// every component var, plus threads, warps, warp_tile_m, warp_tile_n.
 // nullopt for unknown names.
 std::optional<std::variant<std::int64_t, std::string>> config_var(const KernelConfig& c, std::string_view name);
 int threads_per_block(const KernelConfig& c);

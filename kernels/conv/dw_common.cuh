@@ -19,19 +19,6 @@ __host__ __device__ constexpr int align16(int bytes) { return (bytes + 15) & ~15
 // floor(a / b) for b > 0.
 __device__ __forceinline__ int floor_div(int a, int b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
-// N consecutive elements of T (N * sizeof(T) in {2, 4, 8, 16} bytes, naturally aligned) -> N floats.
-template <class T, int N>
-__device__ __forceinline__ void load_f(const T* p, float (&v)[N]) {
-  typedef typename Raw<N * int(sizeof(T))>::type R;
-  union {
-    R r;
-    T e[N];
-  } u;
-  u.r = *reinterpret_cast<const R*>(p);
-#pragma unroll
-  for (int i = 0; i < N; ++i) v[i] = to_float(u.e[i]);
-}
-
 // N floats (16-byte aligned when N >= 4) from shared or global memory.
 template <int N>
 __device__ __forceinline__ void load_f32(const float* p, float (&v)[N]) {
@@ -47,6 +34,40 @@ __device__ __forceinline__ void load_f32(const float* p, float (&v)[N]) {
   } else {
 #pragma unroll
     for (int i = 0; i < N; ++i) v[i] = p[i];
+  }
+}
+
+// Two 16-bit elements packed in one register (lo first) -> two floats.
+__device__ __forceinline__ void unpack2(bf16, u32 w, float& lo, float& hi) {
+  lo = __uint_as_float(w << 16);
+  hi = __uint_as_float(w & 0xffff0000u);
+}
+__device__ __forceinline__ void unpack2(f16, u32 w, float& lo, float& hi) {
+  asm("{ .reg .f16 l, h; mov.b32 {l, h}, %2; cvt.f32.f16 %0, l; cvt.f32.f16 %1, h; }" : "=f"(lo), "=f"(hi) : "r"(w));
+}
+
+// N consecutive elements of T (N * sizeof(T) in {2, 4, 8, 16} bytes, naturally aligned) -> N floats,
+// one vector load.
+template <class T, int N>
+__device__ __forceinline__ void load_f(const T* p, float (&v)[N]) {
+  if constexpr (sizeof(T) == 4) {
+    load_f32(reinterpret_cast<const float*>(p), v);
+  } else if constexpr (N == 1) {
+    v[0] = to_float(*p);
+  } else {
+    constexpr int W = N / 2;  // 32-bit words
+    u32 w[W];
+    if constexpr (W == 1) {
+      w[0] = *reinterpret_cast<const u32*>(p);
+    } else if constexpr (W == 2) {
+      const uint2 q = *reinterpret_cast<const uint2*>(p);
+      w[0] = q.x, w[1] = q.y;
+    } else {
+      const uint4 q = *reinterpret_cast<const uint4*>(p);
+      w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
+    }
+#pragma unroll
+    for (int k = 0; k < W; ++k) unpack2(T{}, w[k], v[2 * k], v[2 * k + 1]);
   }
 }
 

@@ -82,95 +82,124 @@ template <class T, bool KMAJOR, int TMN, int TK, int VEC, int THREADS> struct Pl
 };
 
 // ---------------------------------------------------------------------------------------------
-// Mainloop: acc[MI][NI][4] += A[m0.., kt0*tile_k ..] x B[.., n0..] over K tiles [kt0, kt1).
+// Fragments of one mma K step of a warp: A af[MI][4] (m16 x k), B bf[NI][2] (k x n8), read from the
+// stage at shared address sA (A tile) / sB (B tile).
+template <class Cfg> struct Sm80Frags {
+  typedef Sm80Shape<Cfg> S;
+  u32 a[S::MI][4], b[S::NI][2];
+
+  __device__ __forceinline__ void load(u32 sA, u32 sB, int ks, int wm0, int wn0, int lane) {
+    constexpr int TM = Cfg::tile_m, TN = Cfg::tile_n, TK = Cfg::tile_k, E = S::E;
+    constexpr int CPR_A = (Cfg::a_kmajor ? TK : TM) * E / 16, CPR_B = (Cfg::b_kmajor ? TK : TN) * E / 16;
+#pragma unroll
+    for (int mi = 0; mi < S::MI; ++mi) {
+      const int m = wm0 + mi * 16;
+      if (Cfg::a_kmajor) {  // [tile_m][tile_k]: matrices (m0-7,k0-7) (m8-15,k0-7) (m0-7,k8-15) (m8-15,k8-15)
+        ldsm_x4(a[mi], sA + swizzle_chunk<CPR_A>(m + (lane & 15), ks * 2 + (lane >> 4)) * 16);
+      } else if (E == 2) {  // [tile_k][tile_m], transposed on the way in
+        ldsm_x4_trans(a[mi], sA + swizzle_chunk<CPR_A>(ks * 16 + (lane >> 4) * 8 + (lane & 7),
+                                                       (m + ((lane >> 3) & 1) * 8) / 8) * 16);
+      } else {  // tf32, M contiguous: no transposing ldmatrix for 32-bit elements
+        const int k = ks * 8 + (lane & 3), mm = m + (lane >> 2);
+        a[mi][0] = lds_u32(sA + tile_offset<TM, 4>(k, mm));
+        a[mi][1] = lds_u32(sA + tile_offset<TM, 4>(k, mm + 8));
+        a[mi][2] = lds_u32(sA + tile_offset<TM, 4>(k + 4, mm));
+        a[mi][3] = lds_u32(sA + tile_offset<TM, 4>(k + 4, mm + 8));
+      }
+    }
+#pragma unroll
+    for (int nj = 0; nj < S::NI / 2; ++nj) {  // two n8 tiles per ldmatrix.x4
+      const int n = wn0 + nj * 16;
+      if (Cfg::b_kmajor || E == 2) {
+        u32 r[4];
+        if (Cfg::b_kmajor)  // [tile_n][tile_k]: (n0-7,k0-7) (n0-7,k8-15) (n8-15,k0-7) (n8-15,k8-15)
+          ldsm_x4(r, sB + swizzle_chunk<CPR_B>(n + (lane >> 4) * 8 + (lane & 7), ks * 2 + ((lane >> 3) & 1)) * 16);
+        else  // [tile_k][tile_n], transposed
+          ldsm_x4_trans(r, sB + swizzle_chunk<CPR_B>(ks * 16 + ((lane >> 3) & 1) * 8 + (lane & 7),
+                                                     (n + (lane >> 4) * 8) / 8) * 16);
+        b[2 * nj][0] = r[0], b[2 * nj][1] = r[1], b[2 * nj + 1][0] = r[2], b[2 * nj + 1][1] = r[3];
+      } else {  // tf32, N contiguous
+        const int k = ks * 8 + (lane & 3), nn = n + (lane >> 2);
+        b[2 * nj][0] = lds_u32(sB + tile_offset<TN, 4>(k, nn));
+        b[2 * nj][1] = lds_u32(sB + tile_offset<TN, 4>(k + 4, nn));
+        b[2 * nj + 1][0] = lds_u32(sB + tile_offset<TN, 4>(k, nn + 8));
+        b[2 * nj + 1][1] = lds_u32(sB + tile_offset<TN, 4>(k + 4, nn + 8));
+      }
+    }
+  }
+
+  __device__ __forceinline__ void mma_into(float (&acc)[S::MI][S::NI][4]) {
+    typedef typename S::T T;
+    if (S::E == 4) {  // fp32 bits -> tf32
+#pragma unroll
+      for (int mi = 0; mi < S::MI; ++mi)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) a[mi][q] = to_tf32(a[mi][q]);
+#pragma unroll
+      for (int ni = 0; ni < S::NI; ++ni) b[ni][0] = to_tf32(b[ni][0]), b[ni][1] = to_tf32(b[ni][1]);
+    }
+#pragma unroll
+    for (int mi = 0; mi < S::MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < S::NI; ++ni) mma<T>(acc[mi][ni], a[mi], b[ni]);
+  }
+};
+
+// Mainloop: acc[MI][NI][4] += A[m0.., kt0 * tile_k ..] x B[.., n0..] over K tiles [kt0, kt1).
+// Shared memory: `stages` x (A tile | B tile). K tile t lives in stage t % stages.
+// Iteration i (K tile i): step 0 issues the cp.async of tile i + stages - 1 into the stage that
+// tile i - 1 used; each step ks loads the fragments of step ks + 1 while the mma of step ks runs;
+// the last step waits for tile i + 1 and syncs (one barrier per K tile), then prefetches its first
+// fragments, so the tensor cores never wait on the barrier's shared-memory round trip.
 template <class Cfg, class LA, class LB>
 __device__ __forceinline__ void sm80_mainloop(const LA& la, const LB& lb, int kt0, int kt1,
                                               float (&acc)[Sm80Shape<Cfg>::MI][Sm80Shape<Cfg>::NI][4],
                                               unsigned char* smem) {
   typedef Sm80Shape<Cfg> S;
-  typedef typename S::T T;
-  constexpr int TM = Cfg::tile_m, TN = Cfg::tile_n, TK = Cfg::tile_k, E = S::E;
-  constexpr int CPR_A = (Cfg::a_kmajor ? TK : TM) * E / 16, CPR_B = (Cfg::b_kmajor ? TK : TN) * E / 16;
+  constexpr int ST = Cfg::stages;
   const u32 s0 = smem_u32(smem);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int wm0 = (warp / Cfg::warps_n) * S::WM, wn0 = (warp % Cfg::warps_n) * S::WN;
   const int ntiles = kt1 - kt0;
 
-  // Prologue: K tiles kt0 .. kt0 + stages - 2 in flight.
+  // Prologue: K tiles 0 .. stages - 2 in flight; wait for tile 0.
 #pragma unroll
-  for (int s = 0; s < Cfg::stages - 1; ++s) {
+  for (int s = 0; s < ST - 1; ++s) {
     if (s < ntiles) {
       la.load(s0 + s * S::STAGE_BYTES, kt0 + s);
       lb.load(s0 + s * S::STAGE_BYTES + S::A_BYTES, kt0 + s);
     }
     cp_async_commit();
   }
+  cp_async_wait<ST - 2>();
+  __syncthreads();
 
-  int read_stage = 0, write_stage = Cfg::stages - 1;
+  Sm80Frags<Cfg> frag[2];
+  frag[0].load(s0, s0 + S::A_BYTES, 0, wm0, wn0, lane);
+  int read_stage = 0;                // stage of tile i
+  int write_stage = ST - 1;          // stage of tile i + stages - 1
   for (int i = 0; i < ntiles; ++i) {
-    cp_async_wait<Cfg::stages - 2>();  // tile i has landed (for this thread) ...
-    __syncthreads();                    // ... for all threads, and stage i-1 is free to overwrite
-    if (i + Cfg::stages - 1 < ntiles) {
-      la.load(s0 + write_stage * S::STAGE_BYTES, kt0 + i + Cfg::stages - 1);
-      lb.load(s0 + write_stage * S::STAGE_BYTES + S::A_BYTES, kt0 + i + Cfg::stages - 1);
-    }
-    cp_async_commit();
-    write_stage = write_stage == Cfg::stages - 1 ? 0 : write_stage + 1;
-
-    const u32 sA = s0 + read_stage * S::STAGE_BYTES;  // A tile of K tile i
-    const u32 sB = sA + S::A_BYTES;                    // B tile of K tile i
-    read_stage = read_stage == Cfg::stages - 1 ? 0 : read_stage + 1;
-
+    const u32 sA = s0 + read_stage * S::STAGE_BYTES;
+    read_stage = read_stage == ST - 1 ? 0 : read_stage + 1;
+    const u32 nA = s0 + read_stage * S::STAGE_BYTES;  // stage of tile i + 1
 #pragma unroll
     for (int ks = 0; ks < S::KS; ++ks) {
-      u32 af[S::MI][4], bf[S::NI][2];  // fragments of one mma K step
-#pragma unroll
-      for (int mi = 0; mi < S::MI; ++mi) {
-        const int m = wm0 + mi * 16;
-        if (Cfg::a_kmajor) {
-          ldsm_x4(af[mi], sA + swizzle_chunk<CPR_A>(m + (lane & 15), ks * 2 + (lane >> 4)) * 16);
-        } else if (E == 2) {
-          ldsm_x4_trans(af[mi], sA + swizzle_chunk<CPR_A>(ks * 16 + (lane >> 4) * 8 + (lane & 7),
-                                                          (m + ((lane >> 3) & 1) * 8) / 8) * 16);
-        } else {  // tf32, M contiguous: no transposing ldmatrix for 32-bit elements
-          const int k = ks * 8 + (lane & 3), mm = m + (lane >> 2);
-          af[mi][0] = lds_u32(sA + tile_offset<TM, 4>(k, mm));
-          af[mi][1] = lds_u32(sA + tile_offset<TM, 4>(k, mm + 8));
-          af[mi][2] = lds_u32(sA + tile_offset<TM, 4>(k + 4, mm));
-          af[mi][3] = lds_u32(sA + tile_offset<TM, 4>(k + 4, mm + 8));
+      if (ks == 0) {
+        if (i + ST - 1 < ntiles) {
+          la.load(s0 + write_stage * S::STAGE_BYTES, kt0 + i + ST - 1);
+          lb.load(s0 + write_stage * S::STAGE_BYTES + S::A_BYTES, kt0 + i + ST - 1);
         }
+        cp_async_commit();
+        write_stage = write_stage == ST - 1 ? 0 : write_stage + 1;
       }
-#pragma unroll
-      for (int nj = 0; nj < S::NI / 2; ++nj) {
-        const int n = wn0 + nj * 16;
-        if (Cfg::b_kmajor || E == 2) {
-          u32 r[4];
-          if (Cfg::b_kmajor)
-            ldsm_x4(r, sB + swizzle_chunk<CPR_B>(n + (lane >> 4) * 8 + (lane & 7), ks * 2 + ((lane >> 3) & 1)) * 16);
-          else
-            ldsm_x4_trans(r, sB + swizzle_chunk<CPR_B>(ks * 16 + ((lane >> 3) & 1) * 8 + (lane & 7),
-                                                       (n + (lane >> 4) * 8) / 8) * 16);
-          bf[2 * nj][0] = r[0], bf[2 * nj][1] = r[1], bf[2 * nj + 1][0] = r[2], bf[2 * nj + 1][1] = r[3];
-        } else {  // tf32, N contiguous
-          const int k = ks * 8 + (lane & 3), nn = n + (lane >> 2);
-          bf[2 * nj][0] = lds_u32(sB + tile_offset<TN, 4>(k, nn));
-          bf[2 * nj][1] = lds_u32(sB + tile_offset<TN, 4>(k + 4, nn));
-          bf[2 * nj + 1][0] = lds_u32(sB + tile_offset<TN, 4>(k, nn + 8));
-          bf[2 * nj + 1][1] = lds_u32(sB + tile_offset<TN, 4>(k + 4, nn + 8));
-        }
+      if (ks == S::KS - 1) {
+        cp_async_wait<ST - 2>();  // tile i + 1 has landed (this thread) ...
+        __syncthreads();          // ... for all threads; every warp is done reading tile i - 1
+        if (i + 1 < ntiles) frag[(ks + 1) % 2].load(nA, nA + S::A_BYTES, 0, wm0, wn0, lane);
+      } else {
+        frag[(ks + 1) % 2].load(sA, sA + S::A_BYTES, ks + 1, wm0, wn0, lane);
       }
-      if (E == 4) {
-#pragma unroll
-        for (int mi = 0; mi < S::MI; ++mi)
-#pragma unroll
-          for (int q = 0; q < 4; ++q) af[mi][q] = to_tf32(af[mi][q]);
-#pragma unroll
-        for (int ni = 0; ni < S::NI; ++ni) bf[ni][0] = to_tf32(bf[ni][0]), bf[ni][1] = to_tf32(bf[ni][1]);
-      }
-#pragma unroll
-      for (int mi = 0; mi < S::MI; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < S::NI; ++ni) mma<T>(acc[mi][ni], af[mi], bf[ni]);
+      frag[ks % 2].mma_into(acc);
     }
   }
   cp_async_wait<0>();

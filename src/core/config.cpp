@@ -57,8 +57,8 @@ const FieldDesc kFields[] = {
 bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 std::string component_text(const FieldDesc& f, int v) {
-  if (f.kind == FieldKind::enumeration) return std::string(f.enum_names[v]);
-  return std::to_string(v);
+  bool named = f.kind == FieldKind::enumeration && v >= 0 && v < static_cast<int>(f.enum_names.size());
+  return named ? std::string(f.enum_names[v]) : std::to_string(v);
 }
 
 std::string field_value_text(const FieldDesc& f, const KernelConfig& c) {
@@ -169,7 +169,18 @@ std::optional<std::string> config_error(const KernelConfig& c) {
 }
 
 void validate(const KernelConfig& c) {
-  if (auto err = config_error(c)) throw ParseError(to_string(c), *err);
+  if (auto err = config_error(c)) {
+    // Name the offending field's token (the message starts with it or quotes it).
+    std::string token;
+    for (const auto& f : kFields)
+      if (err->find("'" + std::string(f.name) + "'") != std::string::npos ||
+          err->find(" " + std::string(f.vars[0]) + "=") != std::string::npos ||
+          err->find(std::string(f.name) + "=") != std::string::npos) {
+        token = std::string(f.name) + "=" + field_value_text(f, c);
+        break;
+      }
+    throw ParseError(token, *err);
+  }
 }
 
 KernelConfig parse_config(std::string_view text) {
@@ -268,19 +279,35 @@ nlohmann::json to_json(const KernelConfig& c) {
 
 KernelConfig config_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw ParseError("", "a config in JSON must be an object of field: value");
-  std::string text;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    std::string v;
-    if (it->is_array()) {
-      for (std::size_t i = 0; i < it->size(); ++i) v += (i ? "x" : "") + (*it)[i].dump();
-    } else if (it->is_string()) {
-      v = it->get<std::string>();
+  KernelConfig c;
+  auto text_of = [](const std::string& key, const nlohmann::json& v) {
+    std::string t;
+    if (v.is_array()) {
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_number_integer()) throw ParseError(key, "config JSON '" + key + "': tuple values must be integers");
+        t += (i ? "x" : "") + std::to_string(v[i].get<long long>());
+      }
+    } else if (v.is_string()) {
+      t = v.get<std::string>();
+    } else if (v.is_number_integer()) {
+      t = std::to_string(v.get<long long>());
     } else {
-      v = it->dump();
+      throw ParseError(key, "config JSON '" + key + "': expected a string, an integer or a list of integers");
     }
-    text += (text.empty() ? "" : " ") + it.key() + "=" + v;
+    return t;
+  };
+  if (j.contains("fam")) set_field_text(c, *find_field("fam"), text_of("fam", j["fam"]), "fam");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const FieldDesc* f = find_field(it.key());
+    if (!f) throw ParseError(it.key(), "config JSON: unknown field '" + it.key() + "'");
+    if (!applies(*f, c.fam()))
+      throw ParseError(it.key(), "config JSON: field '" + it.key() + "' does not apply to family " +
+                                     std::string(to_string(c.fam())));
+    std::string text = text_of(it.key(), it.value());
+    set_field_text(c, *f, text, it.key() + "=" + text);
   }
-  return parse_config(text);
+  validate(c);
+  return c;
 }
 
 }  // namespace tilepick

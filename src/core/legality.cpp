@@ -146,7 +146,9 @@ Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) 
     }
     case Family::dw: {
       if (c.dw_tile_w % c.dw_ppt != 0 || c.dw_tile_c % c.dw_cpt != 0)
-        return no("dw_tile", "dwtile must be divisible by ppt along W and by cpt along channels");
+        return no("dw_tile", "dwtile " + std::to_string(c.dw_tile_h) + "x" + std::to_string(c.dw_tile_w) + "x" +
+                                 std::to_string(c.dw_tile_c) + " must be divisible by ppt " + std::to_string(c.dw_ppt) +
+                                 " along W and by cpt " + std::to_string(c.dw_cpt) + " along channels");
       if (c.dw_cpt * size_bytes(input) > 16)
         return no("align", "cpt " + std::to_string(c.dw_cpt) + " exceeds a 16-byte vector of " +
                                std::string(to_string(input)));

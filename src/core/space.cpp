@@ -131,6 +131,8 @@ ConfigSpace parse_space(const std::string& json_text, const std::string& path) {
       std::string key = comp < 0 ? std::string(f.name) : std::string(f.vars[comp]);
       if (comp >= 0 && f.arity == 1) continue;  // single-component fields are listed by name
       if (!j["fields"].contains(key)) continue;
+      if (comp >= 0 && j["fields"].contains(std::string(f.name)))
+        fail(path, key, "fields '" + std::string(f.name) + "' and '" + key + "' overlap: list the whole field or its components");
       used.push_back(key);
       ConfigSpace::Axis axis{&f, comp, {}};
       for (const auto& text : axis_values(j["fields"][key], key, path)) {
@@ -173,7 +175,13 @@ ConfigSpace parse_space(const std::string& json_text, const std::string& path) {
                                                    std::string(to_string(fam)) + " listed in 'fam'");
   s.hash = fnv_hex(j.dump());
   // A listed field that does not apply to the space's families would silently enumerate nothing.
-  if (s.enumerate().empty()) fail(path, "fields", "space '" + s.name + "' enumerates no valid config");
+  std::size_t count = 0;
+  try {
+    count = s.enumerate().size();
+  } catch (const Error& e) {
+    fail(path, "filters", e.what());
+  }
+  if (count == 0) fail(path, "fields", "space '" + s.name + "' enumerates no valid config");
   return s;
 }
 

@@ -42,7 +42,9 @@ void parse_ptxas_log(const std::string& log, CompiledKernel& k);
 std::optional<CompiledKernel> load_entry(const std::string& dir, const std::string& key, bool* was_corrupt);
 void store_entry(const std::string& dir, const CompiledKernel& k, const KernelSource& src);
 
-void set_pch_enabled(bool on);  // default on; for measurements and tests
+void set_pch_enabled(bool on);  // automatic PCH (--pch); default off, see nvrtc.cpp
 bool pch_enabled();
+std::size_t pch_heap_size();  // NVRTC's process-wide PCH heap (tests)
+void set_pch_heap_size(std::size_t bytes);
 
 }  // namespace tilepick::jit::detail
