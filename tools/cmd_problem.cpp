@@ -1,6 +1,7 @@
 // tilepick problem parse|show
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "tilepick/arch.hpp"
@@ -15,6 +16,7 @@ struct ProblemArgs {
   std::vector<std::string> problems;
   std::string file;
   std::string arch = "sm_90";
+  bool json = false;
 };
 
 std::vector<NamedProblem> gather(const ProblemArgs& a) {
@@ -71,9 +73,17 @@ void add_problem_commands(CLI::App& app) {
   };
   auto* parse = cmd->add_subcommand("parse", "validate problems and print their canonical strings");
   add_inputs(parse);
+  parse->add_flag("--json", args->json, "print one JSON object per problem (fields and derived sizes)");
   parse->callback([args] {
-    for (const auto& np : gather(*args))
-      std::cout << (np.name.empty() ? "" : np.name + ": ") << to_string(np.problem) << "\n";
+    for (const auto& np : gather(*args)) {
+      if (args->json) {
+        auto j = nlohmann::json::parse(to_json_text(np.problem));
+        j["name"] = np.name;
+        std::cout << j.dump() << "\n";
+      } else {
+        std::cout << (np.name.empty() ? "" : np.name + ": ") << to_string(np.problem) << "\n";
+      }
+    }
   });
   auto* show_cmd = cmd->add_subcommand("show", "print derived sizes, the implicit-GEMM view and the legal pool size");
   add_inputs(show_cmd);

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -207,9 +208,8 @@ bool compile_one(const KernelSource& k, const std::string& path, double* seconds
   nvrtcProgram prog;
   if (nvrtcCreateProgram(&prog, k.code.c_str(), (k.name + ".cu").c_str(), 0, nullptr, nullptr) != NVRTC_SUCCESS)
     return false;
-  const char* opts[] = {"--gpu-architecture=sm_90a", "-std=c++17", "--include-path=kernels", "-default-device",
-                        "--fmad=true"};
-  nvrtcResult r = nvrtcCompileProgram(prog, 5, opts);
+  const char* opts[] = {"--gpu-architecture=sm_90a", "-std=c++17", "--include-path=kernels"};  // as src/jit/nvrtc.cpp
+  nvrtcResult r = nvrtcCompileProgram(prog, 3, opts);
   size_t n = 0;
   nvrtcGetProgramLogSize(prog, &n);
   log->assign(n, '\0');
@@ -249,6 +249,7 @@ std::vector<double> compile_all(const std::vector<KernelSource>& srcs, const std
       }
       std::lock_guard<std::mutex> g(mu);
       times.push_back(sec);
+      if (std::getenv("DW_VERBOSE")) std::printf("compile %.3f s %s | %s\n", sec, srcs[i].name.c_str(), srcs[i].specialization.c_str());
       if (!log.empty() && log.size() > 2) std::fprintf(stderr, "NVRTC log %s: %s\n", srcs[i].name.c_str(), log.c_str());
     }
   };

@@ -100,6 +100,9 @@ void validate(const GemmProblem& p);
 void validate(const ConvProblem& p);
 void validate(const Problem& p);
 
+// All fields plus derived sizes (out, gemm view, flops), for scripts that must not re-parse strings.
+std::string to_json_text(const Problem& p);
+
 struct NamedProblem {
   std::string name;  // may be empty
   Problem problem;

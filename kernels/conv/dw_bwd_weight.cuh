@@ -230,7 +230,9 @@ __device__ __forceinline__ void dw_bwd_weight_taps(const DwParams& p) {
   tile.for_each_slice(p, smem, [&](int s) {
     const T* s_x = tile.s_x(smem, s) + lc * CPT;
     const T* s_dy = tile.s_dy(smem, s) + lc * CPT;
+#pragma unroll 1
     for (int r = 0; r < TH; ++r) {
+#pragma unroll 2
       for (int c = 0; c < TW; ++c) {
         float dy[CPT];
         load_f(s_dy + (r * TW + c) * TC, dy);

@@ -179,7 +179,7 @@ __device__ __forceinline__ void dw_bwd_data(const DwParams& p) {
   for (int fz = 0; fz < FZ; ++fz) {
     const int z = dy_slice(fz);
     if (z < 0 || z >= p.in[0]) continue;
-#pragma unroll
+#pragma unroll 1
     for (int fy = 0; fy < FY; ++fy) {
       const int u = qh + p.pad[1] - fy * p.dilation[1];
       if (u % sh != 0) continue;

@@ -50,33 +50,46 @@ template <int ROWS, int COLS, int VEC, int E, int THREADS> struct TileMap {
 };
 
 // A dense matrix operand: element (mn, k) at ptr[mn * ld + k] (KMAJOR) or ptr[k * ld + mn].
-// Shared tile: [TMN][TK] (KMAJOR) or [TK][TMN].
+// Shared tile: [TMN][TK] (KMAJOR) or [TK][TMN]. When every vector of a thread lies in one tile
+// column (Map::COL_FIXED), vector j sits RS rows below vector 0 in global and in shared memory, so
+// the loader keeps one offset, one column and one bound instead of per-vector state.
 template <class T, bool KMAJOR, int TMN, int TK, int VEC, int THREADS> struct PlainLoader {
   typedef TileMap<KMAJOR ? TMN : TK, KMAJOR ? TK : TMN, VEC, sizeof(T), THREADS> Map;
+  static constexpr int COLS = KMAJOR ? TK : TMN;
+  static constexpr int RS = THREADS / Map::VPR;  // rows between a thread's vectors (COL_FIXED)
+  static constexpr int CPR = COLS * int(sizeof(T)) / 16;
+  // Moving RS rows down keeps the swizzle pattern (common/smem.cuh) iff RS % 8 == 0 (CPR >= 8) or
+  // RS * CPR % 64 == 0 (narrower rows).
+  static constexpr bool FAST = Map::COL_FIXED && (CPR >= 8 ? RS % 8 == 0 : RS * CPR % 64 == 0);
+  static constexpr int N = FAST ? 1 : Map::ITERS;
   const T* ptr;
-  int ld, k_end;
-  int goff[Map::ITERS];  // offset of (mn, k = 0) or (mn, k = row) for tile 0
-  int kpos[Map::ITERS];  // k of the vector within a tile
-  bool mn_ok[Map::ITERS];
+  int ld;
+  int goff[N];      // global offset of vector j (FAST: vector 0) in K tile 0
+  int row_left[N];  // rows (mn or k) from the vector's row to the operand's end
+  int col_left[N];  // columns (k or mn) from the vector's column to the operand's end
+  int soff;         // FAST: shared offset of vector 0
 
-  __device__ PlainLoader(const T* p, int ld_, int mn_end, int k_end_, int mn0) : ptr(p), ld(ld_), k_end(k_end_) {
+  __device__ PlainLoader(const T* p, int ld_, int mn_end, int k_end, int mn0) : ptr(p), ld(ld_) {
 #pragma unroll
-    for (int j = 0; j < Map::ITERS; ++j) {
+    for (int j = 0; j < N; ++j) {
       const int r = Map::row(j), c = Map::col(j);
-      const int mn = mn0 + (KMAJOR ? r : c);
-      kpos[j] = KMAJOR ? c : r;
-      mn_ok[j] = mn < mn_end;
-      goff[j] = KMAJOR ? mn * ld + kpos[j] : kpos[j] * ld + mn;
+      goff[j] = r * ld + c + (KMAJOR ? mn0 * ld : mn0);
+      row_left[j] = KMAJOR ? mn_end - mn0 - r : k_end - r;
+      col_left[j] = KMAJOR ? k_end - c : mn_end - mn0 - c;
     }
+    soff = Map::smem(0);
   }
   __device__ void load(u32 s, int kt) const {
     const int k0 = kt * TK;
+    const int koff = KMAJOR ? k0 : k0 * ld;
 #pragma unroll
     for (int j = 0; j < Map::ITERS; ++j) {
       if (!Map::active(j)) continue;
-      const bool ok = mn_ok[j] && k0 + kpos[j] < k_end;
-      const T* src = ok ? ptr + (goff[j] + (KMAJOR ? k0 : k0 * ld)) : ptr;
-      cp_async<VEC * int(sizeof(T))>(s + Map::smem(j), src, ok);
+      const int q = FAST ? 0 : j, dr = FAST ? j * RS : 0;  // vector j = vector q moved down dr rows
+      const bool ok = KMAJOR ? (row_left[q] > dr && col_left[q] > k0) : (col_left[q] > 0 && row_left[q] - dr > k0);
+      const int off = goff[q] + dr * ld + koff;
+      const int so = FAST ? soff + dr * COLS * int(sizeof(T)) : Map::smem(j);
+      cp_async<VEC * int(sizeof(T))>(s + so, ok ? ptr + off : ptr, ok);
     }
   }
 };
@@ -174,6 +187,29 @@ __device__ __forceinline__ void sm80_mainloop(const LA& la, const LB& lb, int kt
   cp_async_wait<ST - 2>();
   __syncthreads();
 
+#ifdef TP_SM80_SIMPLE_PIPE  // dev experiment: no fragment prefetch across the barrier
+  int rs = 0, ws = ST - 1;
+  for (int i = 0; i < ntiles; ++i) {
+    if (i > 0) { cp_async_wait<ST - 2>(); __syncthreads(); }
+    if (i + ST - 1 < ntiles) {
+      la.load(s0 + ws * S::STAGE_BYTES, kt0 + i + ST - 1);
+      lb.load(s0 + ws * S::STAGE_BYTES + S::A_BYTES, kt0 + i + ST - 1);
+    }
+    cp_async_commit();
+    ws = ws == ST - 1 ? 0 : ws + 1;
+    const u32 sA = s0 + rs * S::STAGE_BYTES;
+    rs = rs == ST - 1 ? 0 : rs + 1;
+#pragma unroll
+    for (int ks = 0; ks < S::KS; ++ks) {
+      Sm80Frags<Cfg> f;
+      f.load(sA, sA + S::A_BYTES, ks, wm0, wn0, lane);
+      f.mma_into(acc);
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  return;
+#endif
   Sm80Frags<Cfg> frag[2];
   frag[0].load(s0, s0 + S::A_BYTES, 0, wm0, wn0, lane);
   int read_stage = 0;                // stage of tile i
@@ -201,6 +237,7 @@ __device__ __forceinline__ void sm80_mainloop(const LA& la, const LB& lb, int kt
       }
       frag[ks % 2].mma_into(acc);
     }
+    if (S::KS % 2) frag[0] = frag[1];  // the next tile's first fragments went to buffer KS % 2
   }
   cp_async_wait<0>();
   __syncthreads();  // shared memory may now be reused

@@ -48,3 +48,30 @@ std::vector<NamedProblem> load_problem_file(const std::string& path) {
 }
 
 }  // namespace tilepick
+
+#include <nlohmann/json.hpp>
+
+namespace tilepick {
+
+std::string to_json_text(const Problem& p) {
+  nlohmann::json j;
+  j["problem"] = to_string(p);
+  j["op"] = op_name(p);
+  if (auto* g = std::get_if<GemmProblem>(&p)) {
+    j.update({{"m", g->m}, {"n", g->n}, {"k", g->k}, {"batch", g->batch}, {"layout", g->layout_string()},
+              {"a", to_string(g->a)}, {"b", to_string(g->b)}, {"c", to_string(g->c)}, {"acc", to_string(g->acc)},
+              {"alpha", g->alpha}, {"beta", g->beta}, {"bias", g->epilogue.bias},
+              {"act", to_string(g->epilogue.act)}, {"flops", g->flops()}, {"min_bytes", g->min_bytes()}});
+  } else {
+    const auto& c = std::get<ConvProblem>(p);
+    auto v = c.gemm();
+    j.update({{"dir", to_string(c.dir)}, {"ndim", c.ndim}, {"mb", c.n}, {"g", c.g}, {"ic", c.c}, {"oc", c.k},
+              {"in", c.in}, {"filter", c.filter}, {"stride", c.stride}, {"pad", c.pad}, {"dilation", c.dilation},
+              {"out", c.out()}, {"x", to_string(c.x)}, {"w", to_string(c.w)}, {"y", to_string(c.y)},
+              {"bias", c.epilogue.bias}, {"act", to_string(c.epilogue.act)}, {"depthwise", c.depthwise()},
+              {"gemm", {v.m, v.n, v.k, v.batch}}, {"flops", c.flops()}, {"min_bytes", c.min_bytes()}});
+  }
+  return j.dump();
+}
+
+}  // namespace tilepick

@@ -82,6 +82,7 @@ const char* kernel_tag(Kernel k) {
 constexpr int kTapsPerThread = 4;   // dw_bwd_weight_taps: taps one thread owns per pass
 constexpr int kMaxRegTaps = 128;    // dw_bwd_weight: taps * cpt accumulators per thread at most
 constexpr int kReduceThreads = 256;
+constexpr i64 kDoubleBufferBytes = 64 * 1024;  // bwd_weight: two stages at most this large
 
 // Everything the program text and the launches depend on.
 struct Spec {
@@ -159,14 +160,22 @@ int to_sint(i64 v, const char* what) {
   return static_cast<int>(v);
 }
 
-}  // namespace
+// Everything derived from (problem, config): the specialization, the runtime params (pointers unset),
+// the grid, the dynamic shared memory and the workspace. Throws Unsupported.
+struct Geometry {
+  Spec s;
+  tp::DwParams q{};
+  int threads = 0;
+  i64 smem = 0, blocks = 0, workspace = 0, reduce_blocks = 0;
+};
 
-KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c) {
+Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
+  Geometry g;
   require(c.fam() == Family::dw, p, c, "config is not of family dw");
   require(p.depthwise(), p, c, "needs a depthwise problem (G == C == K)");
   require(p.x == p.w && p.x == p.y && device_type(p.x) != nullptr, p, c,
           "needs x, w, y of one dtype among f16, bf16, f32");
-  const int threads = threads_per_block(c);
+  const int threads = g.threads = threads_per_block(c);
   const int TH = c.dw_tile_h, TW = c.dw_tile_w, TC = c.dw_tile_c, PPT = c.dw_ppt, CPT = c.dw_cpt;
   const int bytes = size_bytes(p.x);
   require(TW % PPT == 0 && TC % CPT == 0, p, c, "dwtile must be divisible by ppt along W and by cpt along C");
@@ -180,14 +189,14 @@ KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c) {
   const auto& F = p.filter;
   const i64 taps = F[0] * F[1] * F[2];
 
-  Spec s;
+  Spec& s = g.s;
   s.type = device_type(p.x);
   s.bytes = bytes;
   s.fz = baked_filter(F[0]), s.fy = baked_filter(F[1]), s.fx = baked_filter(F[2]);
   s.vec = 16 / bytes;
   while (s.vec > 1 && (p.c % s.vec != 0 || TC % s.vec != 0)) s.vec /= 2;
 
-  tp::DwParams q{};
+  tp::DwParams& q = g.q;
   q.n = to_int(p.n, "N");
   q.c = to_int(p.c, "C");
   for (int i = 0; i < 3; ++i) {
@@ -195,8 +204,9 @@ KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c) {
     q.pad[i] = to_int(p.pad[i], "pad"), q.dilation[i] = to_int(p.dilation[i], "dilation");
   }
   const bool unit_stride = p.stride[0] == 1 && p.stride[1] == 1 && p.stride[2] == 1;
-  const char* dir_tag = p.dir == ConvDir::fwd ? "fwd" : p.dir == ConvDir::bwd_data ? "bwd_data" : "bwd_weight";
-  i64 smem = 0, blocks = 0, workspace = 0;
+  i64& smem = g.smem;
+  i64& blocks = g.blocks;
+  i64& workspace = g.workspace;
   q.tiles_c = to_int(ceil_div(p.c, TC), "channel tiles");
 
   switch (p.dir) {
@@ -253,7 +263,6 @@ KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c) {
       q.iters = to_int(ceil_div(slices, std::min<i64>(c.splitk, slices)), "iterations");
       q.splits = to_int(ceil_div(slices, q.iters), "splits");  // no empty split
       q.parts = to_int(i64{q.splits} * q.tiles_h * q.tiles_w, "parts");
-      s.stages = q.iters >= 2 ? 2 : 1;
       const bool regs = s.fz && s.fy && s.fx && taps * CPT <= kMaxRegTaps;
       s.kernel = regs ? Kernel::bwd_weight_regs : Kernel::bwd_weight_taps;
       if (regs) {
@@ -265,8 +274,11 @@ KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c) {
         const i64 per_pass = i64{threads / (TC / CPT)} * kTapsPerThread;
         q.passes = to_int(ceil_div(taps, per_pass), "passes");
       }
+      // Double-buffer the (n, od) slices when there are several and two buffers stay small.
       const i64 stage = align16(i64{q.halo[0]} * q.halo[1] * q.halo[2] * TC * bytes) + align16(i64{TH} * TW * TC * bytes);
+      s.stages = q.iters >= 2 && 2 * stage <= kDoubleBufferBytes ? 2 : 1;
       smem = std::max(s.stages * stage, regs ? taps * TC * 4 : 0);
+      g.reduce_blocks = ceil_div(p.c * taps, 32);
       blocks = i64{q.tiles_c} * q.tiles_h * q.tiles_w * q.passes * q.splits;
       workspace = align16(i64{q.parts} * p.c * taps * 4);
       workspace = (workspace + 255) / 256 * 256;
@@ -275,22 +287,32 @@ KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c) {
   }
   require(blocks >= 1 && blocks <= 2147483647, p, c, "grid of " + std::to_string(blocks) + " blocks out of range");
   require(smem <= 227 * 1024, p, c, std::to_string(smem) + " bytes of shared memory exceed 227 KiB");
+  return g;
+}
 
+}  // namespace
+
+std::int64_t dw_shared_bytes(const ConvProblem& p, const KernelConfig& c) { return geometry(p, c).smem; }
+
+KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c) {
+  const Geometry g = geometry(p, c);
+  const char* dir_tag = p.dir == ConvDir::fwd ? "fwd" : p.dir == ConvDir::bwd_data ? "bwd_data" : "bwd_weight";
   KernelPlan plan;
-  plan.kernels.push_back(make_source(p, c, s, dir_tag, threads));
-  plan.workspace_bytes = static_cast<std::size_t>(workspace);
-  i64 reduce_blocks = 0;
+  plan.kernels.push_back(make_source(p, c, g.s, dir_tag, g.threads));
+  plan.workspace_bytes = static_cast<std::size_t>(g.workspace);
   if (p.dir == ConvDir::bwd_weight) {
-    Spec r = s;
+    Spec r = g.s;
     r.kernel = Kernel::bwd_weight_reduce;
     plan.kernels.push_back(make_source(p, c, r, "bwd_weight_reduce", kReduceThreads));
-    reduce_blocks = ceil_div(p.c * taps, 32);
   }
 
-  const unsigned grid = static_cast<unsigned>(blocks), smem_bytes = static_cast<unsigned>(smem);
-  const int vec_bytes = s.vec * bytes, cpt_bytes = CPT * bytes;
+  const tp::DwParams q = g.q;
+  const unsigned grid = static_cast<unsigned>(g.blocks), smem_bytes = static_cast<unsigned>(g.smem);
+  const int threads = g.threads;
+  const i64 reduce_blocks = g.reduce_blocks;
+  const int vec_bytes = g.s.vec * g.s.bytes, cpt_bytes = c.dw_cpt * g.s.bytes;
   const ConvDir dir = p.dir;
-  const bool bias = s.bias;
+  const bool bias = g.s.bias;
   plan.launches = [q, grid, smem_bytes, threads, reduce_blocks, vec_bytes, cpt_bytes, dir, bias](const Operands& o) {
     tp::DwParams a = q;
     a.src = o.a, a.src2 = o.b, a.bias = o.bias, a.dst = o.d, a.workspace = o.workspace;
