@@ -322,6 +322,14 @@ TEST_F(Jit, ClearRemovesOnlyCacheEntries) {
   EXPECT_EQ(jit::jit_stats().compiles - s0.compiles, 1u);
 }
 
+TEST_F(Jit, UnwritableCacheOnlyWarns) {
+  write_bytes(fs::path(dir_) / "file", "x");
+  setenv("TILEPICK_CACHE_DIR", (fs::path(dir_) / "file").c_str(), 1);  // not a directory
+  jit::CompiledKernel k = jit::compile(tiny("unwritable"), "sm_80");
+  EXPECT_GT(k.cubin.size(), 0u);
+  EXPECT_TRUE(jit::compile(tiny("unwritable"), "sm_80").from_cache);  // still cached in memory
+}
+
 TEST(CudaDriver, AbsentDriverGivesClearErrors) {
   std::string why;
   if (cuda::driver_available(&why)) GTEST_SKIP() << "a CUDA driver is present";

@@ -63,11 +63,14 @@ void build(const BuildArgs& a) {
     auto configs = space.enumerate();
     for (const auto& p : problems) {
       if (!space.has_op(op_name(p))) continue;
-      int taken = 0;
-      for (const auto& c : configs) {
-        if (a.limit > 0 && taken >= a.limit) break;
-        if (!legal(p, c, arch)) continue;
-        ++taken, ++plans;
+      std::vector<KernelConfig> legal_configs;
+      for (const auto& c : configs)
+        if (legal(p, c, arch)) legal_configs.push_back(c);
+      // --limit keeps N configs spread evenly over the legal pool (deterministic).
+      std::size_t n = legal_configs.size(), take = a.limit > 0 ? std::min<std::size_t>(a.limit, n) : n;
+      for (std::size_t i = 0; i < take; ++i) {
+        const KernelConfig& c = legal_configs[i * n / take];
+        ++plans;
         for (auto& k : make_plan(p, resolve(c, p)).kernels)
           if (keys.insert(jit::cache_key(k, arch.jit_target)).second) sources.push_back(std::move(k));
       }
@@ -97,10 +100,13 @@ void build(const BuildArgs& a) {
   std::cout << "compile seconds (as recorded): median " << quantile(seconds, 0.5) << ", p95 " << quantile(seconds, 0.95)
             << ", max " << quantile(seconds, 1.0) << "\n";
   std::cout << "max registers " << most_regs->registers << " (" << most_regs->name << ")\n";
-  std::cout << "kernels with spills: " << spilling.size() << "\n";
-  for (const auto* k : spilling)
-    std::cout << "  " << k->name << ": " << k->spill_stores << " bytes spill stores, " << k->spill_loads
-              << " bytes spill loads, " << k->stack_bytes << " bytes stack\n";
+  std::cout << "kernels with spills: " << spilling.size() << (spilling.size() > 10 ? " (the 10 worst)" : "") << "\n";
+  std::sort(spilling.begin(), spilling.end(), [](const auto* x, const auto* y) {
+    return x->spill_stores + x->spill_loads > y->spill_stores + y->spill_loads;
+  });
+  for (std::size_t i = 0; i < std::min<std::size_t>(spilling.size(), 10); ++i)
+    std::cout << "  " << spilling[i]->name << ": " << spilling[i]->spill_stores << " bytes spill stores, "
+              << spilling[i]->spill_loads << " bytes spill loads, " << spilling[i]->stack_bytes << " bytes stack\n";
 }
 
 void headers() {
@@ -134,7 +140,7 @@ void add_jit_commands(CLI::App& app) {
   auto* prob = b->add_option("-p,--problem", args->problems, "problem (repeatable; default: one per op)");
   b->add_option("-f,--file", args->file, "problem file")->excludes(prob);
   b->add_option("-j,--threads", args->threads, "compile threads (default: TILEPICK_NUM_THREADS or all cores)");
-  b->add_option("--limit", args->limit, "at most N legal configs per space and problem (0: all)");
+  b->add_option("--limit", args->limit, "at most N legal configs per space and problem, spread evenly over the pool (0: all)");
   b->callback([args] { build(*args); });
   jit->add_subcommand("headers", "list the bundled kernels/ headers and their hash")->callback(headers);
 

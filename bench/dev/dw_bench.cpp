@@ -127,6 +127,23 @@ const char* kExtraConfigs[] = {
     "fam=dw dwtile=16x8x128 ppt=8 cpt=8 splitk=2", "fam=dw dwtile=1x4x256 ppt=4 cpt=8 splitk=5",
 };
 
+// Hand-picked configs added to every perf layer (where legal), beside the random sample of the space.
+const char* kPerfConfigs[] = {
+    "fam=dw dwtile=8x8x32 ppt=4 cpt=2 splitk=1",   "fam=dw dwtile=8x16x32 ppt=4 cpt=2 splitk=1",
+    "fam=dw dwtile=8x16x32 ppt=8 cpt=2 splitk=1",  "fam=dw dwtile=8x32x32 ppt=8 cpt=2 splitk=1",
+    "fam=dw dwtile=4x16x64 ppt=4 cpt=4 splitk=1",  "fam=dw dwtile=8x8x32 ppt=2 cpt=4 splitk=1",
+    "fam=dw dwtile=8x16x64 ppt=4 cpt=8 splitk=1",  "fam=dw dwtile=4x32x32 ppt=8 cpt=4 splitk=1",
+    "fam=dw dwtile=8x16x16 ppt=4 cpt=2 splitk=1",  "fam=dw dwtile=16x16x32 ppt=8 cpt=4 splitk=1",
+    "fam=dw dwtile=4x8x32 ppt=2 cpt=2 splitk=1",   "fam=dw dwtile=4x8x64 ppt=2 cpt=8 splitk=1",
+    "fam=dw dwtile=8x8x32 ppt=4 cpt=2 splitk=4",   "fam=dw dwtile=8x8x32 ppt=4 cpt=2 splitk=8",
+    "fam=dw dwtile=8x16x32 ppt=4 cpt=2 splitk=4",  "fam=dw dwtile=8x16x32 ppt=4 cpt=2 splitk=8",
+    "fam=dw dwtile=4x16x32 ppt=4 cpt=2 splitk=8",  "fam=dw dwtile=8x8x16 ppt=2 cpt=2 splitk=8",
+    "fam=dw dwtile=8x32x32 ppt=8 cpt=2 splitk=8",  "fam=dw dwtile=8x8x32 ppt=4 cpt=2 splitk=16",
+    "fam=dw dwtile=8x16x32 ppt=8 cpt=1 splitk=8",  "fam=dw dwtile=8x16x32 ppt=4 cpt=4 splitk=8",
+    "fam=dw dwtile=8x8x64 ppt=4 cpt=2 splitk=8",   "fam=dw dwtile=16x16x32 ppt=8 cpt=2 splitk=4",
+    "fam=dw dwtile=8x8x64 ppt=8 cpt=8 splitk=8",   "fam=dw dwtile=8x32x16 ppt=8 cpt=2 splitk=4",
+};
+
 struct Layer {
   const char* name;
   const char* fwd;  // the fwd problem; bwd_data and bwd_weight use the same shape
@@ -180,6 +197,10 @@ std::vector<Job> make_jobs(const std::string& which, const ArchSpec& arch) {
         }
         auto cs = sample(good, L.name[0] == 'c' && L.name[11] == '1' ? 90 : 60, seed++);
         for (auto& c : sample(rest, 6, seed++)) cs.push_back(c);
+        for (const char* e : kPerfConfigs) {
+          KernelConfig c = parse_config(e);
+          if (legal(p, c, arch) && std::find(cs.begin(), cs.end(), c) == cs.end()) cs.push_back(c);
+        }
         for (auto& c : cs) jobs.push_back({L.name, p, c, true});
       }
     }
@@ -658,7 +679,15 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "%zu jobs, %zu programs\n", jobs.size(), srcs.size());
 
   if (mode == "compile") {
-    auto t = compile_all(srcs, dir, hh, std::max(1u, std::thread::hardware_concurrency()));
+    // DW_LIMIT=k keeps k programs spread over the list (for compile-time measurements), DW_THREADS=t.
+    if (const char* lim = std::getenv("DW_LIMIT")) {
+      const size_t k = std::max<size_t>(1, std::strtoul(lim, nullptr, 10));
+      std::vector<KernelSource> some;
+      for (size_t i = 0; i < k && i < srcs.size(); ++i) some.push_back(srcs[i * srcs.size() / k]);
+      srcs = some;
+    }
+    const char* nt = std::getenv("DW_THREADS");
+    auto t = compile_all(srcs, dir, hh, nt ? std::atoi(nt) : std::max(1u, std::thread::hardware_concurrency()));
     std::sort(t.begin(), t.end());
     if (!t.empty())
       std::printf("compiled %zu programs: median %.3f s, p90 %.3f s, max %.3f s\n", t.size(), t[t.size() / 2],

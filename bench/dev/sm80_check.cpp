@@ -447,25 +447,11 @@ template <class F> static double time_ms(F fn, int sets, int reps) {
 static int cmd_bench(const std::vector<Case>& cases) {
   std::vector<KernelSource> srcs;
   std::vector<KernelPlan> plans;
-  std::vector<Case> all;
   for (auto& c : cases) {
-    // Each case twice: as generated, and (suffix _simple) with the dev macro TP_SM80_SIMPLE_PIPE.
-    for (int v = 0; v < 2; ++v) {
-      KernelPlan pl = make_plan(c.problem, c.config);
-      if (v == 1) {
-        auto& k = pl.kernels[0];
-        std::string old = k.name;
-        k.name += "_simple";
-        k.code = "#define TP_SM80_SIMPLE_PIPE 1\n" + k.code;
-        k.code.replace(k.code.find(old + "("), old.size(), k.name);
-      }
-      for (auto& k : pl.kernels) srcs.push_back(k);
-      plans.push_back(pl);
-      all.push_back(c);
-      if (v == 1) all.back().config_text += " [simple]";
-    }
+    plans.push_back(make_plan(c.problem, c.config));
+    for (auto& k : plans.back().kernels) srcs.push_back(k);
   }
-  const std::vector<Case>& cases_ = all;
+
   auto compiled = compile_all(srcs, std::max(1u, std::thread::hardware_concurrency()));
   cublasHandle_t h;
   cublasCreate(&h);
@@ -476,8 +462,8 @@ static int cmd_bench(const std::vector<Case>& cases) {
   std::printf("device %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
   std::string last_problem;
   std::mt19937 rng(7);
-  for (size_t i = 0; i < cases_.size(); ++i) {
-    const Case& cs = cases_[i];
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& cs = cases[i];
     Shapes s = shapes(cs.problem);
     size_t set_bytes = s.a * size_bytes(s.ta) + s.b * size_bytes(s.tb) + s.out * size_bytes(s.tout);
     int sets = static_cast<int>(std::min<size_t>(16, std::max<size_t>(1, (3 * size_t(prop.l2CacheSize)) / set_bytes + 1)));

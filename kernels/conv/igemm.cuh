@@ -48,12 +48,6 @@ template <int NDIM> __device__ __forceinline__ void split_tap(int tap, const Con
   }
 }
 
-// bwd_data: source (dy) coordinate offset of filter tap j of the phase along one dimension:
-// dx = q * s + phase hits dy = q + (phase + pad - tap * dil) / s (exact by construction).
-__device__ __forceinline__ int phase_offset(int j, int tap0, int step, int phase, int pad, int dil, int stride) {
-  return (phase + pad - (tap0 + j * step) * dil) / stride;
-}
-
 // A of fwd (x) and bwd_data (dy): rows are output pixels (fwd) or dx pixels of the stride phase
 // (bwd_data), columns (tap, channel) with the channel fastest. Source coordinate of (row, tap) is
 // origin(row) + offset(tap); out-of-image taps are zero-filled.
@@ -90,9 +84,9 @@ template <class T, int DIR, int NDIM, int TM, int TK, int VEC, int THREADS> stru
       if (DIR == 0) {
         dz = tz * p.dil_d, dy = ty * p.dil_h, dx = tx * p.dil_w;
       } else {
-        dz = NDIM == 3 ? phase_offset(tz, p.tap0_z, p.tapstep_z, p.phase_d, p.pad_d, p.dil_d, p.str_d) : 0;
-        dy = phase_offset(ty, p.tap0_y, p.tapstep_y, p.phase_h, p.pad_h, p.dil_h, p.str_h);
-        dx = phase_offset(tx, p.tap0_x, p.tapstep_x, p.phase_w, p.pad_w, p.dil_w, p.str_w);
+        dz = NDIM == 3 ? p.doff0_d - tz * p.doffstep_d : 0;  // dy = q + doff0 - j * doffstep
+        dy = p.doff0_h - ty * p.doffstep_h;
+        dx = p.doff0_w - tx * p.doffstep_w;
       }
       const int id = od[j] + dz, ih = oh[j] + dy, iw = ow[j] + dx;
       const bool ok = base[j] >= 0 && kk < p.gk && unsigned(id) < unsigned(sd) && unsigned(ih) < unsigned(sh) &&

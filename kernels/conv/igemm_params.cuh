@@ -44,12 +44,16 @@ struct ConvParams {
   // (tap, channel) decomposition: channel by c (fwd, bwd_weight) or k (bwd_data); tap by
   // flt_x, flt_y (fwd, bwd_weight) or the phase's tap counts ntap_x, ntap_y (bwd_data).
   FastDiv div_ch, div_tx, div_ty;
-  // bwd_data stride phase: dx coordinate = q * stride + phase; its taps are tap0 + j * tapstep, j < ntap.
+  // bwd_data stride phase: dx coordinate = q * stride + phase; its taps are tap0 + j * tapstep, j < ntap,
+  // and tap j reaches dy coordinate q + doff0 - j * doffstep
+  // (= q + (phase + pad - (tap0 + j * tapstep) * dil) / stride, exact).
   int phase_d, phase_h, phase_w;
   int q_d, q_h, q_w;
   int tap0_z, tap0_y, tap0_x;
   int tapstep_z, tapstep_y, tapstep_x;
   int ntap_z, ntap_y, ntap_x;
+  int doff0_d, doff0_h, doff0_w;
+  int doffstep_d, doffstep_h, doffstep_w;
   float alpha;
   int pad_;
 };

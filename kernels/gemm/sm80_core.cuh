@@ -187,29 +187,6 @@ __device__ __forceinline__ void sm80_mainloop(const LA& la, const LB& lb, int kt
   cp_async_wait<ST - 2>();
   __syncthreads();
 
-#ifdef TP_SM80_SIMPLE_PIPE  // dev experiment: no fragment prefetch across the barrier
-  int rs = 0, ws = ST - 1;
-  for (int i = 0; i < ntiles; ++i) {
-    if (i > 0) { cp_async_wait<ST - 2>(); __syncthreads(); }
-    if (i + ST - 1 < ntiles) {
-      la.load(s0 + ws * S::STAGE_BYTES, kt0 + i + ST - 1);
-      lb.load(s0 + ws * S::STAGE_BYTES + S::A_BYTES, kt0 + i + ST - 1);
-    }
-    cp_async_commit();
-    ws = ws == ST - 1 ? 0 : ws + 1;
-    const u32 sA = s0 + rs * S::STAGE_BYTES;
-    rs = rs == ST - 1 ? 0 : rs + 1;
-#pragma unroll
-    for (int ks = 0; ks < S::KS; ++ks) {
-      Sm80Frags<Cfg> f;
-      f.load(sA, sA + S::A_BYTES, ks, wm0, wn0, lane);
-      f.mma_into(acc);
-    }
-  }
-  cp_async_wait<0>();
-  __syncthreads();
-  return;
-#endif
   Sm80Frags<Cfg> frag[2];
   frag[0].load(s0, s0 + S::A_BYTES, 0, wm0, wn0, lane);
   int read_stage = 0;                // stage of tile i

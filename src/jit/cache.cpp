@@ -232,10 +232,9 @@ void store_entry(const std::string& dir, const CompiledKernel& k, const KernelSo
     std::string text = meta.dump(1);
     write_file(tmp / "meta.json", text.data(), text.size());
     fs::rename(tmp, final_path, ec);  // fails when another writer got there first: keep theirs
-  } catch (const std::exception& e) {
-    if (env::log_level() >= 1)
-      std::cerr << "tilepick: warning: cannot store " << k.name << " in the JIT cache " << dir << ": " << e.what()
-                << "\n";
+  } catch (const std::exception& e) {  // an unwritable cache costs a warning, not the compile
+    std::cerr << "tilepick: warning: cannot store " << k.name << " in the JIT cache " << dir << ": " << e.what()
+              << "\n";
   }
   fs::remove_all(tmp, ec);
 }

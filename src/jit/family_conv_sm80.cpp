@@ -14,7 +14,7 @@
 namespace tilepick::family {
 namespace {
 
-static_assert(sizeof(tp::ConvParams) == 328, "ConvParams must match the device layout");
+static_assert(sizeof(tp::ConvParams) == 352, "ConvParams must match the device layout");
 static_assert(sizeof(tp::FastDiv) == sizeof(codegen::FastDivHost), "FastDiv layout");
 
 tp::FastDiv fastdiv(std::int64_t d) {
@@ -26,6 +26,7 @@ tp::FastDiv fastdiv(std::int64_t d) {
 struct Phase1 {
   int phase, q;            // dx coordinates phase, phase + s, ...: q of them
   int tap0, step, ntap;    // filter taps that reach them
+  int doff0, doffstep;     // tap j reaches dy coordinate q + doff0 - j * doffstep
 };
 
 std::vector<Phase1> phases_1d(std::int64_t in, std::int64_t flt, std::int64_t s, std::int64_t pad, std::int64_t dil) {
@@ -36,11 +37,15 @@ std::vector<Phase1> phases_1d(std::int64_t in, std::int64_t flt, std::int64_t s,
     std::vector<int> taps;
     for (std::int64_t z = 0; z < flt; ++z)
       if ((((ph + pad - z * dil) % s) + s) % s == 0) taps.push_back(static_cast<int>(z));
-    Phase1 p{static_cast<int>(ph), static_cast<int>(q), 0, 1, static_cast<int>(taps.size())};
+    Phase1 p{static_cast<int>(ph), static_cast<int>(q), 0, 1, static_cast<int>(taps.size()), 0, 0};
     if (!taps.empty()) p.tap0 = taps[0];
     if (taps.size() > 1) p.step = taps[1] - taps[0];
     for (std::size_t i = 0; i < taps.size(); ++i)
       if (taps[i] != p.tap0 + static_cast<int>(i) * p.step) throw Unsupported("bwd_data phase taps not arithmetic");
+    if (!taps.empty()) {  // both numerators are exact multiples of s (the taps satisfy the congruence)
+      p.doff0 = static_cast<int>((ph + pad - std::int64_t{p.tap0} * dil) / s);
+      p.doffstep = taps.size() > 1 ? static_cast<int>(std::int64_t{p.step} * dil / s) : 0;
+    }
     r.push_back(p);
   }
   return r;
@@ -123,6 +128,8 @@ KernelPlan plan_conv_sm80(const ConvProblem& p, const KernelConfig& c) {
           v.tap0_z = a.tap0, v.tap0_y = b.tap0, v.tap0_x = w.tap0;
           v.tapstep_z = a.step, v.tapstep_y = b.step, v.tapstep_x = w.step;
           v.ntap_z = a.ntap, v.ntap_y = b.ntap, v.ntap_x = w.ntap;
+          v.doff0_d = a.doff0, v.doff0_h = b.doff0, v.doff0_w = w.doff0;
+          v.doffstep_d = a.doffstep, v.doffstep_h = b.doffstep, v.doffstep_w = w.doffstep;
           v.div_pw = fastdiv(w.q), v.div_ph = fastdiv(b.q), v.div_pd = fastdiv(a.q);
           v.div_ch = fastdiv(kg), v.div_tx = fastdiv(w.ntap), v.div_ty = fastdiv(b.ntap);
           finish_view(v, p.n * a.q * b.q * w.q, cg, std::int64_t{a.ntap} * b.ntap * w.ntap * kg);
