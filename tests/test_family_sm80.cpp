@@ -322,6 +322,8 @@ TEST(Sm80Plan, RejectsWhatTheKernelsCannotRun) {
   KernelConfig odd = resolve(parse_config("fam=sm80 tile=128x128x32 warps=2x2 stages=4"), g);
   odd.warps_n = 16;  // warp tile 8 wide
   EXPECT_THROW(make_plan(g, odd), Unsupported);
+  KernelConfig smem_epi = resolve(parse_config("fam=sm80 tile=128x128x32 warps=2x2 stages=4 epi=smem"), g);
+  EXPECT_THROW(make_plan(g, smem_epi), Unsupported);  // only the direct epilogue exists
 }
 
 // Real NVRTC compiles through the library's JIT (its own temporary cache): GEMM in all four input

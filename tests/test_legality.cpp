@@ -100,8 +100,8 @@ TEST(LegalityRule, Smem) {
   EXPECT_TRUE(violates(check(kGemm, big), "smem", {"393216", "166912", "a100_sxm"}));
   EXPECT_EQ(estimate_resources(parse_config(big), parse_problem(kGemm)).smem_bytes, 393216);
   EXPECT_TRUE(ok(check(kGemm, "fam=sm80 tile=256x128x64 warps=4x2 stages=3")));
-  // The smem epilogue stages a 256x256 f32 tile: 262144 bytes > 232448 on H100.
-  EXPECT_TRUE(violates(check(kGemm, "fam=sm80 tile=256x256x16 warps=4x4 stages=1 epi=smem", "h100_sxm"), "smem",
+  // The smem epilogue (sm90 family; sm80 has none) stages a 256x256 f32 tile: 262144 > 232448 on H100.
+  EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=256x256x16 warps=4x4 stages=1 epi=smem", "h100_sxm"), "smem",
                        {"262144", "232448"}));
   EXPECT_NE(check(kGemm, "fam=sm80 tile=256x256x16 warps=4x4 stages=1", "h100_sxm").rule, "smem");
 }
@@ -126,8 +126,9 @@ TEST(LegalityRule, AlignVectorWidth) {
   EXPECT_EQ(legal_on_arch(parse_config(kSm80 + " align=16x16x16"), arch("a100_sxm"), DType::bf16).rule, "align");
   EXPECT_TRUE(ok(check(kGemm, kSm80 + " align=8x8x8")));
   const std::string f32 = "gemm rcr m1024 n1024 k1024 f32";
-  EXPECT_TRUE(violates(check(f32, kSm80 + " align=8x8x4"), "align", {"vector width 8", "f32"}));
-  EXPECT_TRUE(ok(check(f32, kSm80 + " align=4x4x4")));
+  const std::string tf32_cfg = "fam=sm80 tile=128x128x32 warps=2x4 stages=3";  // tf32 needs small warp tiles
+  EXPECT_TRUE(violates(check(f32, tf32_cfg + " align=8x8x4"), "align", {"vector width 8", "f32"}));
+  EXPECT_TRUE(ok(check(f32, tf32_cfg + " align=4x4x4")));
 }
 
 TEST(LegalityRule, AlignContiguousExtentGemm) {
@@ -170,12 +171,30 @@ TEST(LegalityRule, AlignContiguousExtentConv) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.problem);
     EXPECT_TRUE(violates(check(c.problem, cfg), "align", {"on " + c.operand, "extent " + c.extent, "at most 1"}));
-    EXPECT_TRUE(ok(check(c.problem, kSm80)));
+    // Scalar accesses (align 1) need a small tile: at most 16 loads per thread and operand.
+    const std::string small = "fam=sm80 tile=64x64x32 warps=2x2";
+    EXPECT_TRUE(ok(check(c.problem, small)));
     // The widest explicit alignment the problem allows is legal.
     Problem p = parse_problem(c.problem);
-    KernelConfig r = resolve(parse_config(kSm80), p);
+    KernelConfig r = resolve(parse_config(small), p);
     EXPECT_TRUE(ok(legal(p, r, arch("a100_sxm"))));
   }
+}
+
+TEST(LegalityRule, Sm80Specifics) {
+  // epi=smem is not implemented by fam=sm80.
+  EXPECT_TRUE(violates(check("gemm rcr m256 n256 k256 bf16", kSm80 + " epi=smem"), "epi", {"epi=direct"}));
+  // tf32 fragments: a 64x64 warp tile spills.
+  EXPECT_TRUE(violates(check("gemm rcr m256 n256 k256 f32", "fam=sm80 tile=128x128x32 warps=2x2"), "registers",
+                       {"64x64", "2048"}));
+  EXPECT_TRUE(ok(check("gemm rcr m256 n256 k256 f32", "fam=sm80 tile=128x128x32 warps=2x4")));
+  // Scalar loads (odd K): a 128x128x32 tile needs 32 loads per thread and operand.
+  EXPECT_TRUE(violates(check("gemm rcr m256 n256 k255 bf16", kSm80), "registers", {"1x1", "32 loads per thread"}));
+  EXPECT_TRUE(ok(check("gemm rcr m256 n256 k255 bf16", "fam=sm80 tile=64x64x32 warps=2x2")));
+  // Mixed GEMM-view input dtypes: bwd_weight reads x (f16) and dy (f32).
+  EXPECT_TRUE(violates(check("bwd_weight g1 mb1 ic16 ih8 iw8 oc16 kh3 kw3 f16:f16:f32", kSm80), "dtype",
+                       {"f32 and f16"}));
+  EXPECT_TRUE(ok(check("fwd g1 mb1 ic16 ih8 iw8 oc16 kh3 kw3 f16:f16:f32", "fam=sm80 tile=64x64x32 warps=2x2")));
 }
 
 TEST(LegalityRule, SplitK) {

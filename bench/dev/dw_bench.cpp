@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -678,6 +679,19 @@ int main(int argc, char** argv) {
   const auto& jobs = jobs_ok;
   std::fprintf(stderr, "%zu jobs, %zu programs\n", jobs.size(), srcs.size());
 
+  if (mode == "prune") {  // removes the cubins of <cubin_dir> that no job of the set needs
+    std::map<std::string, bool> keep;
+    for (const auto& k : srcs) keep[cubin_path(dir, k, hh)] = true;
+    KernelSource ref;
+    ref.name = "dw_reference";
+    ref.code = kRefSource;
+    keep[cubin_path(dir, ref, hh)] = true;
+    int removed = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (!keep.count(e.path().string())) std::filesystem::remove(e.path()), ++removed;
+    std::printf("pruned %d stale cubins\n", removed);
+    return 0;
+  }
   if (mode == "compile") {
     // DW_LIMIT=k keeps k programs spread over the list (for compile-time measurements), DW_THREADS=t.
     if (const char* lim = std::getenv("DW_LIMIT")) {

@@ -111,6 +111,8 @@ Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) 
     case Family::sm80:
     case Family::sm90: {
       if (c.fam() == Family::sm80 && !arch.mma_sync) return no("family_arch", "fam=sm80 needs mma.sync (sm_80+)");
+      if (c.fam() == Family::sm80 && c.epi == static_cast<int>(EpiVariant::smem))
+        return no("epi", "fam=sm80 implements epi=direct only");
       if (c.fam() == Family::sm90 && !arch.wgmma)
         return no("family_arch", "fam=sm90 needs wgmma (sm_90a); " + arch.sm + " has none");
       if (is_fp8(input) && (c.fam() != Family::sm90 || !arch.fp8_mma))
@@ -128,6 +130,10 @@ Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) 
         return no("smem", std::to_string(smem) + " bytes of shared memory (stages x (tile_m + tile_n) x tile_k x " +
                               std::to_string(size_bytes(input)) + ") exceed " +
                               std::to_string(arch.smem_per_block_optin) + " per block on " + arch.name);
+      int wm_ = c.tile_m / c.warps_m, wn_ = c.tile_n / c.warps_n;
+      if (input == DType::f32 && wm_ * wn_ > 2048)
+        return no("registers", "warp tile " + std::to_string(wm_) + "x" + std::to_string(wn_) +
+                                   " with tf32 fragments spills (at most 2048 accumulators per warp for f32 inputs)");
       int regs = igemm_regs(c);
       if (regs > arch.max_regs_per_thread)
         return no("registers", "about " + std::to_string(regs) + " registers per thread (" + std::to_string(wm * wn / 32) +
@@ -184,6 +190,29 @@ Verdict legal(const Problem& p, const KernelConfig& config, const ArchSpec& arch
 
   // Implicit-GEMM families.
   if (gemm && gemm->acc != DType::f32) return no("dtype", "the igemm families accumulate in f32");
+  if (conv) {
+    DType a_t = conv->dir == ConvDir::fwd ? conv->x : conv->y;
+    DType b_t = conv->dir == ConvDir::bwd_weight ? conv->x : conv->w;
+    if (a_t != b_t)
+      return no("dtype", "the GEMM-view inputs of " + std::string(to_string(conv->dir)) + " are " +
+                             std::string(to_string(a_t)) + " and " + std::string(to_string(b_t)) +
+                             "; fam=sm80 needs one input dtype");
+  }
+  {
+    // Loader vectors per thread and operand; more unrolls into spills and multi-second compiles.
+    const int threads = threads_per_block(c);
+    const int va = (c.tile_m * c.tile_k + c.align_a * threads - 1) / (c.align_a * threads);
+    const int vb = (c.tile_n * c.tile_k + c.align_b * threads - 1) / (c.align_b * threads);
+    if (va > 16 || vb > 16)
+      return no("registers", "align " + std::to_string(c.align_a) + "x" + std::to_string(c.align_b) + " needs " +
+                                 std::to_string(std::max(va, vb)) +
+                                 " loads per thread and operand for one tile (at most 16)");
+    // fwd and bwd_data cache one im2col row offset per A vector: 4 more registers each.
+    if (conv && conv->dir != ConvDir::bwd_weight && igemm_regs(c) + 4 * va > arch.max_regs_per_thread)
+      return no("registers", "about " + std::to_string(igemm_regs(c) + 4 * va) +
+                                 " registers per thread with the im2col row cache exceed " +
+                                 std::to_string(arch.max_regs_per_thread));
+  }
   auto allowed = max_alignment(p);
   const std::array<int, 3> want{c.align_a, c.align_b, c.align_c};
   static const char* names[3] = {"A", "B", "C"};

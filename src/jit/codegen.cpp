@@ -102,6 +102,7 @@ CfgText sm80_cfg(const KernelConfig& c, DType input, int splitk_mode) {
   if (c.tile_k % (32 / e)) bad("tile_k must be a multiple of the mma K step " + std::to_string(32 / e));
   if (c.stages < 2) bad("needs at least 2 stages");
   if (c.swizzle < 1) bad("swizzle must be >= 1");
+  if (c.epi != static_cast<int>(EpiVariant::direct)) bad("only epi=direct is implemented");
   for (int a : {c.align_a, c.align_b, c.align_c})
     if (a < 1 || (a & (a - 1)) || c.tile_k % a || c.tile_m % a || c.tile_n % a)
       bad("alignment " + std::to_string(a) + " is not a power of two dividing the tile");
