@@ -37,6 +37,10 @@
 
 using namespace tilepick;
 
+namespace tilepick::family {
+void dw_set_persistent(bool on);  // src/jit/family_dw.cpp (bench hook)
+}
+
 #define CU(call)                                                                          \
   do {                                                                                    \
     CUresult r_ = (call);                                                                 \
@@ -78,6 +82,7 @@ struct Job {
   ConvProblem p;
   KernelConfig c;
   bool time = false;
+  bool one_tile = false;  // direct kernel with one tile per block (family::dw_set_persistent(false))
 };
 
 const char* kCheckProblems[] = {
@@ -182,6 +187,8 @@ std::vector<Job> make_jobs(const std::string& which, const ArchSpec& arch) {
         if (legal(p, c, arch)) cs.push_back(c);
       }
       for (auto& c : cs) jobs.push_back({"check", p, c, false});
+      const bool direct = p.dir == ConvDir::fwd || (p.stride[0] == 1 && p.stride[1] == 1 && p.stride[2] == 1);
+      for (size_t i = 0; direct && i < cs.size() && i < 3; ++i) jobs.push_back({"check", p, cs[i], false, true});
     }
   }
   if (which == "perf" || which == "all") {
@@ -203,6 +210,12 @@ std::vector<Job> make_jobs(const std::string& which, const ArchSpec& arch) {
           if (legal(p, c, arch) && std::find(cs.begin(), cs.end(), c) == cs.end()) cs.push_back(c);
         }
         for (auto& c : cs) jobs.push_back({L.name, p, c, true});
+        const bool direct = d == ConvDir::fwd || (p.stride[1] == 1 && p.stride[2] == 1);
+        if (direct)  // one tile per block, for the hand-picked configs only
+          for (const char* e : kPerfConfigs) {
+            KernelConfig c = parse_config(e);
+            if (legal(p, c, arch)) jobs.push_back({std::string(L.name) + "/1tile", p, c, true, true});
+          }
       }
     }
   }
@@ -476,9 +489,11 @@ class Runner {
     return cache_[path] = l;
   }
 
-  void launch(const KernelPlan& plan, const std::vector<Launch>& ls) {
+  void launch(const KernelPlan& plan, const std::vector<Launch>& ls, void* workspace) {
     for (const auto& l : ls) {
       const Loaded& k = load(plan.kernels[l.kernel]);
+      if (l.zero_workspace_bytes)
+        CU(cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(workspace), 0, l.zero_workspace_bytes, nullptr));
       if (l.smem_bytes > 48 * 1024)
         CU(cuFuncSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, l.smem_bytes));
       void* args[] = {const_cast<unsigned char*>(l.params.data())};
@@ -600,7 +615,7 @@ CheckResult check(Runner& R, const ProblemData& d, const KernelPlan& plan) {
   Dev out(d.out_elems * b), ws(plan.workspace_bytes);
   CU(cuMemsetD8(out.p, 0xff, d.out_elems * b));  // NaN poison
   if (plan.workspace_bytes) CU(cuMemsetD8(ws.p, 0xff, plan.workspace_bytes));
-  R.launch(plan, plan.launches(operands(d, out.ptr(), ws.ptr())));
+  R.launch(plan, plan.launches(operands(d, out.ptr(), ws.ptr())), ws.ptr());
   Dev cnt(16);
   CU(cuMemsetD8(cnt.p, 0, 16));
   void* gp = out.ptr();
@@ -640,7 +655,7 @@ double time_plan(Runner& R, const ConvProblem& p, const KernelPlan& plan, std::v
     o.d = outs[i].ptr(), o.workspace = ws.ptr();
     ls[i] = plan.launches(o);
   }
-  auto run = [&](int i) { R.launch(plan, ls[i % sets]); };
+  auto run = [&](int i) { R.launch(plan, ls[i % sets], ws.ptr()); };
   R.time_batch(run, sets);  // warm-up (module load, attributes)
   std::vector<double> t;
   for (int rep = 0; rep < 5; ++rep) t.push_back(1000.0 * R.time_batch(run, 2 * sets) / (2 * sets));
@@ -667,6 +682,7 @@ int main(int argc, char** argv) {
   std::vector<Job> jobs_ok;
   for (const auto& j : all_jobs) {
     try {
+      family::dw_set_persistent(!j.one_tile);
       plans.push_back(family::plan_dw(j.p, j.c));
     } catch (const Unsupported& e) {
       std::printf("REFUSED (legal but no plan): %s\n", e.what());

@@ -19,8 +19,9 @@
 namespace tp {
 namespace dw {
 
-// Block coordinates and staging shared by both bwd_weight kernels.
-template <class Cfg>
+// Block coordinates and staging shared by both bwd_weight kernels. XM, DM: padded strips of the x box
+// and of the dy tile (see col_slot; 0 = unpadded).
+template <class Cfg, int XM, int DM>
 struct BwdWeightTile {
   typedef typename Cfg::T T;
   static constexpr int TH = Cfg::tile_h, TW = Cfg::tile_w, TC = Cfg::tile_c;
@@ -43,9 +44,9 @@ struct BwdWeightTile {
     FZ = Cfg::fz ? Cfg::fz : p.filter[0];
     FY = Cfg::fy ? Cfg::fy : p.filter[1];
     FX = Cfg::fx ? Cfg::fx : p.filter[2];
-    SR = p.halo[1], SC = p.halo[2];
+    SR = p.halo[1], SC = row_slots<XM>(p.halo[2]);  // SC: row pitch in slots
     x_bytes = align16(FZ * SR * SC * TC * int(sizeof(T)));
-    stage_bytes = x_bytes + align16(TH * TW * TC * int(sizeof(T)));
+    stage_bytes = x_bytes + align16(TH * row_slots<DM>(TW) * TC * int(sizeof(T)));
   }
   // Buffer s: x box [FZ][SR][SC][TC], then the dy tile [TH][TW][TC].
   __device__ __forceinline__ T* s_x(unsigned char* smem, int s) const {
@@ -54,44 +55,36 @@ struct BwdWeightTile {
   __device__ __forceinline__ T* s_dy(unsigned char* smem, int s) const {
     return reinterpret_cast<T*>(smem + s * stage_bytes + x_bytes);
   }
-  // Issues the copies of slice q = n * OD + od into buffer s (one cp.async group).
+  // Issues the copies of slice q = n * OD + od into buffer s (the caller commits the group).
   __device__ __forceinline__ void stage(const DwParams& p, unsigned char* smem, int q, int s) const {
     const int od = q % p.out[0], n = q / p.out[0];
-    stage_box<T, TC, Cfg::vec, Cfg::threads>(
+    stage_box<T, TC, Cfg::vec, Cfg::threads, XM>(
         s_x(smem, s), static_cast<const T*>(p.src), p.in, p.c, n, FZ,
         [&](int k) { return od * p.stride[0] - p.pad[0] + k * p.dilation[0]; }, oh0 * p.stride[1] - p.pad[1], SR,
-        ow0 * p.stride[2] - p.pad[2], SC, c0);
-    stage_box<T, TC, Cfg::vec, Cfg::threads>(s_dy(smem, s), static_cast<const T*>(p.src2), p.out, p.c, n, 1,
+        ow0 * p.stride[2] - p.pad[2], p.halo[2], c0);
+    stage_box<T, TC, Cfg::vec, Cfg::threads, DM>(s_dy(smem, s), static_cast<const T*>(p.src2), p.out, p.c, n, 1,
                                              [&](int) { return od; }, oh0, TH, ow0, TW, c0);
-    copy_commit();
   }
-  // Runs body(s) for every slice of this split, with the slice staged in buffer s.
+  // Runs body(s) for every slice of this split, with the slice staged in buffer s: a ring of
+  // Cfg::stages buffers, slice q + stages - 1 in flight (cp.async) while slice q is computed.
   template <class Body>
   __device__ __forceinline__ void for_each_slice(const DwParams& p, unsigned char* smem, Body body) const {
+    constexpr int S = Cfg::stages;
     const int q0 = split * p.iters;
     const int q1 = min(q0 + p.iters, p.n * p.out[0]);
-    if constexpr (Cfg::stages == 2) {
-      if (q0 < q1) stage(p, smem, q0, 0);
-      for (int q = q0; q < q1; ++q) {
-        const int s = (q - q0) & 1;
-        if (q + 1 < q1) {
-          stage(p, smem, q + 1, s ^ 1);
-          copy_wait<1>();
-        } else {
-          copy_wait<0>();
-        }
-        __syncthreads();
-        body(s);
-        __syncthreads();
-      }
-    } else {
-      for (int q = q0; q < q1; ++q) {
-        stage(p, smem, q, 0);
-        copy_wait<0>();
-        __syncthreads();
-        body(0);
-        __syncthreads();
-      }
+#pragma unroll
+    for (int k = 0; k < S - 1; ++k) {
+      if (q0 + k < q1) stage(p, smem, q0 + k, k);
+      copy_commit();  // possibly empty: keeps the group count uniform
+    }
+    for (int q = q0; q < q1; ++q) {
+      const int k = q - q0;
+      if (q + S - 1 < q1) stage(p, smem, q + S - 1, (k + S - 1) % S);
+      copy_commit();
+      copy_wait<S - 1>();
+      __syncthreads();
+      body(k % S);
+      __syncthreads();
     }
   }
 };
@@ -105,11 +98,12 @@ __device__ __forceinline__ void filter_row_grad(float (&acc)[Cfg::fx][Cfg::cpt],
   if constexpr (Cfg::sw > 0 && Cfg::dw > 0) {
     constexpr int SW = Cfg::sw, DW = Cfg::dw;
     constexpr int WIN = (PPT - 1) * SW + (FX - 1) * DW + 1;
-    const T* s = s_x + col0 * SW * TC;
+    constexpr int M = strip_pad(PPT * SW);  // the box layout (see box_pad)
+    const T* s = s_x + col_slot<M>(col0 * SW) * TC;
 #pragma unroll
     for (int k = 0; k < WIN; ++k) {
       float v[CPT];
-      load_f(s + k * TC, v);
+      load_f(s + col_slot<M>(k) * TC, v);
 #pragma unroll
       for (int j = 0; j < PPT; ++j) {
         const int t = k - j * SW;  // = fx * DW
@@ -135,64 +129,82 @@ __device__ __forceinline__ void filter_row_grad(float (&acc)[Cfg::fx][Cfg::cpt],
 
 }  // namespace dw
 
+// Filter extents known at compile time. The P = TH*TW/PPT strips of PPT pixels are shared by
+// FG = Cfg::fgroups groups of filter rows: thread (pg, lc) takes the rows R = fz*FY + fy with
+// R % FG == pg % FG (NR = ceil(FZ*FY / FG) of them, all their taps in registers) for the strips
+// pg / FG + k * P/FG, k < FG. FG > 1 trades dy reloads for fewer registers (more warps).
 template <class Cfg>
 __device__ __forceinline__ void dw_bwd_weight(const DwParams& p) {
   using namespace dw;
   typedef typename Cfg::T T;
   constexpr int TW = Cfg::tile_w, TC = Cfg::tile_c, PPT = Cfg::ppt, CPT = Cfg::cpt;
-  constexpr int LC = TC / CPT, GW = TW / PPT;
-  constexpr int FZ = Cfg::fz, FY = Cfg::fy, FX = Cfg::fx, TAPS = FZ * FY * FX;
+  constexpr int LC = TC / CPT, GW = TW / PPT, P = Cfg::threads / LC;
+  constexpr int FZ = Cfg::fz, FY = Cfg::fy, FX = Cfg::fx, TAPS = FZ * FY * FX, ROWS = FZ * FY;
+  constexpr int FG = Cfg::fgroups, NR = (ROWS + FG - 1) / FG;
   static_assert(FZ > 0 && FY > 0 && FX > 0, "dw_bwd_weight needs the filter at compile time");
+  static_assert(P % FG == 0, "filter-row groups must divide the strips");
   extern __shared__ __align__(16) unsigned char smem[];
 
-  const BwdWeightTile<Cfg> tile(p, 1);
+  constexpr int DM = strip_pad(PPT);  // dy tile layout
+  const BwdWeightTile<Cfg, box_pad<Cfg>(), DM> tile(p, 1);
   const int lc = threadIdx.x % LC, pg = threadIdx.x / LC;
-  const int r = pg / GW, col0 = (pg % GW) * PPT;
+  const int g = pg % FG, q = pg / FG;
 
-  float acc[FZ * FY][FX][CPT] = {};  // this thread's sums for every tap
+  float acc[NR][FX][CPT] = {};  // rows g, g + FG, ... of the filter, all taps of each
   tile.for_each_slice(p, smem, [&](int s) {
     const T* s_x = tile.s_x(smem, s) + lc * CPT;
     const T* s_dy = tile.s_dy(smem, s) + lc * CPT;
-    float dy[PPT][CPT];
+#pragma unroll 1
+    for (int k = 0; k < FG; ++k) {
+      const int strip = q + k * (P / FG), r = strip / GW, col0 = (strip % GW) * PPT;
+      float dy[PPT][CPT];
 #pragma unroll
-    for (int j = 0; j < PPT; ++j) load_f(s_dy + (r * TW + col0 + j) * TC, dy[j]);
+      for (int j = 0; j < PPT; ++j) load_f(s_dy + (r * row_slots<DM>(TW) + col_slot<DM>(col0) + j) * TC, dy[j]);
 #pragma unroll
-    for (int fz = 0; fz < FZ; ++fz) {
-#pragma unroll
-      for (int fy = 0; fy < FY; ++fy) {
-        const T* s_row = s_x + ((fz * tile.SR + r * p.stride[1] + fy * p.dilation[1]) * tile.SC) * TC;
-        filter_row_grad<Cfg>(acc[fz * FY + fy], s_row, dy, col0, p.stride[2], p.dilation[2]);
+      for (int m = 0; m < NR; ++m) {
+        const int R = g + m * FG;
+        if (FG == 1 || R < ROWS) {
+          const int fz = R / FY, fy = R % FY;
+          const T* s_row = s_x + ((fz * tile.SR + r * p.stride[1] + fy * p.dilation[1]) * tile.SC) * TC;
+          filter_row_grad<Cfg>(acc[m], s_row, dy, col0, p.stride[2], p.dilation[2]);
+        }
       }
     }
   });
 
-  // Sum over the block's pixel groups in a fixed order. Butterfly over the groups inside a warp
-  // (lanes LC apart hold the same channels), then warp set by warp set into s_red[TAPS][TC].
-  constexpr int GPW = LC >= 32 ? 1 : 32 / LC;  // pixel groups per warp
-  if constexpr (GPW > 1) {
+  // Sum over the strips in a fixed order. Butterfly over the lanes of a warp that hold the same
+  // channels and filter rows (pg apart by multiples of FG), then step by step into s_red[TAPS][TC]:
+  // in each step the writers hold distinct filter rows.
+  constexpr int GPW = LC >= 32 ? 1 : 32 / LC;  // strips (pg values) per warp
+  if constexpr (GPW > FG) {
 #pragma unroll
-    for (int t = 0; t < FZ * FY; ++t)
+    for (int m = 0; m < NR; ++m)
 #pragma unroll
       for (int fx = 0; fx < FX; ++fx)
 #pragma unroll
         for (int i = 0; i < CPT; ++i)
 #pragma unroll
-          for (int off = LC; off < 32; off *= 2) acc[t][fx][i] += __shfl_xor_sync(0xffffffffu, acc[t][fx][i], off);
+          for (int off = LC * FG; off < 32; off *= 2) acc[m][fx][i] += __shfl_xor_sync(0xffffffffu, acc[m][fx][i], off);
   }
+  constexpr int SPAN = GPW > FG ? GPW : FG;  // pg values summed per step
+  constexpr int STEPS = P / SPAN;
   float* s_red = reinterpret_cast<float*>(smem);  // [TAPS][TC], reuses the staging buffers
-  constexpr int SETS = Cfg::threads / LC / GPW;
-  const bool writer = pg % GPW == 0;
-  for (int set = 0; set < SETS; ++set) {
-    if (writer && pg / GPW == set) {
+  const bool writer = pg % SPAN < FG;
+  for (int step = 0; step < STEPS; ++step) {
+    if (writer && pg / SPAN == step) {
 #pragma unroll
-      for (int t = 0; t < FZ * FY; ++t)
+      for (int m = 0; m < NR; ++m) {
+        const int R = g + m * FG;
+        if (FG == 1 || R < ROWS) {
 #pragma unroll
-        for (int fx = 0; fx < FX; ++fx)
+          for (int fx = 0; fx < FX; ++fx)
 #pragma unroll
-          for (int i = 0; i < CPT; ++i) {
-            float& dst = s_red[(t * FX + fx) * TC + lc * CPT + i];
-            dst = set == 0 ? acc[t][fx][i] : dst + acc[t][fx][i];
-          }
+            for (int i = 0; i < CPT; ++i) {
+              float& dst = s_red[(R * FX + fx) * TC + lc * CPT + i];
+              dst = step == 0 ? acc[m][fx][i] : dst + acc[m][fx][i];
+            }
+        }
+      }
     }
     __syncthreads();
   }
@@ -215,7 +227,7 @@ __device__ __forceinline__ void dw_bwd_weight_taps(const DwParams& p) {
   constexpr int LC = TC / CPT, P = Cfg::threads / LC, KT = Cfg::taps_per_thread;
   extern __shared__ __align__(16) unsigned char smem[];
 
-  const BwdWeightTile<Cfg> tile(p, p.passes);
+  const BwdWeightTile<Cfg, 0, 0> tile(p, p.passes);
   const int lc = threadIdx.x % LC, pg = threadIdx.x / LC;
   const int taps = tile.FZ * tile.FY * tile.FX;
   int s_off[KT];  // offset of tap k's x column 0 in the staged box, or -1

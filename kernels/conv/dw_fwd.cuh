@@ -29,11 +29,12 @@ __device__ __forceinline__ void filter_row(float (&acc)[Cfg::ppt][Cfg::cpt], con
     float w[FX][CPT];
 #pragma unroll
     for (int fx = 0; fx < FX; ++fx) load_f32(s_w + fx * TC, w[fx]);
-    const T* s = s_x + col0 * SW * TC;
+    constexpr int M = strip_pad(PPT * SW);  // the box layout (see box_pad)
+    const T* s = s_x + col_slot<M>(col0 * SW) * TC;
 #pragma unroll
     for (int k = 0; k < WIN; ++k) {
       float v[CPT];
-      load_f(s + k * TC, v);
+      load_f(s + col_slot<M>(k) * TC, v);
 #pragma unroll
       for (int j = 0; j < PPT; ++j) {
         const int t = k - j * SW;  // = fx * DW
@@ -58,45 +59,22 @@ __device__ __forceinline__ void filter_row(float (&acc)[Cfg::ppt][Cfg::cpt], con
   }
 }
 
-}  // namespace dw
-
-// y[n][od][oh][ow][c] = act(bias[c] + sum_{z,y,x} x[n][od*sd-pd+z*dd][oh*sh-ph+y*dh][ow*sw-pw+x*dw][c] * w[c][z][y][x])
+// Computes and stores one output tile from its staged input box s_x [FZ][SR][SC][TC] and the staged
+// filter s_w [taps][TC]: thread = CPT channels x PPT consecutive columns of row r.
 template <class Cfg>
-__device__ __forceinline__ void dw_fwd(const DwParams& p) {
-  using namespace dw;
+__device__ __forceinline__ void fwd_tile(const DwParams& p, const typename Cfg::T* s_x, const float* s_w, int n,
+                                         int od, int oh0, int ow0, int c0) {
   typedef typename Cfg::T T;
-  constexpr int TH = Cfg::tile_h, TW = Cfg::tile_w, TC = Cfg::tile_c, PPT = Cfg::ppt, CPT = Cfg::cpt;
-  constexpr int LC = TC / CPT;  // channel lanes
-  constexpr int GW = TW / PPT;  // pixel groups along a tile row
-  extern __shared__ __align__(16) unsigned char smem[];
-
-  int b = blockIdx.x;  // (c tile fastest, then tile col, tile row, od, n)
-  const int c0 = (b % p.tiles_c) * TC;
-  b /= p.tiles_c;
-  const int ow0 = (b % p.tiles_w) * TW;
-  b /= p.tiles_w;
-  const int oh0 = (b % p.tiles_h) * TH;
-  b /= p.tiles_h;
-  const int od = b % p.out[0], n = b / p.out[0];
-
+  constexpr int TC = Cfg::tile_c, PPT = Cfg::ppt, CPT = Cfg::cpt;
+  constexpr int LC = TC / CPT;           // channel lanes
+  constexpr int GW = Cfg::tile_w / PPT;  // pixel groups along a tile row
   const int FZ = Cfg::fz ? Cfg::fz : p.filter[0];
   const int FY = Cfg::fy ? Cfg::fy : p.filter[1];
   const int FX = Cfg::fx ? Cfg::fx : p.filter[2];
-  const int SR = p.halo[1], SC = p.halo[2];
-  T* s_x = reinterpret_cast<T*>(smem);  // [FZ][SR][SC][TC]: input box of this tile
-  float* s_w = reinterpret_cast<float*>(smem + align16(FZ * SR * SC * TC * int(sizeof(T))));  // [taps][TC]
-
-  stage_box<T, TC, Cfg::vec, Cfg::threads>(
-      s_x, static_cast<const T*>(p.src), p.in, p.c, n, FZ,
-      [&](int k) { return od * p.stride[0] - p.pad[0] + k * p.dilation[0]; }, oh0 * p.stride[1] - p.pad[1], SR,
-      ow0 * p.stride[2] - p.pad[2], SC, c0);
-  copy_commit();
-  stage_filter<T, TC, Cfg::threads, Cfg::flip>(s_w, static_cast<const T*>(p.src2), p.c, c0, FZ * FY * FX);
-  copy_wait<0>();
-  __syncthreads();
-
+  const int SR = p.halo[1], SC = row_slots<box_pad<Cfg>()>(p.halo[2]);
   const int lc = threadIdx.x % LC, pg = threadIdx.x / LC;
   const int r = pg / GW, col0 = (pg % GW) * PPT;
+
   float acc[PPT][CPT] = {};
   // One filter row at a time (not unrolled: keeps the loads of one row in flight, not of all rows).
 #pragma unroll 1
@@ -122,6 +100,108 @@ __device__ __forceinline__ void dw_fwd(const DwParams& p) {
 #pragma unroll
       for (int i = 0; i < CPT; ++i) v[i] = activate<Cfg::act>(acc[j][i] + bias[i]);
       store_f(y + ow * p.c, v);
+    }
+  }
+}
+
+// Spatial tile t of a channel tile (tile col fastest, then tile row, od, n): stages its input box.
+template <class Cfg>
+__device__ __forceinline__ void fwd_stage(const DwParams& p, typename Cfg::T* s_x, int t, int c0) {
+  typedef typename Cfg::T T;
+  const int ow0 = (t % p.tiles_w) * Cfg::tile_w;
+  t /= p.tiles_w;
+  const int oh0 = (t % p.tiles_h) * Cfg::tile_h;
+  t /= p.tiles_h;
+  const int od = t % p.out[0], n = t / p.out[0];
+  stage_box<T, Cfg::tile_c, Cfg::vec, Cfg::threads, box_pad<Cfg>()>(
+      s_x, static_cast<const T*>(p.src), p.in, p.c, n, p.halo[0],
+      [&](int k) { return od * p.stride[0] - p.pad[0] + k * p.dilation[0]; }, oh0 * p.stride[1] - p.pad[1],
+      p.halo[1], ow0 * p.stride[2] - p.pad[2], p.halo[2], c0);
+}
+
+template <class Cfg>
+__device__ __forceinline__ void fwd_compute(const DwParams& p, const typename Cfg::T* s_x, const float* s_w, int t,
+                                            int c0) {
+  const int ow0 = (t % p.tiles_w) * Cfg::tile_w;
+  t /= p.tiles_w;
+  const int oh0 = (t % p.tiles_h) * Cfg::tile_h;
+  t /= p.tiles_h;
+  fwd_tile<Cfg>(p, s_x, s_w, t / p.out[0], t % p.out[0], oh0, ow0, c0);
+}
+
+}  // namespace dw
+
+// y[n][od][oh][ow][c] = act(bias[c] + sum_{z,y,x} x[n][od*sd-pd+z*dd][oh*sh-ph+y*dh][ow*sw-pw+x*dw][c] * w[c][z][y][x])
+//
+// Persistent (Cfg::stages >= 1): block b serves channel tile b % tiles_c; it takes the spatial tiles
+// of that channel tile from a counter in the workspace (one int per channel tile, zeroed before the
+// launch), so the blocks stay busy to the end, and stages tile k + stages - 1 (cp.async) while it
+// computes tile k. The filter is staged once per block.
+// One tile per block (Cfg::stages == 0): block = (c tile fastest, then tile col, tile row, od, n).
+template <class Cfg>
+__device__ __forceinline__ void dw_fwd(const DwParams& p) {
+  using namespace dw;
+  typedef typename Cfg::T T;
+  constexpr int TC = Cfg::tile_c, S = Cfg::stages;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int FZ = Cfg::fz ? Cfg::fz : p.filter[0];
+  const int FY = Cfg::fy ? Cfg::fy : p.filter[1];
+  const int FX = Cfg::fx ? Cfg::fx : p.filter[2];
+  const int taps = FZ * FY * FX;
+  const int box_bytes = align16(p.halo[0] * p.halo[1] * row_slots<box_pad<Cfg>()>(p.halo[2]) * TC * int(sizeof(T)));
+  float* s_w = reinterpret_cast<float*>(smem);                      // [taps][TC]
+  unsigned char* s_boxes = smem + align16(taps * TC * int(sizeof(float)));  // S x [FZ][SR][SC][TC]
+  auto box = [&](int slot) { return reinterpret_cast<T*>(s_boxes + slot * box_bytes); };
+  const int ct = blockIdx.x % p.tiles_c, c0 = ct * TC;
+
+  if constexpr (S == 0) {
+    const int t = blockIdx.x / p.tiles_c;
+    fwd_stage<Cfg>(p, box(0), t, c0);
+    copy_commit();
+    stage_filter<T, TC, Cfg::threads, Cfg::flip>(s_w, static_cast<const T*>(p.src2), p.c, c0, taps);
+    copy_wait<0>();
+    __syncthreads();
+    fwd_compute<Cfg>(p, box(0), s_w, t, c0);
+  } else {
+    __shared__ int s_tile[S];  // spatial tile of each buffer
+    int* counter = static_cast<int*>(p.workspace) + ct;
+    const int total = p.tiles_h * p.tiles_w * p.out[0] * p.n;
+    if (threadIdx.x == 0)  // in order: a block's tiles only grow
+      for (int k = 0; k < (S > 1 ? S - 1 : 1); ++k) s_tile[k] = atomicAdd(counter, 1);
+    __syncthreads();
+    if (s_tile[0] >= total) return;  // a surplus block: leave at once
+    stage_filter<T, TC, Cfg::threads, Cfg::flip>(s_w, static_cast<const T*>(p.src2), p.c, c0, taps);
+#pragma unroll
+    for (int k = 0; k < S - 1; ++k) {
+      if (s_tile[k] < total) fwd_stage<Cfg>(p, box(k), s_tile[k], c0);
+      copy_commit();
+    }
+    for (int k = 0;; ++k) {
+      const int slot = k % S, ahead = (k + S - 1) % S;
+      if constexpr (S == 1) {  // no prefetch: take, stage, compute
+        if (k > 0) {
+          if (threadIdx.x == 0) s_tile[0] = atomicAdd(counter, 1);
+          __syncthreads();
+        }
+        const int t = s_tile[0];
+        if (t >= total) break;
+        fwd_stage<Cfg>(p, box(0), t, c0);
+        copy_commit();
+        copy_wait<0>();
+        __syncthreads();
+        fwd_compute<Cfg>(p, box(0), s_w, t, c0);
+      } else {
+        const int t = s_tile[slot];
+        if (t >= total) break;  // the counter only grows: every later tile is past the end too
+        if (threadIdx.x == 0) s_tile[ahead] = atomicAdd(counter, 1);
+        __syncthreads();
+        if (s_tile[ahead] < total) fwd_stage<Cfg>(p, box(ahead), s_tile[ahead], c0);
+        copy_commit();
+        copy_wait<S - 1>();
+        __syncthreads();
+        fwd_compute<Cfg>(p, box(slot), s_w, t, c0);
+      }
+      __syncthreads();  // buffer `slot` and s_tile[slot] are reused next
     }
   }
 }
@@ -166,7 +246,7 @@ __device__ __forceinline__ void dw_bwd_data(const DwParams& p) {
     const int t = d + p.pad[0] - z * p.dilation[0];
     return t % sd == 0 && t >= 0 ? t / sd : -1;
   };
-  stage_box<T, TC, Cfg::vec, Cfg::threads>(s_dy, static_cast<const T*>(p.src), p.in, p.c, n, FZ, dy_slice,
+  stage_box<T, TC, Cfg::vec, Cfg::threads, 0>(s_dy, static_cast<const T*>(p.src), p.in, p.c, n, FZ, dy_slice,
                                            a0 + omin_h, SR, b0 + omin_w, SC, c0);
   copy_commit();
   stage_filter<T, TC, Cfg::threads, false>(s_w, static_cast<const T*>(p.src2), p.c, c0, FZ * FY * FX);

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "core/hash.hpp"
 #include "tilepick/error.hpp"
 
 namespace tilepick {
@@ -232,11 +233,7 @@ std::string to_string(const KernelConfig& c) {
 }
 
 std::string config_hash(const KernelConfig& c) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : to_string(c)) h = (h ^ ch) * 1099511628211ull;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  return hex16(fnv1a64(to_string(c)));
 }
 
 int threads_per_block(const KernelConfig& c) {

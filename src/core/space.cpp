@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/hash.hpp"
 #include "tilepick/env.hpp"
 #include "tilepick/error.hpp"
 
@@ -65,14 +66,6 @@ std::vector<std::string> axis_values(const json& v, const std::string& key, cons
   }
   if (out.empty()) fail(path, key, "field '" + key + "': no values");
   return out;
-}
-
-std::string fnv_hex(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
 }
 
 // Applies one axis value to a config.
@@ -173,7 +166,7 @@ ConfigSpace parse_space(const std::string& json_text, const std::string& path) {
       if (!applies(*a.field, fam))
         fail(path, std::string(a.field->name), "field '" + std::string(a.field->name) + "' does not apply to family " +
                                                    std::string(to_string(fam)) + " listed in 'fam'");
-  s.hash = fnv_hex(j.dump());
+  s.hash = hex16(fnv1a64(j.dump()));
   // A listed field that does not apply to the space's families would silently enumerate nothing.
   std::size_t count = 0;
   try {

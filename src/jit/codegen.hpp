@@ -6,13 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "core/hash.hpp"
 #include "tilepick/dtype.hpp"
 #include "tilepick/kernel_plan.hpp"
 
 namespace tilepick::codegen {
 
-std::uint64_t fnv1a64(const std::string& s);
-std::string hex16(std::uint64_t h);
+using tilepick::fnv1a64;
+using tilepick::hex16;
 // "tp::f16", "tp::bf16" or "float"; throws Unsupported for other types.
 std::string device_type(DType t);
 
