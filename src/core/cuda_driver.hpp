@@ -1,4 +1,4 @@
-// The CUDA driver API entry points used by the runtime, resolved from libcuda.so.1 with dlopen.
+// The CUDA driver API entry points used by tilepick, resolved once from libcuda.so.1 with dlopen.
 // Only <cuda.h> is used for types and enums; libcuda is never linked, so that everything else
 // works on machines without an NVIDIA driver.
 #pragma once
@@ -15,6 +15,9 @@ struct Driver {
   decltype(&::cuDeviceGet) device_get = nullptr;
   decltype(&::cuDeviceGetCount) device_get_count = nullptr;
   decltype(&::cuDeviceGetAttribute) device_get_attribute = nullptr;
+  decltype(&::cuDeviceGetName) device_get_name = nullptr;
+  decltype(&::cuDeviceTotalMem) device_total_mem = nullptr;   // optional
+  decltype(&::cuDriverGetVersion) driver_get_version = nullptr;  // optional
   decltype(&::cuDevicePrimaryCtxRetain) primary_ctx_retain = nullptr;
   decltype(&::cuCtxSetCurrent) ctx_set_current = nullptr;
   decltype(&::cuCtxGetCurrent) ctx_get_current = nullptr;
@@ -49,7 +52,7 @@ const Driver& require_driver(const std::string& what);
 // Throws Error(cuda_error) "<call> failed[ for <subject>]: <CUresult name>" unless r is success.
 void check(CUresult r, const std::string& call, const std::string& subject = "");
 // Makes a context current on this thread if none is: the primary context of the device chosen by
-// the last init_device() (device 0 if none). Returns the current context.
+// the last init_device() (device 0 if none). Returns the current context. (src/jit/driver.cpp)
 CUcontext ensure_context(const std::string& what);
 
 }  // namespace tilepick::cuda::detail
