@@ -94,8 +94,7 @@ TEST(FamilyDw, PlansForEveryLegalRegistryConfig) {
       EXPECT_NE(plan.kernels[0].code.find("#include \"conv/dw.cuh\""), std::string::npos);
       EXPECT_NE(plan.kernels[0].code.find(plan.kernels[0].name), std::string::npos);
       EXPECT_EQ(plan.kernels[0].name.rfind("tp_dw_" + std::string(to_string(p.dir)) + "_", 0), 0u);
-      const bool phased = p.dir == ConvDir::bwd_data && (p.stride[0] > 1 || p.stride[1] > 1 || p.stride[2] > 1);
-      EXPECT_EQ(plan.workspace_bytes > 0, !phased);  // bwd_weight partials, or the tile counters
+      EXPECT_EQ(plan.workspace_bytes > 0, p.dir == ConvDir::bwd_weight);  // the fp32 partials
 
       const auto ls = plan.launches(fake_operands(p));
       ASSERT_EQ(ls.size(), nk);
@@ -125,21 +124,15 @@ TEST(FamilyDw, PlansForEveryLegalRegistryConfig) {
         EXPECT_EQ(static_cast<std::int64_t>(ls[1].grid[0]) * 32 >= p.c * p.filter[0] * p.filter[1] * p.filter[2], true);
         EXPECT_EQ(ls[1].params, l.params);
       } else {
-        // The tiles cover the output (y, or dx) completely.
+        // The blocks tile the output (y, or dx) completely.
         const auto& o = p.dir == ConvDir::fwd ? out : p.in;
+        const bool phased = p.dir == ConvDir::bwd_data && (p.stride[0] > 1 || p.stride[1] > 1 || p.stride[2] > 1);
         const std::int64_t sh = phased ? p.stride[1] : 1, sw = phased ? p.stride[2] : 1;
         EXPECT_GE(static_cast<std::int64_t>(q.tiles_h) * c.dw_tile_h * sh, o[1]);
         EXPECT_GE(static_cast<std::int64_t>(q.tiles_w) * c.dw_tile_w * sw, o[2]);
-        const std::int64_t tiles = static_cast<std::int64_t>(q.tiles_c) * q.tiles_h * q.tiles_w * sh * sw * p.n * o[0];
-        if (phased) {
-          EXPECT_EQ(static_cast<std::int64_t>(l.grid[0]), tiles);
-        } else {
-          // Persistent: whole blocks per channel tile, at most one per tile; counters zeroed per launch.
-          EXPECT_LE(static_cast<std::int64_t>(l.grid[0]), tiles);
-          EXPECT_EQ(l.grid[0] % q.tiles_c, 0u);
-          EXPECT_EQ(l.zero_workspace_bytes, static_cast<std::size_t>(q.tiles_c) * 4);
-          EXPECT_LE(l.zero_workspace_bytes, plan.workspace_bytes);
-        }
+        EXPECT_EQ(static_cast<std::int64_t>(l.grid[0]),
+                  static_cast<std::int64_t>(q.tiles_c) * q.tiles_h * q.tiles_w * sh * sw * p.n * o[0]);
+        EXPECT_EQ(l.zero_workspace_bytes, 0u);
       }
     }
   }

@@ -37,10 +37,6 @@
 
 using namespace tilepick;
 
-namespace tilepick::family {
-void dw_set_persistent(bool on);  // src/jit/family_dw.cpp (bench hook)
-}
-
 #define CU(call)                                                                          \
   do {                                                                                    \
     CUresult r_ = (call);                                                                 \
@@ -82,7 +78,6 @@ struct Job {
   ConvProblem p;
   KernelConfig c;
   bool time = false;
-  bool one_tile = false;  // direct kernel with one tile per block (family::dw_set_persistent(false))
 };
 
 const char* kCheckProblems[] = {
@@ -148,6 +143,14 @@ const char* kPerfConfigs[] = {
     "fam=dw dwtile=8x16x32 ppt=8 cpt=1 splitk=8",  "fam=dw dwtile=8x16x32 ppt=4 cpt=4 splitk=8",
     "fam=dw dwtile=8x8x64 ppt=4 cpt=2 splitk=8",   "fam=dw dwtile=16x16x32 ppt=8 cpt=2 splitk=4",
     "fam=dw dwtile=8x8x64 ppt=8 cpt=8 splitk=8",   "fam=dw dwtile=8x32x16 ppt=8 cpt=2 splitk=4",
+    "fam=dw dwtile=8x32x16 ppt=8 cpt=2 splitk=2",  "fam=dw dwtile=8x32x16 ppt=8 cpt=2 splitk=8",
+    "fam=dw dwtile=8x32x8 ppt=4 cpt=4 splitk=4",   "fam=dw dwtile=8x32x8 ppt=4 cpt=4 splitk=8",
+    "fam=dw dwtile=8x32x8 ppt=4 cpt=4 splitk=16",  "fam=dw dwtile=16x32x16 ppt=8 cpt=2 splitk=4",
+    "fam=dw dwtile=8x32x16 ppt=8 cpt=4 splitk=4",  "fam=dw dwtile=4x32x16 ppt=4 cpt=4 splitk=16",
+    "fam=dw dwtile=4x32x16 ppt=8 cpt=4 splitk=8",  "fam=dw dwtile=8x32x32 ppt=8 cpt=4 splitk=4",
+    "fam=dw dwtile=8x32x32 ppt=8 cpt=4 splitk=1",  "fam=dw dwtile=4x32x64 ppt=8 cpt=8 splitk=1",
+    "fam=dw dwtile=4x32x16 ppt=8 cpt=4 splitk=1",  "fam=dw dwtile=2x32x32 ppt=8 cpt=4 splitk=1",
+    "fam=dw dwtile=16x32x32 ppt=16 cpt=4 splitk=1", "fam=dw dwtile=8x32x32 ppt=16 cpt=4 splitk=1",
 };
 
 struct Layer {
@@ -187,8 +190,6 @@ std::vector<Job> make_jobs(const std::string& which, const ArchSpec& arch) {
         if (legal(p, c, arch)) cs.push_back(c);
       }
       for (auto& c : cs) jobs.push_back({"check", p, c, false});
-      const bool direct = p.dir == ConvDir::fwd || (p.stride[0] == 1 && p.stride[1] == 1 && p.stride[2] == 1);
-      for (size_t i = 0; direct && i < cs.size() && i < 3; ++i) jobs.push_back({"check", p, cs[i], false, true});
     }
   }
   if (which == "perf" || which == "all") {
@@ -210,12 +211,6 @@ std::vector<Job> make_jobs(const std::string& which, const ArchSpec& arch) {
           if (legal(p, c, arch) && std::find(cs.begin(), cs.end(), c) == cs.end()) cs.push_back(c);
         }
         for (auto& c : cs) jobs.push_back({L.name, p, c, true});
-        const bool direct = d == ConvDir::fwd || (p.stride[1] == 1 && p.stride[2] == 1);
-        if (direct)  // one tile per block, for the hand-picked configs only
-          for (const char* e : kPerfConfigs) {
-            KernelConfig c = parse_config(e);
-            if (legal(p, c, arch)) jobs.push_back({std::string(L.name) + "/1tile", p, c, true, true});
-          }
       }
     }
   }
@@ -682,7 +677,6 @@ int main(int argc, char** argv) {
   std::vector<Job> jobs_ok;
   for (const auto& j : all_jobs) {
     try {
-      family::dw_set_persistent(!j.one_tile);
       plans.push_back(family::plan_dw(j.p, j.c));
     } catch (const Unsupported& e) {
       std::printf("REFUSED (legal but no plan): %s\n", e.what());

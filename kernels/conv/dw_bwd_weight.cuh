@@ -2,15 +2,16 @@
 //   dw[c][z][y][x] = sum_{n,od,oh,ow} x[n][od*sd-pd+z*dd][oh*sh-ph+y*dh][ow*sw-pw+x*dw][c] * dy[n][od][oh][ow][c]
 //
 // Block: a TH x TW tile of dy pixels x TC channels, looping over its share (split) of the (n, od)
-// slices; each slice stages the dy tile and the x box it reads (double-buffered with cp.async when
-// Cfg::stages == 2). The block's sums go to the workspace as one fp32 partial per (c, tap)
+// slices; each slice stages the dy tile and the x box it reads, in a ring of Cfg::stages buffers
+// filled with cp.async ahead of the compute. The block's sums go to the workspace as one fp32
+// partial per (c, tap)
 //   ws[part][c][tap], part = split * tiles_h * tiles_w + tile_row * tiles_w + tile_col,
 // and dw_bwd_weight_reduce adds the parts in a fixed order: deterministic, no atomics.
 //
-// dw_bwd_weight (filter extents known at compile time): thread = CPT channels x PPT consecutive dy
-//   pixels of one row, with all taps in registers (acc[Z*Y][X][CPT]); one staged x column feeds every
-//   (pixel, tap) pair that reads it. At the end the pixel threads are summed in a fixed order
-//   (butterfly inside a warp, then warp after warp through shared memory).
+// dw_bwd_weight (filter extents known at compile time): thread = CPT channels x strips of PPT
+//   consecutive dy pixels x a group of filter rows, with all taps of those rows in registers; one
+//   staged x column feeds every (pixel, tap) pair that reads it. At the end the threads are summed in
+//   a fixed order (butterfly inside a warp, then step by step through shared memory).
 // dw_bwd_weight_taps (any filter): thread = CPT channels x up to KT taps, summing over all pixels of
 //   the tile; `passes` blocks cover the taps.
 #pragma once
@@ -19,9 +20,8 @@
 namespace tp {
 namespace dw {
 
-// Block coordinates and staging shared by both bwd_weight kernels. XM, DM: padded strips of the x box
-// and of the dy tile (see col_slot; 0 = unpadded).
-template <class Cfg, int XM, int DM>
+// Block coordinates and staging shared by both bwd_weight kernels.
+template <class Cfg>
 struct BwdWeightTile {
   typedef typename Cfg::T T;
   static constexpr int TH = Cfg::tile_h, TW = Cfg::tile_w, TC = Cfg::tile_c;
@@ -44,9 +44,9 @@ struct BwdWeightTile {
     FZ = Cfg::fz ? Cfg::fz : p.filter[0];
     FY = Cfg::fy ? Cfg::fy : p.filter[1];
     FX = Cfg::fx ? Cfg::fx : p.filter[2];
-    SR = p.halo[1], SC = row_slots<XM>(p.halo[2]);  // SC: row pitch in slots
+    SR = p.halo[1], SC = p.halo[2];
     x_bytes = align16(FZ * SR * SC * TC * int(sizeof(T)));
-    stage_bytes = x_bytes + align16(TH * row_slots<DM>(TW) * TC * int(sizeof(T)));
+    stage_bytes = x_bytes + align16(TH * TW * TC * int(sizeof(T)));
   }
   // Buffer s: x box [FZ][SR][SC][TC], then the dy tile [TH][TW][TC].
   __device__ __forceinline__ T* s_x(unsigned char* smem, int s) const {
@@ -58,11 +58,11 @@ struct BwdWeightTile {
   // Issues the copies of slice q = n * OD + od into buffer s (the caller commits the group).
   __device__ __forceinline__ void stage(const DwParams& p, unsigned char* smem, int q, int s) const {
     const int od = q % p.out[0], n = q / p.out[0];
-    stage_box<T, TC, Cfg::vec, Cfg::threads, XM>(
+    stage_box<T, TC, Cfg::vec, Cfg::threads>(
         s_x(smem, s), static_cast<const T*>(p.src), p.in, p.c, n, FZ,
         [&](int k) { return od * p.stride[0] - p.pad[0] + k * p.dilation[0]; }, oh0 * p.stride[1] - p.pad[1], SR,
-        ow0 * p.stride[2] - p.pad[2], p.halo[2], c0);
-    stage_box<T, TC, Cfg::vec, Cfg::threads, DM>(s_dy(smem, s), static_cast<const T*>(p.src2), p.out, p.c, n, 1,
+        ow0 * p.stride[2] - p.pad[2], SC, c0);
+    stage_box<T, TC, Cfg::vec, Cfg::threads>(s_dy(smem, s), static_cast<const T*>(p.src2), p.out, p.c, n, 1,
                                              [&](int) { return od; }, oh0, TH, ow0, TW, c0);
   }
   // Runs body(s) for every slice of this split, with the slice staged in buffer s: a ring of
@@ -98,12 +98,11 @@ __device__ __forceinline__ void filter_row_grad(float (&acc)[Cfg::fx][Cfg::cpt],
   if constexpr (Cfg::sw > 0 && Cfg::dw > 0) {
     constexpr int SW = Cfg::sw, DW = Cfg::dw;
     constexpr int WIN = (PPT - 1) * SW + (FX - 1) * DW + 1;
-    constexpr int M = strip_pad(PPT * SW);  // the box layout (see box_pad)
-    const T* s = s_x + col_slot<M>(col0 * SW) * TC;
+    const T* s = s_x + col0 * SW * TC;
 #pragma unroll
     for (int k = 0; k < WIN; ++k) {
       float v[CPT];
-      load_f(s + col_slot<M>(k) * TC, v);
+      load_f(s + k * TC, v);
 #pragma unroll
       for (int j = 0; j < PPT; ++j) {
         const int t = k - j * SW;  // = fx * DW
@@ -145,8 +144,7 @@ __device__ __forceinline__ void dw_bwd_weight(const DwParams& p) {
   static_assert(P % FG == 0, "filter-row groups must divide the strips");
   extern __shared__ __align__(16) unsigned char smem[];
 
-  constexpr int DM = strip_pad(PPT);  // dy tile layout
-  const BwdWeightTile<Cfg, box_pad<Cfg>(), DM> tile(p, 1);
+  const BwdWeightTile<Cfg> tile(p, 1);
   const int lc = threadIdx.x % LC, pg = threadIdx.x / LC;
   const int g = pg % FG, q = pg / FG;
 
@@ -159,7 +157,7 @@ __device__ __forceinline__ void dw_bwd_weight(const DwParams& p) {
       const int strip = q + k * (P / FG), r = strip / GW, col0 = (strip % GW) * PPT;
       float dy[PPT][CPT];
 #pragma unroll
-      for (int j = 0; j < PPT; ++j) load_f(s_dy + (r * row_slots<DM>(TW) + col_slot<DM>(col0) + j) * TC, dy[j]);
+      for (int j = 0; j < PPT; ++j) load_f(s_dy + (r * TW + col0 + j) * TC, dy[j]);
 #pragma unroll
       for (int m = 0; m < NR; ++m) {
         const int R = g + m * FG;
@@ -227,7 +225,7 @@ __device__ __forceinline__ void dw_bwd_weight_taps(const DwParams& p) {
   constexpr int LC = TC / CPT, P = Cfg::threads / LC, KT = Cfg::taps_per_thread;
   extern __shared__ __align__(16) unsigned char smem[];
 
-  const BwdWeightTile<Cfg, 0, 0> tile(p, p.passes);
+  const BwdWeightTile<Cfg> tile(p, p.passes);
   const int lc = threadIdx.x % LC, pg = threadIdx.x / LC;
   const int taps = tile.FZ * tile.FY * tile.FX;
   int s_off[KT];  // offset of tap k's x column 0 in the staged box, or -1

@@ -119,45 +119,26 @@ __device__ __forceinline__ void copy_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// Shared-memory column slot of staged column x when a pad slot follows every M columns (M = 0: no
-// padding). Threads read M-column strips (PPT pixels x stride); the pad puts the strips of one warp
-// on different banks.
-template <int M>
-__host__ __device__ constexpr int col_slot(int x) { return M > 0 ? x + x / M : x; }
-template <int M>
-__host__ __device__ constexpr int row_slots(int cols) { return M > 0 ? cols + (cols - 1) / M : cols; }
-
-// Strips of M columns start M * TC elements apart, so the strips read by one warp fall on the same
-// banks when M is even; a pad slot after every strip makes the distance odd. M = strip width, or 0.
-__host__ __device__ constexpr int strip_pad(int m) { return m % 2 == 0 ? m : 0; }
-// The input box is padded on the register-window path (strips of PPT x W stride columns).
-template <class Cfg>
-__host__ __device__ constexpr int box_pad() {
-  return Cfg::fx > 0 && Cfg::sw > 0 && Cfg::dw > 0 ? strip_pad(Cfg::ppt * Cfg::sw) : 0;
-}
-
 // Stages a box of the channels-last tensor g [N][D][H][W][C] into shared memory:
-//   s_box[k][row][col_slot<M>(col)][TC] = g[n][zof(k)][y0 + row][x0 + col][c0 .. c0 + TC)
-// for k < slices, row < rows, col < cols (rows of row_slots<M>(cols) slots); zeros outside the
-// tensor (padding, ragged tiles, channels past C) and where zof(k) < 0. V channels per copy;
-// consecutive threads take consecutive vectors of one pixel, then the next pixel: coalesced along
-// channels.
-template <class T, int TC, int V, int THREADS, int M, class ZOf>
+//   s_box[k][row][col][TC] = g[n][zof(k)][y0 + row][x0 + col][c0 .. c0 + TC)
+// for k < slices, row < rows, col < cols; zeros outside the tensor (padding, ragged tiles, channels
+// past C) and where zof(k) < 0. V channels per copy; consecutive threads take consecutive vectors of
+// one pixel, then the next pixel: coalesced along channels.
+template <class T, int TC, int V, int THREADS, class ZOf>
 __device__ __forceinline__ void stage_box(T* s_box, const T* g, const int (&dims)[3], int C, int n, int slices,
                                           ZOf zof, int y0, int rows, int x0, int cols, int c0) {
   constexpr int VPP = TC / V;  // vectors per pixel
   const int total = slices * rows * cols * VPP;
-  const int pitch = row_slots<M>(cols);
   for (int i = threadIdx.x; i < total; i += THREADS) {
     const int v = i % VPP;
     const int pix = i / VPP;  // (k, row, col) flattened
     const int col = pix % cols;
-    const int kr = pix / cols;  // (k, row)
+    const int kr = pix / cols;
     const int row = kr % rows;
     const int z = zof(kr / rows), y = y0 + row, x = x0 + col, ch = c0 + v * V;
     const bool ok = z >= 0 && z < dims[0] && y >= 0 && y < dims[1] && x >= 0 && x < dims[2] && ch < C;
     const T* src = ok ? g + ((((n * dims[0] + z) * dims[1] + y) * dims[2] + x) * C + ch) : g;
-    copy_async<V * int(sizeof(T))>(s_box + (kr * pitch + col_slot<M>(col)) * TC + v * V, src, ok);
+    copy_async<V * int(sizeof(T))>(s_box + pix * TC + v * V, src, ok);
   }
 }
 

@@ -29,12 +29,11 @@ __device__ __forceinline__ void filter_row(float (&acc)[Cfg::ppt][Cfg::cpt], con
     float w[FX][CPT];
 #pragma unroll
     for (int fx = 0; fx < FX; ++fx) load_f32(s_w + fx * TC, w[fx]);
-    constexpr int M = strip_pad(PPT * SW);  // the box layout (see box_pad)
-    const T* s = s_x + col_slot<M>(col0 * SW) * TC;
+    const T* s = s_x + col0 * SW * TC;
 #pragma unroll
     for (int k = 0; k < WIN; ++k) {
       float v[CPT];
-      load_f(s + col_slot<M>(k) * TC, v);
+      load_f(s + k * TC, v);
 #pragma unroll
       for (int j = 0; j < PPT; ++j) {
         const int t = k - j * SW;  // = fx * DW
@@ -71,7 +70,7 @@ __device__ __forceinline__ void fwd_tile(const DwParams& p, const typename Cfg::
   const int FZ = Cfg::fz ? Cfg::fz : p.filter[0];
   const int FY = Cfg::fy ? Cfg::fy : p.filter[1];
   const int FX = Cfg::fx ? Cfg::fx : p.filter[2];
-  const int SR = p.halo[1], SC = row_slots<box_pad<Cfg>()>(p.halo[2]);
+  const int SR = p.halo[1], SC = p.halo[2];
   const int lc = threadIdx.x % LC, pg = threadIdx.x / LC;
   const int r = pg / GW, col0 = (pg % GW) * PPT;
 
@@ -113,7 +112,7 @@ __device__ __forceinline__ void fwd_stage(const DwParams& p, typename Cfg::T* s_
   const int oh0 = (t % p.tiles_h) * Cfg::tile_h;
   t /= p.tiles_h;
   const int od = t % p.out[0], n = t / p.out[0];
-  stage_box<T, Cfg::tile_c, Cfg::vec, Cfg::threads, box_pad<Cfg>()>(
+  stage_box<T, Cfg::tile_c, Cfg::vec, Cfg::threads>(
       s_x, static_cast<const T*>(p.src), p.in, p.c, n, p.halo[0],
       [&](int k) { return od * p.stride[0] - p.pad[0] + k * p.dilation[0]; }, oh0 * p.stride[1] - p.pad[1],
       p.halo[1], ow0 * p.stride[2] - p.pad[2], p.halo[2], c0);
@@ -132,78 +131,28 @@ __device__ __forceinline__ void fwd_compute(const DwParams& p, const typename Cf
 }  // namespace dw
 
 // y[n][od][oh][ow][c] = act(bias[c] + sum_{z,y,x} x[n][od*sd-pd+z*dd][oh*sh-ph+y*dh][ow*sw-pw+x*dw][c] * w[c][z][y][x])
-//
-// Persistent (Cfg::stages >= 1): block b serves channel tile b % tiles_c; it takes the spatial tiles
-// of that channel tile from a counter in the workspace (one int per channel tile, zeroed before the
-// launch), so the blocks stay busy to the end, and stages tile k + stages - 1 (cp.async) while it
-// computes tile k. The filter is staged once per block.
-// One tile per block (Cfg::stages == 0): block = (c tile fastest, then tile col, tile row, od, n).
+// Block = one tile: (c tile fastest, then tile col, tile row, od, n). Stages the input box (cp.async)
+// and the filter, then each thread computes its CPT channels x PPT columns of one row.
 template <class Cfg>
 __device__ __forceinline__ void dw_fwd(const DwParams& p) {
   using namespace dw;
   typedef typename Cfg::T T;
-  constexpr int TC = Cfg::tile_c, S = Cfg::stages;
+  constexpr int TC = Cfg::tile_c;
   extern __shared__ __align__(16) unsigned char smem[];
   const int FZ = Cfg::fz ? Cfg::fz : p.filter[0];
   const int FY = Cfg::fy ? Cfg::fy : p.filter[1];
   const int FX = Cfg::fx ? Cfg::fx : p.filter[2];
   const int taps = FZ * FY * FX;
-  const int box_bytes = align16(p.halo[0] * p.halo[1] * row_slots<box_pad<Cfg>()>(p.halo[2]) * TC * int(sizeof(T)));
-  float* s_w = reinterpret_cast<float*>(smem);                      // [taps][TC]
-  unsigned char* s_boxes = smem + align16(taps * TC * int(sizeof(float)));  // S x [FZ][SR][SC][TC]
-  auto box = [&](int slot) { return reinterpret_cast<T*>(s_boxes + slot * box_bytes); };
-  const int ct = blockIdx.x % p.tiles_c, c0 = ct * TC;
+  float* s_w = reinterpret_cast<float*>(smem);                                                // [taps][TC]
+  T* s_x = reinterpret_cast<T*>(smem + align16(taps * TC * int(sizeof(float))));  // [FZ][SR][SC][TC]
+  const int c0 = (blockIdx.x % p.tiles_c) * TC, t = blockIdx.x / p.tiles_c;
 
-  if constexpr (S == 0) {
-    const int t = blockIdx.x / p.tiles_c;
-    fwd_stage<Cfg>(p, box(0), t, c0);
-    copy_commit();
-    stage_filter<T, TC, Cfg::threads, Cfg::flip>(s_w, static_cast<const T*>(p.src2), p.c, c0, taps);
-    copy_wait<0>();
-    __syncthreads();
-    fwd_compute<Cfg>(p, box(0), s_w, t, c0);
-  } else {
-    __shared__ int s_tile[S];  // spatial tile of each buffer
-    int* counter = static_cast<int*>(p.workspace) + ct;
-    const int total = p.tiles_h * p.tiles_w * p.out[0] * p.n;
-    if (threadIdx.x == 0)  // in order: a block's tiles only grow
-      for (int k = 0; k < (S > 1 ? S - 1 : 1); ++k) s_tile[k] = atomicAdd(counter, 1);
-    __syncthreads();
-    if (s_tile[0] >= total) return;  // a surplus block: leave at once
-    stage_filter<T, TC, Cfg::threads, Cfg::flip>(s_w, static_cast<const T*>(p.src2), p.c, c0, taps);
-#pragma unroll
-    for (int k = 0; k < S - 1; ++k) {
-      if (s_tile[k] < total) fwd_stage<Cfg>(p, box(k), s_tile[k], c0);
-      copy_commit();
-    }
-    for (int k = 0;; ++k) {
-      const int slot = k % S, ahead = (k + S - 1) % S;
-      if constexpr (S == 1) {  // no prefetch: take, stage, compute
-        if (k > 0) {
-          if (threadIdx.x == 0) s_tile[0] = atomicAdd(counter, 1);
-          __syncthreads();
-        }
-        const int t = s_tile[0];
-        if (t >= total) break;
-        fwd_stage<Cfg>(p, box(0), t, c0);
-        copy_commit();
-        copy_wait<0>();
-        __syncthreads();
-        fwd_compute<Cfg>(p, box(0), s_w, t, c0);
-      } else {
-        const int t = s_tile[slot];
-        if (t >= total) break;  // the counter only grows: every later tile is past the end too
-        if (threadIdx.x == 0) s_tile[ahead] = atomicAdd(counter, 1);
-        __syncthreads();
-        if (s_tile[ahead] < total) fwd_stage<Cfg>(p, box(ahead), s_tile[ahead], c0);
-        copy_commit();
-        copy_wait<S - 1>();
-        __syncthreads();
-        fwd_compute<Cfg>(p, box(slot), s_w, t, c0);
-      }
-      __syncthreads();  // buffer `slot` and s_tile[slot] are reused next
-    }
-  }
+  fwd_stage<Cfg>(p, s_x, t, c0);
+  copy_commit();
+  stage_filter<T, TC, Cfg::threads, Cfg::flip>(s_w, static_cast<const T*>(p.src2), p.c, c0, taps);
+  copy_wait<0>();
+  __syncthreads();
+  fwd_compute<Cfg>(p, s_x, s_w, t, c0);
 }
 
 // dx[n][d][h][w][c] = sum over taps with (h + ph - y*dh) % sh == 0 (and likewise d, w) of
@@ -246,7 +195,7 @@ __device__ __forceinline__ void dw_bwd_data(const DwParams& p) {
     const int t = d + p.pad[0] - z * p.dilation[0];
     return t % sd == 0 && t >= 0 ? t / sd : -1;
   };
-  stage_box<T, TC, Cfg::vec, Cfg::threads, 0>(s_dy, static_cast<const T*>(p.src), p.in, p.c, n, FZ, dy_slice,
+  stage_box<T, TC, Cfg::vec, Cfg::threads>(s_dy, static_cast<const T*>(p.src), p.in, p.c, n, FZ, dy_slice,
                                            a0 + omin_h, SR, b0 + omin_w, SC, c0);
   copy_commit();
   stage_filter<T, TC, Cfg::threads, false>(s_w, static_cast<const T*>(p.src2), p.c, c0, FZ * FY * FX);

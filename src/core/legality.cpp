@@ -3,6 +3,9 @@
 
 #include <algorithm>
 
+#include "jit/families.hpp"
+#include "tilepick/error.hpp"
+
 namespace tilepick {
 namespace {
 
@@ -53,15 +56,9 @@ int igemm_regs(const KernelConfig& c) {
   return acc + frags + 40;
 }
 
-int dw_smem(const KernelConfig& c, const ConvProblem& p, int bytes) {
-  // Input halo tile for one output tile (per output depth slice) plus the filter slice.
-  std::int64_t ih = (c.dw_tile_h - 1) * p.stride[1] + (p.filter[1] - 1) * p.dilation[1] + 1;
-  std::int64_t iw = (c.dw_tile_w - 1) * p.stride[2] + (p.filter[2] - 1) * p.dilation[2] + 1;
-  std::int64_t taps = p.filter[0] * p.filter[1] * p.filter[2];
-  std::int64_t in_tile = (p.dir == ConvDir::bwd_weight ? c.dw_tile_h * c.dw_tile_w : ih * iw * p.filter[0]);
-  std::int64_t total = (in_tile + taps) * c.dw_tile_c * bytes;
-  return static_cast<int>(std::min<std::int64_t>(total, 1 << 30));
-}
+// The depthwise kernels stage input boxes, filters and (bwd_weight) a cp.async ring: the family's
+// own geometry is the one source of their shared-memory size.
+std::int64_t dw_smem(const KernelConfig& c, const ConvProblem& p) { return family::dw_shared_bytes(p, c); }
 
 int pow2_floor_divisor(std::int64_t extent, int max_vec) {
   int v = max_vec;
@@ -92,7 +89,11 @@ Resources estimate_resources(const KernelConfig& c, const Problem& p) {
   r.threads = threads_per_block(c);
   int bytes = size_bytes(input_dtype(p));
   if (c.fam() == Family::dw) {
-    r.smem_bytes = dw_smem(c, std::get<ConvProblem>(p), bytes);
+    try {
+      r.smem_bytes = static_cast<int>(std::min<std::int64_t>(dw_smem(c, std::get<ConvProblem>(p)), 1 << 30));
+    } catch (const Error&) {
+      r.smem_bytes = -1;  // no kernel for this pair
+    }
     r.regs_per_thread = 32 + 2 * c.dw_ppt * c.dw_cpt;
   } else {
     r.smem_bytes = igemm_smem(c, bytes);
@@ -179,12 +180,17 @@ Verdict legal(const Problem& p, const KernelConfig& config, const ArchSpec& arch
       return no("align", "channels " + std::to_string(conv->c) + " not divisible by cpt " + std::to_string(c.dw_cpt));
     if (c.splitk > 1 && conv->dir != ConvDir::bwd_weight)
       return no("splitk", "fam=dw splits the reduction only for bwd_weight");
-    int smem = dw_smem(c, *conv, size_bytes(input));
+    if (conv->x_elems() >= (std::int64_t{1} << 31) || conv->y_elems() >= (std::int64_t{1} << 31))
+      return no("index32", "tensors with 2^31 or more elements need 64-bit indexing");
+    std::int64_t smem = 0;
+    try {
+      smem = dw_smem(c, *conv);
+    } catch (const Error& e) {
+      return no("dw_shape", e.what());
+    }
     if (smem > arch.smem_per_block_optin)
       return no("smem", std::to_string(smem) + " bytes of shared memory exceed " +
                             std::to_string(arch.smem_per_block_optin) + " per block on " + arch.name);
-    if (conv->x_elems() >= (std::int64_t{1} << 31) || conv->y_elems() >= (std::int64_t{1} << 31))
-      return no("index32", "tensors with 2^31 or more elements need 64-bit indexing");
     return {};
   }
 

@@ -1,5 +1,7 @@
 // Kernel families: each turns (problem, resolved config) into NVRTC programs and launches.
 #pragma once
+#include <cstdint>
+
 #include "tilepick/kernel_plan.hpp"
 
 namespace tilepick::family {
@@ -7,5 +9,8 @@ namespace tilepick::family {
 KernelPlan plan_gemm_sm80(const GemmProblem& p, const KernelConfig& c);  // src/jit/family_gemm_sm80.cpp
 KernelPlan plan_conv_sm80(const ConvProblem& p, const KernelConfig& c);  // src/jit/family_conv_sm80.cpp
 KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c);         // src/jit/family_dw.cpp
+// Dynamic shared memory of the depthwise kernel (legality checks it against the arch); throws
+// Unsupported when the family has no kernel for the pair.
+std::int64_t dw_shared_bytes(const ConvProblem& p, const KernelConfig& c);
 
 }  // namespace tilepick::family

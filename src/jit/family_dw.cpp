@@ -1,9 +1,7 @@
 // Depthwise convolution family (fam=dw): (problem, config) -> NVRTC programs and launches.
 //
 // Kernels (kernels/conv/dw*.cuh), picked from the problem:
-//   fwd                      dw_fwd            direct, input box with halo in shared memory; persistent
-//                                              blocks take tiles from a counter (workspace, zeroed by the
-//                                              launch) and prefetch the next box while computing
+//   fwd                      dw_fwd            direct, input box with halo in shared memory
 //   bwd_data, unit stride    dw_fwd (flip)     the same kernel on dy with the filter rotated
 //   bwd_data, any stride     dw_bwd_data       one stride phase per block
 //   bwd_weight               dw_bwd_weight     all taps in registers (filter in {1,3,5,7}^3, filter rows
@@ -44,9 +42,6 @@ std::string hex16(std::uint64_t v) {
 i64 ceil_div(i64 a, i64 b) { return (a + b - 1) / b; }
 i64 floor_div(i64 a, i64 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 i64 align16(i64 v) { return (v + 15) / 16 * 16; }
-// Staged-box layout of kernels/conv/dw_common.cuh: a pad slot after every strip of m columns.
-i64 strip_pad(i64 m) { return m % 2 == 0 ? m : 0; }
-i64 row_slots(i64 cols, i64 m) { return m > 0 ? cols + (cols - 1) / m : cols; }
 
 const char* device_type(DType t) {
   switch (t) {
@@ -85,17 +80,10 @@ const char* kernel_tag(Kernel k) {
   return "";
 }
 
-constexpr int kTapsPerThread = 4;   // dw_bwd_weight_taps: taps one thread owns per pass
+constexpr int kTapsPerThread = 4;     // dw_bwd_weight_taps: taps one thread owns per pass
 constexpr int kMaxAccumulators = 80;  // dw_bwd_weight: accumulators per thread at most
-constexpr int kReduceThreads = 256;
-constexpr i64 kStageBytes = 64 * 1024;        // bwd_weight: the slice ring at most this large (<= 4 buffers)
-constexpr i64 kPrefetchBytes = 96 * 1024;     // direct: two input boxes (and the filter) at most this large
-// Direct, persistent: the grid fills this many SMs of 228 KiB (H100 / H200). The plan does not see
-// the arch; a GPU with fewer SMs runs the surplus blocks, which leave at once.
-constexpr i64 kPersistentSms = 132;
-constexpr i64 kSmemPerSm = 233472;
-
-bool g_persistent = true;
+constexpr int kReduceThreads = 256;   // dw_bwd_weight_reduce
+constexpr i64 kStageBytes = 64 * 1024;  // bwd_weight: the slice ring at most this large (<= 4 buffers)
 
 // Everything the program text and the launches depend on.
 struct Spec {
@@ -107,7 +95,7 @@ struct Spec {
   int vec = 1;                 // staging vector, elements
   int act = 0;
   bool bias = false;
-  int stages = 1;
+  int stages = 1;              // bwd_weight: slices in the cp.async ring
   int fgroups = 1;             // dw_bwd_weight: filter-row groups sharing the strips
 
   // Canonical text of everything baked in besides the config.
@@ -118,7 +106,7 @@ struct Spec {
     s += " filter=" + std::to_string(fz) + "x" + std::to_string(fy) + "x" + std::to_string(fx) +
          " wstep=" + std::to_string(sw) + "x" + std::to_string(dw) + " vec=" + std::to_string(vec);
     if (p.dir == ConvDir::fwd) s += " ep=" + to_string(p.epilogue);
-    s += " stages=" + std::to_string(stages);
+    if (p.dir == ConvDir::bwd_weight) s += " stages=" + std::to_string(stages);
     if (kernel == Kernel::bwd_weight_regs) s += " fgroups=" + std::to_string(fgroups);
     return s;
   }
@@ -183,7 +171,6 @@ struct Geometry {
   tp::DwParams q{};
   int threads = 0;
   i64 smem = 0, blocks = 0, workspace = 0, reduce_blocks = 0;
-  i64 zero_bytes = 0;  // workspace bytes zeroed before the main launch (tile counters)
 };
 
 Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
@@ -249,27 +236,9 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
           if (!s.sw || !s.dw) s.sw = s.dw = 0;
         }
         q.tiles_h = to_int(ceil_div(dst[1], TH), "tiles"), q.tiles_w = to_int(ceil_div(dst[2], TW), "tiles");
-        const i64 spatial = i64{q.tiles_h} * q.tiles_w * p.n * dst[0];  // tiles per channel tile
-        const i64 pad = s.sw ? strip_pad(PPT * s.sw) : 0;  // register-window path: padded strips
-        const i64 box = align16(i64{q.halo[0]} * q.halo[1] * row_slots(q.halo[2], pad) * TC * bytes);
-        const i64 filter = align16(taps * TC * 4);
-        if (g_persistent) {
-          // Persistent blocks, tiles from a counter per channel tile; prefetch when two boxes fit.
-          // Blocks: what fits on kPersistentSms SMs by threads and shared memory (registers unknown
-          // here; surplus blocks leave at once).
-          s.stages = filter + 2 * box <= kPrefetchBytes ? 2 : 1;
-          const i64 smem_need = filter + s.stages * box + 1024;
-          const i64 per_sm = std::max<i64>(1, std::min<i64>({2048 / threads, 32, kSmemPerSm / smem_need}));
-          const i64 per_ct = ceil_div(kPersistentSms * per_sm, q.tiles_c);
-          blocks = i64{q.tiles_c} * std::min(spatial, per_ct);
-          workspace = 256;
-          g.zero_bytes = q.tiles_c * 4;
-          require(g.zero_bytes <= workspace, p, c, "too many channel tiles");
-        } else {
-          s.stages = 0;
-          blocks = i64{q.tiles_c} * spatial;
-        }
-        smem = filter + std::max(s.stages, 1) * box;
+        const i64 box = align16(i64{q.halo[0]} * q.halo[1] * q.halo[2] * TC * bytes);
+        blocks = i64{q.tiles_c} * q.tiles_h * q.tiles_w * p.n * dst[0];
+        smem = align16(taps * TC * 4) + box;
       } else {
         // Strided bwd_data: one stride phase (qh, qw) per block; halo = the largest over the phases.
         s.kernel = Kernel::bwd_data_phase;
@@ -318,9 +287,7 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
         q.passes = to_int(ceil_div(taps, per_pass), "passes");
       }
       // A ring of up to 4 slices in flight while the buffers stay small. Strips padded as in the kernel.
-      const i64 xpad = regs && s.sw ? strip_pad(PPT * s.sw) : 0, dypad = regs ? strip_pad(PPT) : 0;
-      const i64 stage = align16(i64{q.halo[0]} * q.halo[1] * row_slots(q.halo[2], xpad) * TC * bytes) +
-                        align16(i64{TH} * row_slots(TW, dypad) * TC * bytes);
+      const i64 stage = align16(i64{q.halo[0]} * q.halo[1] * q.halo[2] * TC * bytes) + align16(i64{TH} * TW * TC * bytes);
       s.stages = static_cast<int>(std::clamp<i64>(std::min<i64>(kStageBytes / stage, q.iters), 1, 4));
       smem = std::max(s.stages * stage, regs ? taps * TC * 4 : 0);
       g.reduce_blocks = ceil_div(p.c * taps, 32);
@@ -331,14 +298,11 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
     }
   }
   require(blocks >= 1 && blocks <= 2147483647, p, c, "grid of " + std::to_string(blocks) + " blocks out of range");
-  require(smem <= 227 * 1024, p, c, std::to_string(smem) + " bytes of shared memory exceed 227 KiB");
+  // The shared-memory budget depends on the arch: legal() checks dw_shared_bytes() against it.
   return g;
 }
 
 }  // namespace
-
-// Bench hook (bench/dev/dw_bench.cpp): one tile per block instead of persistent blocks, for comparison.
-void dw_set_persistent(bool on) { g_persistent = on; }
 
 std::int64_t dw_shared_bytes(const ConvProblem& p, const KernelConfig& c) { return geometry(p, c).smem; }
 
@@ -361,14 +325,12 @@ KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c) {
   const int vec_bytes = g.s.vec * g.s.bytes, cpt_bytes = c.dw_cpt * g.s.bytes;
   const ConvDir dir = p.dir;
   const bool bias = g.s.bias;
-  const std::size_t zero_bytes = static_cast<std::size_t>(g.zero_bytes);
-  plan.launches = [q, grid, smem_bytes, threads, reduce_blocks, vec_bytes, cpt_bytes, dir, bias,
-                   zero_bytes](const Operands& o) {
+  plan.launches = [q, grid, smem_bytes, threads, reduce_blocks, vec_bytes, cpt_bytes, dir, bias](const Operands& o) {
     tp::DwParams a = q;
     a.src = o.a, a.src2 = o.b, a.bias = o.bias, a.dst = o.d, a.workspace = o.workspace;
     if (!a.src || !a.src2 || !a.dst) throw Unsupported("fam=dw: operands a, b and d must be set");
     if (bias && !a.bias) throw Unsupported("fam=dw: the epilogue has a bias but Operands::bias is null");
-    if ((dir == ConvDir::bwd_weight || zero_bytes) && !a.workspace) throw Unsupported("fam=dw: the plan needs its workspace");
+    if (dir == ConvDir::bwd_weight && !a.workspace) throw Unsupported("fam=dw: bwd_weight needs the workspace");
     // Staged tensors are read in vectors of vec elements, results written in vectors of cpt.
     check_aligned(a.src, vec_bytes, "input");
     check_aligned(dir == ConvDir::bwd_weight ? a.src2 : a.dst, dir == ConvDir::bwd_weight ? vec_bytes : cpt_bytes,
@@ -380,7 +342,6 @@ KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c) {
     ls[0].grid[0] = grid;
     ls[0].block[0] = static_cast<unsigned>(threads);
     ls[0].smem_bytes = smem_bytes;
-    ls[0].zero_workspace_bytes = zero_bytes;
     ls[0].params.resize(sizeof a);
     std::memcpy(ls[0].params.data(), &a, sizeof a);
     if (dir == ConvDir::bwd_weight) {
