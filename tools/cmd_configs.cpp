@@ -1,4 +1,5 @@
 // tilepick configs list|count|fields
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -62,7 +63,8 @@ void list(const ConfigsArgs& a) {
 
 void count(const ConfigsArgs& a) {
   auto filters = parse_filters(a);
-  const auto& archs = default_arch_specs();
+  auto archs = default_arch_specs();
+  std::stable_sort(archs.begin(), archs.end(), [](const ArchSpec& x, const ArchSpec& y) { return x.sm < y.sm; });
   std::cout << std::left << std::setw(16) << "space" << std::setw(17) << "op" << std::setw(10) << "arch"
             << std::right << std::setw(10) << "enumerated" << std::setw(12) << "legal f16" << std::setw(12)
             << "legal f32" << "\n";
