@@ -12,10 +12,7 @@
 #include "tilepick/error.hpp"
 #include "tilepick/space.hpp"
 
-// Readable gtest failure output for configs.
-namespace tilepick {
-[[maybe_unused]] static void PrintTo(const KernelConfig& c, std::ostream* os) { *os << "'" << to_string(c) << "'"; }
-}  // namespace tilepick
+#include "test_util.hpp"
 
 using namespace tilepick;
 

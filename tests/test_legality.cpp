@@ -10,16 +10,13 @@
 #include "tilepick/legality.hpp"
 #include "tilepick/space.hpp"
 
-// Readable gtest failure output for configs.
-namespace tilepick {
-[[maybe_unused]] static void PrintTo(const KernelConfig& c, std::ostream* os) { *os << "'" << to_string(c) << "'"; }
-}  // namespace tilepick
+#include "test_util.hpp"
 
 using namespace tilepick;
 
 namespace {
 
-const ArchSpec& arch(const std::string& name) { return find_arch(default_arch_specs(), name); }
+using test::arch;
 
 Verdict check(const std::string& problem, const std::string& config, const std::string& a = "a100_sxm") {
   return legal(parse_problem(problem), parse_config(config), arch(a));

@@ -9,16 +9,13 @@
 #include "tilepick/legality.hpp"
 #include "tilepick/registry.hpp"
 
-// Readable gtest failure output for configs.
-namespace tilepick {
-[[maybe_unused]] static void PrintTo(const KernelConfig& c, std::ostream* os) { *os << "'" << to_string(c) << "'"; }
-}  // namespace tilepick
+#include "test_util.hpp"
 
 using namespace tilepick;
 
 namespace {
 
-const ArchSpec& arch(const std::string& name) { return find_arch(default_arch_specs(), name); }
+using test::arch;
 
 // Lookup invariants shared by every problem: non-empty, legal, resolved, unique, in space order.
 void check_lookup(const std::string& text, const std::string& sm, std::set<std::string> want_spaces) {

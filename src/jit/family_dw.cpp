@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../../kernels/conv/dw_params.cuh"
+#include "core/hash.hpp"
 #include "families.hpp"
 #include "tilepick/error.hpp"
 
@@ -27,17 +28,6 @@ namespace {
 
 using i64 = std::int64_t;
 
-std::uint64_t fnv1a(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ull;
-  return h;
-}
-
-std::string hex16(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 i64 ceil_div(i64 a, i64 b) { return (a + b - 1) / b; }
 i64 floor_div(i64 a, i64 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
@@ -118,7 +108,7 @@ KernelSource make_source(const ConvProblem& p, const KernelConfig& c, const Spec
   k.specialization = s.text(p);
   const bool reduce = s.kernel == Kernel::bwd_weight_reduce;
   // The reduce kernel does not depend on the config: one program serves every config.
-  k.name = std::string("tp_dw_") + dir_tag + "_" + hex16(fnv1a(k.specialization + (reduce ? "" : to_string(c))));
+  k.name = std::string("tp_dw_") + dir_tag + "_" + hex16(fnv1a64(k.specialization + (reduce ? "" : to_string(c))));
   k.threads = threads;
   std::string cfg = "struct Cfg {\n  typedef " + std::string(s.type) + " T;\n";
   if (!reduce) {
