@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../../kernels/conv/dw_params.cuh"
+#include "codegen.hpp"
 #include "core/hash.hpp"
 #include "families.hpp"
 #include "tilepick/error.hpp"
@@ -32,15 +33,6 @@ using i64 = std::int64_t;
 i64 ceil_div(i64 a, i64 b) { return (a + b - 1) / b; }
 i64 floor_div(i64 a, i64 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 i64 align16(i64 v) { return (v + 15) / 16 * 16; }
-
-const char* device_type(DType t) {
-  switch (t) {
-    case DType::f16: return "tp::f16";
-    case DType::bf16: return "tp::bf16";
-    case DType::f32: return "float";
-    default: return nullptr;
-  }
-}
 
 int baked_filter(i64 f) { return f == 1 || f == 3 || f == 5 || f == 7 ? static_cast<int>(f) : 0; }
 
@@ -78,7 +70,7 @@ constexpr i64 kStageBytes = 64 * 1024;  // bwd_weight: the slice ring at most th
 // Everything the program text and the launches depend on.
 struct Spec {
   Kernel kernel = Kernel::fwd;
-  const char* type = nullptr;  // device element type
+  std::string type;  // device element type
   int bytes = 2;
   int fz = 0, fy = 0, fx = 0;  // baked filter extents (0 = runtime)
   int sw = 0, dw = 0;          // baked W stride / dilation (0 = runtime)
@@ -110,7 +102,7 @@ KernelSource make_source(const ConvProblem& p, const KernelConfig& c, const Spec
   // The reduce kernel does not depend on the config: one program serves every config.
   k.name = std::string("tp_dw_") + dir_tag + "_" + hex16(fnv1a64(k.specialization + (reduce ? "" : to_string(c))));
   k.threads = threads;
-  std::string cfg = "struct Cfg {\n  typedef " + std::string(s.type) + " T;\n";
+  std::string cfg = "struct Cfg {\n  typedef " + s.type + " T;\n";
   if (!reduce) {
     cfg += "  static constexpr int tile_h = " + std::to_string(c.dw_tile_h) + ", tile_w = " + std::to_string(c.dw_tile_w) +
            ", tile_c = " + std::to_string(c.dw_tile_c) + ";\n";
@@ -167,7 +159,7 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
   Geometry g;
   require(c.fam() == Family::dw, p, c, "config is not of family dw");
   require(p.depthwise(), p, c, "needs a depthwise problem (G == C == K)");
-  require(p.x == p.w && p.x == p.y && device_type(p.x) != nullptr, p, c,
+  require(p.x == p.w && p.x == p.y && !is_fp8(p.x), p, c,
           "needs x, w, y of one dtype among f16, bf16, f32");
   const int threads = g.threads = threads_per_block(c);
   const int TH = c.dw_tile_h, TW = c.dw_tile_w, TC = c.dw_tile_c, PPT = c.dw_ppt, CPT = c.dw_cpt;
@@ -184,7 +176,7 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
   const i64 taps = F[0] * F[1] * F[2];
 
   Spec& s = g.s;
-  s.type = device_type(p.x);
+  s.type = codegen::device_type(p.x);
   s.bytes = bytes;
   s.fz = baked_filter(F[0]), s.fy = baked_filter(F[1]), s.fx = baked_filter(F[2]);
   s.vec = 16 / bytes;
