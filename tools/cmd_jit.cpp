@@ -47,9 +47,7 @@ double quantile(std::vector<double> v, double q) {
 void build(const BuildArgs& a) {
   const ArchSpec& arch = find_arch(default_arch_specs(), a.arch);
   std::vector<Problem> problems;
-  for (const auto& p : a.problems) problems.push_back(parse_problem(p));
-  if (!a.file.empty())
-    for (auto& np : load_problem_file(a.file)) problems.push_back(np.problem);
+  for (auto& np : gather_problems(a.problems, a.file)) problems.push_back(std::move(np.problem));
   if (problems.empty()) problems = representative_problems();
   std::vector<ConfigSpace> spaces;
   if (a.spaces.empty()) spaces = default_spaces();

@@ -20,10 +20,7 @@ struct ProblemArgs {
 };
 
 std::vector<NamedProblem> gather(const ProblemArgs& a) {
-  std::vector<NamedProblem> out;
-  for (const auto& s : a.problems) out.push_back({"", parse_problem(s), 0});
-  if (!a.file.empty())
-    for (auto& p : load_problem_file(a.file)) out.push_back(std::move(p));
+  auto out = gather_problems(a.problems, a.file);
   if (out.empty()) throw Error(Status::parse_error, "no problem given: pass problem strings or --file");
   return out;
 }
@@ -62,6 +59,14 @@ void show(const NamedProblem& np, const ArchSpec& arch) {
 }
 
 }  // namespace
+
+std::vector<NamedProblem> gather_problems(const std::vector<std::string>& strings, const std::string& file) {
+  std::vector<NamedProblem> out;
+  for (const auto& s : strings) out.push_back({"", parse_problem(s), 0});
+  if (!file.empty())
+    for (auto& p : load_problem_file(file)) out.push_back(std::move(p));
+  return out;
+}
 
 void add_problem_commands(CLI::App& app) {
   auto* cmd = app.add_subcommand("problem", "parse and inspect problem strings");

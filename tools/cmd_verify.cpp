@@ -7,6 +7,7 @@
 #include <random>
 
 #include "commands.hpp"
+#include "core/hash.hpp"
 #include "run/verify.hpp"
 #include "tilepick/arch.hpp"
 #include "tilepick/jit.hpp"
@@ -29,10 +30,7 @@ struct VerifyArgs {
 std::string csv_escape(const std::string& s) { return "\"" + s + "\""; }
 
 int verify(const VerifyArgs& a) {
-  std::vector<NamedProblem> problems;
-  for (const auto& s : a.problems) problems.push_back({"", parse_problem(s), 0});
-  if (!a.file.empty())
-    for (auto& p : load_problem_file(a.file)) problems.push_back(std::move(p));
+  std::vector<NamedProblem> problems = gather_problems(a.problems, a.file);
   if (problems.empty()) throw Error(Status::parse_error, "verify: give problems (-p) or --file");
   std::string why;
   auto dev = query_device(a.device, &why);
@@ -69,7 +67,7 @@ int verify(const VerifyArgs& a) {
         if (a.families.empty() ||
             std::find(a.families.begin(), a.families.end(), std::string(to_string(e.config.fam()))) != a.families.end())
           pool.push_back(e.config);
-      std::mt19937_64 rng(a.seed ^ std::hash<std::string>{}(to_string(np.problem)));
+      std::mt19937_64 rng(a.seed ^ fnv1a64(to_string(np.problem)));
       if (!a.all && static_cast<int>(pool.size()) > a.max_configs) {
         std::shuffle(pool.begin(), pool.end(), rng);
         pool.resize(a.max_configs);

@@ -3,8 +3,12 @@
 #include <CLI/CLI.hpp>
 
 #include "tilepick/error.hpp"
+#include "tilepick/problem.hpp"
 
 namespace tilepick::cli {
+
+// Problems from strings (-p) and a problem file (--file), in that order; [] when none is given.
+std::vector<NamedProblem> gather_problems(const std::vector<std::string>& strings, const std::string& file);
 
 void add_problem_commands(CLI::App& app);
 void add_configs_commands(CLI::App& app);

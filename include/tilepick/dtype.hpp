@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tilepick {
 
@@ -13,6 +14,11 @@ enum class DType : std::uint8_t { f16, bf16, e4m3, e5m2, f32 };
 // fp8e5m2/fp8_e5m2, fp32 and tf32 (fp32 storage, tf32 tensor-core math).
 std::string_view to_string(DType t);
 std::optional<DType> parse_dtype(std::string_view s);
+// "bf16" when all three are equal, else "a:b:c" (the dtype token of problem strings and keys).
+std::string dtypes_text(DType a, DType b, DType c);
+
+// Whitespace-separated tokens of a problem or config string.
+std::vector<std::string_view> split_tokens(std::string_view s);
 int size_bytes(DType t);
 bool is_fp8(DType t);
 

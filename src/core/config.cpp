@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/hash.hpp"
+#include "tilepick/dtype.hpp"
 #include "tilepick/error.hpp"
 
 namespace tilepick {
@@ -186,14 +187,7 @@ void validate(const KernelConfig& c) {
 
 KernelConfig parse_config(std::string_view text) {
   KernelConfig c;
-  std::vector<std::string_view> tokens;
-  for (std::size_t i = 0; i < text.size();) {
-    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-    std::size_t j = i;
-    while (j < text.size() && !std::isspace(static_cast<unsigned char>(text[j]))) ++j;
-    if (j > i) tokens.push_back(text.substr(i, j - i));
-    i = j;
-  }
+  const std::vector<std::string_view> tokens = split_tokens(text);
   if (tokens.empty()) throw ParseError("", "empty config string");
   std::vector<const FieldDesc*> seen;
   const FieldDesc* fam = find_field("fam");

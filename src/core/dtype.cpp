@@ -1,6 +1,7 @@
 #include "tilepick/dtype.hpp"
 
 #include <array>
+#include <cctype>
 #include <cmath>
 
 #include "tilepick/error.hpp"
@@ -34,6 +35,24 @@ std::optional<DType> parse_dtype(std::string_view s) {
   for (const auto& e : kDTypeNames)
     if (e.name == s) return e.type;
   return std::nullopt;
+}
+
+std::string dtypes_text(DType a, DType b, DType c) {
+  if (a == b && b == c) return std::string(to_string(a));
+  return std::string(to_string(a)) + ":" + std::string(to_string(b)) + ":" + std::string(to_string(c));
+}
+
+std::vector<std::string_view> split_tokens(std::string_view s) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+    std::size_t j = i;
+    while (j < s.size() && !std::isspace(static_cast<unsigned char>(s[j]))) ++j;
+    if (j > i) out.push_back(s.substr(i, j - i));
+    i = j;
+  }
+  return out;
 }
 
 int size_bytes(DType t) {

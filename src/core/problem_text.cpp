@@ -11,19 +11,6 @@
 namespace tilepick {
 namespace {
 
-std::vector<std::string_view> split_ws(std::string_view s) {
-  std::vector<std::string_view> out;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-    std::size_t j = i;
-    while (j < s.size() && !std::isspace(static_cast<unsigned char>(s[j]))) ++j;
-    if (j > i) out.push_back(s.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
-
 std::string str(std::string_view s) { return std::string(s); }
 
 // "ih56" -> ("ih", "56"): leading letters, then the rest.
@@ -60,7 +47,7 @@ DType parse_dtype_token(std::string_view tok, std::string_view value) {
 }
 
 // "bf16" -> {bf16, bf16, bf16}; "e4m3:e4m3:bf16" -> three dtypes. nullopt when not a dtype token.
-std::optional<std::array<DType, 3>> parse_dtype_triple(std::string_view tok) {
+std::optional<std::array<DType, 3>> parse_dtypes_text(std::string_view tok) {
   if (tok.find(':') == std::string_view::npos) {
     auto t = parse_dtype(tok);
     if (!t) return std::nullopt;
@@ -77,11 +64,6 @@ std::optional<std::array<DType, 3>> parse_dtype_triple(std::string_view tok) {
     if (i < 2) rest.remove_prefix(colon + 1);
   }
   return r;
-}
-
-std::string dtype_triple(DType a, DType b, DType c) {
-  if (a == b && b == c) return str(to_string(a));
-  return str(to_string(a)) + ":" + str(to_string(b)) + ":" + str(to_string(c));
 }
 
 std::string fmt_double(double v) {
@@ -113,7 +95,7 @@ bool parse_common_kv(std::string_view tok, DType& acc, Epilogue& ep, double* alp
 }  // namespace
 
 GemmProblem parse_gemm(std::string_view text) {
-  auto toks = split_ws(text);
+  auto toks = split_tokens(text);
   if (toks.empty() || toks[0] != "gemm")
     throw ParseError(toks.empty() ? "" : str(toks[0]), "a GEMM problem starts with 'gemm'");
   GemmProblem p;
@@ -129,7 +111,7 @@ GemmProblem parse_gemm(std::string_view text) {
       have_layout = true;
       continue;
     }
-    if (auto dt = parse_dtype_triple(tok)) {
+    if (auto dt = parse_dtypes_text(tok)) {
       if (have_dt) throw ParseError(str(tok), "token '" + str(tok) + "': dtype given twice");
       p.a = (*dt)[0], p.b = (*dt)[1], p.c = (*dt)[2];
       have_dt = true;
@@ -161,7 +143,7 @@ GemmProblem parse_gemm(std::string_view text) {
 }
 
 ConvProblem parse_conv(std::string_view text) {
-  auto toks = split_ws(text);
+  auto toks = split_tokens(text);
   ConvProblem p;
   if (toks.empty()) throw ParseError("", "empty problem string");
   if (toks[0] == "fwd") p.dir = ConvDir::fwd;
@@ -189,7 +171,7 @@ ConvProblem parse_conv(std::string_view text) {
   for (std::size_t i = 1; i < toks.size(); ++i) {
     std::string_view tok = toks[i];
     if (parse_common_kv(tok, p.acc, p.epilogue, nullptr, nullptr)) continue;
-    if (auto dt = parse_dtype_triple(tok)) {
+    if (auto dt = parse_dtypes_text(tok)) {
       if (have_dt) throw ParseError(str(tok), "token '" + str(tok) + "': dtype given twice");
       p.x = (*dt)[0], p.w = (*dt)[1], p.y = (*dt)[2];
       have_dt = true;
@@ -237,7 +219,7 @@ ConvProblem parse_conv(std::string_view text) {
 }
 
 Problem parse_problem(std::string_view text) {
-  auto toks = split_ws(text);
+  auto toks = split_tokens(text);
   if (toks.empty()) throw ParseError("", "empty problem string");
   if (toks[0] == "gemm") return parse_gemm(text);
   return parse_conv(text);
@@ -247,7 +229,7 @@ std::string to_string(const GemmProblem& p) {
   std::string s = "gemm " + p.layout_string();
   if (p.batch != 1) s += " batch" + std::to_string(p.batch);
   s += " m" + std::to_string(p.m) + " n" + std::to_string(p.n) + " k" + std::to_string(p.k);
-  s += " " + dtype_triple(p.a, p.b, p.c);
+  s += " " + dtypes_text(p.a, p.b, p.c);
   if (p.acc != DType::f32) s += " acc=" + str(to_string(p.acc));
   if (p.alpha != 1.0) s += " alpha=" + fmt_double(p.alpha);
   if (p.beta != 0.0) s += " beta=" + fmt_double(p.beta);
@@ -269,7 +251,7 @@ std::string to_string(const ConvProblem& p) {
   s += " oc" + std::to_string(p.k);
   s += sp("k", p.filter) + sp("s", p.stride) + sp("p", p.pad);
   if (p.dilation != std::array<std::int64_t, 3>{1, 1, 1}) s += sp("d", p.dilation);
-  s += " " + dtype_triple(p.x, p.w, p.y);
+  s += " " + dtypes_text(p.x, p.w, p.y);
   if (p.acc != DType::f32) s += " acc=" + str(to_string(p.acc));
   if (!p.epilogue.is_none()) s += " ep=" + to_string(p.epilogue);
   return s;

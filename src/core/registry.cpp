@@ -8,15 +8,6 @@
 #include "tilepick/legality.hpp"
 
 namespace tilepick {
-namespace {
-
-std::string dtypes_text(DType a, DType b, DType c) {
-  if (a == b && b == c) return std::string(to_string(a));
-  return std::string(to_string(a)) + ":" + std::string(to_string(b)) + ":" + std::string(to_string(c));
-}
-
-}  // namespace
-
 std::string functional_key(const Problem& p, const ArchSpec& arch) {
   std::string key = op_name(p) + ".";
   if (auto* g = std::get_if<GemmProblem>(&p)) {
