@@ -7,4 +7,7 @@ cd "$(dirname "$0")/.."
 rm -rf .deps && mkdir -p .deps/include .deps/share/cmake
 cp -r /usr/include/nlohmann /usr/include/CLI .deps/include/
 cp -r /usr/share/cmake/nlohmann_json /usr/share/cmake/CLI11 .deps/share/cmake/
+# zlib: headers from here; the library is the GPU machine's own libz.so.1, linked by its soname.
+cp /usr/include/zlib.h /usr/include/zconf.h .deps/include/ 2>/dev/null || cp /usr/include/x86_64-linux-gnu/zconf.h .deps/include/
+mkdir -p .deps/lib && ln -sf /usr/lib/x86_64-linux-gnu/libz.so.1 .deps/lib/libz.so
 echo "device_deps: .deps ready ($(du -sh .deps | cut -f1))"
