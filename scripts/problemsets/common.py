@@ -1,0 +1,49 @@
+"""Shared pieces of the problem-set generators: the train/validation split and file writing."""
+import os
+import sys
+
+from shapes import read_problems
+
+# Split by whole network. Validation networks never appear in a training file, and a validation
+# problem whose full key (problem string) also occurs in a training file is dropped from validation.
+# ResNet-101 and ConvNeXt-S are training networks: every one of their distinct shapes equals one of
+# ResNet-50 / ConvNeXt-T (same blocks, more repeats), so as validation they would be empty.
+# Mistral-7B repeats Llama-3 8B's projections (only its LM head differs), so it is training too.
+CONV_TRAIN = ("resnet18", "resnet34", "resnet50", "resnet101", "resnext50", "mobilenet_v2", "convnext_t",
+              "convnext_s", "efficientnet_b0", "unet", "r3d18")
+CONV_VAL = ("efficientnet_b3", "inception_v3", "vgg16", "r2plus1d18")
+GEMM_TRAIN = ("llama3_8b", "llama3_70b", "mistral_7b", "gpt2", "gpt2_xl", "bert_large")
+GEMM_VAL = ("gptj_6b", "qwen2_7b", "phi3_mini")
+SYNTH_PREFIXES = ("synth_conv", "synth_gemm")
+
+
+def network_of(tag):
+    return tag.split(".", 1)[0]
+
+
+def excluded_keys(paths):
+    keys = set()
+    for p in paths or ():
+        keys.update(prob for _, prob in read_problems(p))
+    return keys
+
+
+def command(script, argv):
+    """The reproducing command for a header: --out left out, paths reduced to their file names."""
+    kept = [v for i, v in enumerate(argv) if v != "--out" and (i == 0 or argv[i - 1] != "--out")]
+    shown = [os.path.basename(a) if os.sep in a else a for a in kept]
+    return " ".join([f"python3 scripts/problemsets/{script}"] + shown)
+
+
+def emit(lines, out):
+    text = "\n".join(lines) + "\n"
+    if out:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        with open(out, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+
+
+def int_list(text):
+    return [int(v) for v in text.split(",") if v]

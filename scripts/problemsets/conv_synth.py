@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Synthetic conv shapes (training only), seeded and reproducible.
+
+  python3 scripts/problemsets/conv_synth.py [--per-kind 40] [--seed 7] [--dtype bf16]
+      [--dirs fwd,bwd_data,bwd_weight] [--max-flops 4e11] [--out FILE]
+
+Kinds: depthwise (k 3/5/7, strides, dilation), grouped (G x channels per group), pointwise 1x1,
+dense 3x3, large kernels (5x5/7x7/11x11, stems), strided/patchify (k = stride), dilated (ASPP-like),
+3-D (dense, (2+1)D factors, depthwise) and odd (prime channels, odd spatial, asymmetric kernels).
+Each shape is written for every direction with one batch, halved until flops <= --max-flops.
+Tags: synth_conv.<kind>.<i>.
+"""
+import argparse
+import math
+import random
+import sys
+
+from common import command, emit
+from shapes import DIRS, ConvShape, conv_flops, conv_string, header, line
+
+SPATIAL = (7, 10, 14, 19, 28, 38, 56, 75, 112)
+BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
+PRIMES = (3, 5, 7, 11, 13, 17, 31, 37, 61, 67, 97, 127, 131, 257, 509)
+ODD_SPATIAL = (3, 9, 13, 15, 17, 23, 31, 35, 37, 73, 149)
+
+
+def log_uniform(r, lo, hi, mult=1):
+    v = math.exp(r.uniform(math.log(lo), math.log(hi)))
+    return max(mult, int(round(v / mult)) * mult)
+
+
+def shape2d(c, k, g, hw, f, s, p=None, d=1):
+    f = f if isinstance(f, tuple) else (f, f)
+    s = s if isinstance(s, tuple) else (s, s)
+    hw = hw if isinstance(hw, tuple) else (hw, hw)
+    p = tuple(d * (fi - 1) // 2 for fi in f) if p is None else (p if isinstance(p, tuple) else (p, p))
+    return ConvShape(c, k, g, hw, f, s, p, (d, d))
+
+
+def depthwise(r):
+    c = r.choice((32, 48, 64, 96, 120, 144, 192, 240, 256, 384, 480, 576, 672, 768, 960, 1152, 1536))
+    f, s = r.choice((3, 5, 7)), r.choice((1, 1, 2))
+    return shape2d(c, c, c, r.choice(SPATIAL), f, s, d=r.choice((1, 1, 1, 2)))
+
+
+def grouped(r):
+    g, cpg = r.choice((2, 4, 8, 16, 32, 64)), r.choice((4, 8, 16, 32, 64, 128))
+    kpg = cpg * r.choice((1, 1, 2))
+    return shape2d(g * cpg, g * kpg, g, r.choice(SPATIAL), r.choice((1, 3, 3)), r.choice((1, 1, 2)))
+
+
+def pointwise(r):
+    mult = r.choice((8, 8, 16, 1))
+    s = r.choice((1, 1, 1, 2))
+    return shape2d(log_uniform(r, 8, 2048, mult), log_uniform(r, 8, 2048, mult), 1, r.choice(SPATIAL), 1, s, 0)
+
+
+def dense3x3(r):
+    return shape2d(log_uniform(r, 16, 1024, 8), log_uniform(r, 16, 1024, 8), 1, r.choice(SPATIAL), 3,
+                   r.choice((1, 1, 2)))
+
+
+def large_kernel(r):
+    f = r.choice((5, 7, 7, 11))
+    if r.random() < 0.5:  # stem: few input channels, stride 2 or 4
+        return shape2d(r.choice((1, 3, 4, 8)), r.choice((16, 24, 32, 48, 64, 96)), 1, r.choice((112, 160, 224, 256)),
+                       f, r.choice((2, 4)))
+    return shape2d(log_uniform(r, 16, 256, 8), log_uniform(r, 16, 256, 8), 1, r.choice(SPATIAL[:6]), f, 1)
+
+
+def strided(r):
+    if r.random() < 0.5:  # patchify: kernel = stride, no padding
+        f = r.choice((2, 4, 8, 14, 16))
+        hw = f * r.choice((4, 7, 8, 14, 16, 28))
+        c = 3 if f >= 8 else log_uniform(r, 16, 512, 8)
+        return shape2d(c, log_uniform(r, 64, 1024, 32), 1, hw, f, f, 0)
+    return shape2d(log_uniform(r, 16, 512, 8), log_uniform(r, 32, 1024, 8), 1, r.choice(SPATIAL[2:]),
+                   r.choice((1, 3, 3)), 2)
+
+
+def dilated(r):
+    d = r.choice((2, 3, 4, 6, 12, 18))
+    c = r.choice((64, 128, 256, 320, 512))
+    return shape2d(c, r.choice((64, 128, 256)), 1, r.choice((17, 28, 33, 38, 56, 65)), 3, 1, d, d)
+
+
+def three_d(r):
+    t, hw = r.choice((2, 4, 8, 16)), r.choice((7, 14, 28, 56))
+    kind = r.random()
+    c = log_uniform(r, 8, 512, 8)
+    s = r.choice((1, 1, 2))
+    if kind < 0.25:  # depthwise 3x3x3 (X3D-like)
+        return ConvShape(c, c, c, (t, hw, hw), (3, 3, 3), (1, s, s), (1, 1, 1), (1, 1, 1))
+    filt = r.choice(((3, 3, 3), (1, 3, 3), (3, 1, 1), (1, 1, 1), (3, 3, 3)))
+    pad = tuple(f // 2 for f in filt)
+    k = log_uniform(r, 8, 512, 8)
+    return ConvShape(c, k, 1, (t, hw, hw), filt, (s if filt[0] > 1 else 1, s, s), pad, (1, 1, 1))
+
+
+def odd(r):
+    c, k = r.choice(PRIMES), r.choice(PRIMES + (64, 96))
+    hw = (r.choice(ODD_SPATIAL), r.choice(ODD_SPATIAL))
+    f = r.choice((1, 3, 5, (1, 7), (7, 1), (1, 3), (3, 1)))
+    s = r.choice((1, 1, 2, (1, 2), (2, 1)))
+    return shape2d(c, k, 1, hw, f, s)
+
+
+KINDS = {f.__name__: f for f in (depthwise, grouped, pointwise, dense3x3, large_kernel, strided, dilated, three_d, odd)}
+
+
+def generate(per_kind, seed, dtype, dirs, max_flops):
+    r = random.Random(seed)
+    lines, seen = [], set()
+    for kind, make in KINDS.items():
+        i = 0
+        while i < per_kind:
+            sh = make(r)
+            if min(sh.out()) < 1 or sh in seen:
+                continue
+            b = r.choice(BATCHES)
+            while b > 1 and conv_flops(sh, b) > max_flops:
+                b //= 2
+            if conv_flops(sh, b) > max_flops:
+                continue
+            seen.add(sh)
+            lines += [line(f"synth_conv.{kind}.{i}", conv_string(d, sh, b, dtype)) for d in dirs]
+            i += 1
+    return lines
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--per-kind", type=int, default=40)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--dirs", default=",".join(DIRS))
+    ap.add_argument("--max-flops", type=float, default=4e11)
+    ap.add_argument("--out")
+    a = ap.parse_args(argv)
+    body = generate(a.per_kind, a.seed, a.dtype, a.dirs.split(","), a.max_flops)
+    emit(header(command("conv_synth.py", argv), body, ["split train (synthetic)"]) + body, a.out)
+
+
+if __name__ == "__main__":
+    main()
