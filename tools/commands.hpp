@@ -16,5 +16,6 @@ void add_registry_commands(CLI::App& app);
 void add_arch_commands(CLI::App& app);
 void add_jit_commands(CLI::App& app);  // jit build|headers, cache ls|clear
 void add_verify_commands(CLI::App& app);
+void add_sweep_commands(CLI::App& app);  // sweep, sweep merge, sweep-worker
 
 }  // namespace tilepick::cli

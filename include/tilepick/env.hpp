@@ -14,5 +14,11 @@ int log_level();  // 0 error, 1 warn, 2 info, 3 debug
 std::string cache_dir_override();
 // TILEPICK_JIT_DISABLE=1: never compile; a JIT cache miss is an error. 0 or unset: compile on a miss.
 bool jit_disabled();
+// A Slurm array task's shard of a sweep: SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN (default 0)
+// of SLURM_ARRAY_TASK_COUNT. {0, 0} outside an array job. (Not TILEPICK_: Slurm sets these.)
+struct Shard {
+  int index = 0, count = 0;
+};
+Shard slurm_array_shard();
 
 }  // namespace tilepick::env

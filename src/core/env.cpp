@@ -60,4 +60,24 @@ bool jit_disabled() {
   throw Error(Status::invalid_problem, std::string("TILEPICK_JIT_DISABLE='") + v + "' is not 0 or 1");
 }
 
+Shard slurm_array_shard() {
+  const char* count = get("SLURM_ARRAY_TASK_COUNT");
+  const char* id = get("SLURM_ARRAY_TASK_ID");
+  if (!count || !id) return {};
+  auto number = [](const char* name, const char* v) {
+    char* end = nullptr;
+    long n = std::strtol(v, &end, 10);
+    if (*end != '\0' || n < 0 || n > 1000000)
+      throw Error(Status::invalid_problem, std::string(name) + "='" + v + "' is not a non-negative integer");
+    return static_cast<int>(n);
+  };
+  const char* min = get("SLURM_ARRAY_TASK_MIN");
+  Shard s{number("SLURM_ARRAY_TASK_ID", id) - (min ? number("SLURM_ARRAY_TASK_MIN", min) : 0),
+          number("SLURM_ARRAY_TASK_COUNT", count)};
+  if (s.count < 1 || s.index < 0 || s.index >= s.count)
+    throw Error(Status::invalid_problem, "Slurm array task " + std::string(id) + " is outside 0.." +
+                                             std::to_string(s.count - 1) + " (SLURM_ARRAY_TASK_MIN/COUNT)");
+  return s;
+}
+
 }  // namespace tilepick::env

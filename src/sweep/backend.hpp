@@ -1,0 +1,56 @@
+// What a sweep worker measures with: the real GPU backend, or a fake one whose timings come from a
+// hash (for testing the sweep's process mechanics without a GPU).
+//
+// Items a backend measures for one problem: a canonical config string, `vendor=cublaslt` or
+// `vendor=cudnn` (records vendor=<lib>:heur and :best / :exhaustive), or a fault-injection item
+// `fault=trap` (a kernel that traps) / `fault=hang` (a kernel that never ends).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sweep/records.hpp"
+#include "tilepick/problem.hpp"
+
+namespace tilepick::sweep {
+
+using Beat = std::function<void()>;  // "still alive": call at least once per launch timeout
+
+struct BackendOptions {
+  std::string kind = "gpu";    // gpu | fake
+  int gpu = 0;                 // device ordinal
+  double min_timed_ms = 10;    // repeat until this much kernel time was timed ...
+  int min_reps = 5, max_reps = 100;  // ... within these bounds
+  double prune = 4;            // a config slower than prune x the problem's best so far gets min_reps (0 = off)
+  std::uint64_t seed = 1;      // input values
+  // Fake backend: items whose config string contains these substrings crash / hang / come out wrong.
+  std::string fake_crash, fake_hang, fake_wrong;
+  double fake_pair_ms = 0;     // fake backend: wall time per measured item
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual nlohmann::json device() = 0;  // name, sm_count, clocks, memory, versions, target
+  virtual void begin_problem(const Problem& p, const Beat& beat) = 0;
+  // One or more records (vendor items give several); status and detail filled, problem/gpu/time not.
+  virtual std::vector<Record> measure(const std::string& item, const Beat& beat) = 0;
+  virtual void end_problem() = 0;
+  // After a failure that leaves the device unusable (sticky CUDA error) the worker must restart.
+  virtual bool must_restart() const { return false; }
+};
+
+std::unique_ptr<Backend> make_backend(const BackendOptions& opt);
+std::unique_ptr<Backend> make_fake_backend(const BackendOptions& opt);
+std::unique_ptr<Backend> make_gpu_backend(const BackendOptions& opt);
+
+// True for items that are vendor or fault pseudo-configs rather than kernel configs.
+bool is_pseudo_item(const std::string& item);
+// The item a record belongs to ("vendor=cudnn:heur" -> "vendor=cudnn"; configs map to themselves).
+std::string item_of_record_config(const std::string& config);
+
+}  // namespace tilepick::sweep

@@ -1,0 +1,294 @@
+// Sweep mechanics without a GPU: record files (append, truncation, journal), worker restarts after
+// a crash and a hang, resume after the sweep itself is killed, shards and merge. The fake backend
+// stands in for the GPU; the real one is exercised on the device (bench/results).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "sweep/plan.hpp"
+#include "sweep/records.hpp"
+
+namespace fs = std::filesystem;
+using namespace tilepick;
+using namespace tilepick::sweep;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out;
+};
+
+Result run(const std::string& args) {
+  std::string cmd = std::string(TILEPICK_CLI_PATH) + " " + args + " 2>&1";
+  Result r{-1, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class SweepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tilepick-sweep-test-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(problems()) << "a: gemm rcr m33 n64 k40 bf16\n"
+                                 "b: gemm rcr m128 n96 k256 f16\n"
+                                 "c: fwd g1 mb2 ic16 ih9 iw9 oc32 kh3 kw3 sh1 sw1 ph1 pw1 bf16\n"
+                                 "d: gemm rcr m7 n200 k64 bf16\n"
+                                 "e: bwd_weight g4 mb2 ic32 ih8 iw8 oc32 kh3 kw3 sh2 sw2 ph1 pw1 bf16\n"
+                                 "a_again: gemm rcr m33 n64 k40 bf16\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string problems() const { return (dir_ / "problems.txt").string(); }
+  std::string out(const std::string& name = "out.csv.gz") const { return (dir_ / name).string(); }
+  std::string base() const { return "sweep --backend fake --arch h200 -q --sample 6 -f " + problems(); }
+
+  // Every (problem, item) the sweep plans, from --dry-run.
+  std::set<std::pair<std::string, std::string>> planned(const std::string& extra = "") {
+    auto r = run(base() + " -o " + out("dry.csv.gz") + " --dry-run " + extra);
+    EXPECT_EQ(r.code, 0) << r.out;
+    std::set<std::pair<std::string, std::string>> s;
+    std::size_t pos = 0;
+    for (std::size_t nl; (nl = r.out.find('\n', pos)) != std::string::npos; pos = nl + 1) {
+      std::string line = r.out.substr(pos, nl - pos);
+      auto tab = line.find('\t');
+      if (tab != std::string::npos) s.emplace(line.substr(0, tab), line.substr(tab + 1));
+    }
+    return s;
+  }
+
+  static std::multiset<std::pair<std::string, std::string>> items(const RecordFile& f) {
+    std::multiset<std::pair<std::string, std::string>> s;
+    for (const auto& r : f.records) s.emplace(r.problem, item_of_record_config(r.config));
+    return s;
+  }
+
+  fs::path dir_;
+};
+
+Record sample_record(int i) {
+  Record r;
+  r.problem = "gemm rcr m" + std::to_string(i + 1) + " n8 k8 bf16";
+  r.config = "fam=sm80 tile=64x64x32";
+  r.status = i % 3 ? "ok" : "crash";
+  r.median_us = 12.25 + i, r.iqr_us = 0.125, r.reps = 40, r.tflops = 1.0 / 3.0;
+  r.detail = i % 3 ? "" : "worker died: signal 6, \"quoted\" # and\nnewline";
+  r.time_unix = 1.7e9 + i;
+  return r;
+}
+
+}  // namespace
+
+TEST(SweepRecords, CsvRowRoundTripsAndStaysCommentFree) {
+  Record r = sample_record(0);
+  std::string row = to_csv_row(r);
+  EXPECT_EQ(row.find('#'), std::string::npos);
+  EXPECT_EQ(row.find('\n'), std::string::npos);
+  Record back = parse_csv_row(row);
+  EXPECT_EQ(back.problem, r.problem);
+  EXPECT_EQ(back.median_us, r.median_us);
+  EXPECT_EQ(back.tflops, r.tflops);  // shortest round-trip formatting
+  EXPECT_EQ(back.detail, sanitize_field(r.detail));
+  EXPECT_NE(back.detail.find("\"quoted\""), std::string::npos);
+  EXPECT_THROW(parse_csv_row("a,b,c"), ParseError);
+}
+
+TEST_F(SweepTest, WriterAppendsMembersAndRepairsATruncatedTail) {
+  nlohmann::json header = {{"devices", {{{"name", "fake device"}}}}, {"format", kRecordFormat}};
+  {
+    RecordWriter w(out(), header);
+    for (int i = 0; i < 5; ++i) w.append(sample_record(i));
+  }
+  {
+    RecordWriter w(out(), header);  // reopen: appends after the first members
+    for (int i = 5; i < 8; ++i) w.append(sample_record(i));
+  }
+  RecordFile f = read_record_file(out());
+  ASSERT_EQ(f.records.size(), 8u);
+  EXPECT_EQ(f.header["devices"][0]["name"], "fake device");
+  EXPECT_FALSE(f.truncated_tail);
+  // A writer killed in the middle of a member leaves a partial tail: readers skip it, writers cut it.
+  auto size = fs::file_size(out());
+  std::string partial = gzip_member(to_csv_row(sample_record(99)) + "\n");
+  {
+    std::ofstream o(out(), std::ios::app | std::ios::binary);
+    o.write(partial.data(), static_cast<std::streamsize>(partial.size() / 2));
+  }
+  f = read_record_file(out());
+  EXPECT_TRUE(f.truncated_tail);
+  EXPECT_EQ(f.good_bytes, size);
+  EXPECT_EQ(f.records.size(), 8u);
+  { RecordWriter w(out(), header); }
+  EXPECT_EQ(fs::file_size(out()), size);
+}
+
+TEST_F(SweepTest, JournalRowsSurviveAKilledWriter) {
+  nlohmann::json header = {{"devices", {{{"name", "fake device"}}}}, {"format", kRecordFormat}};
+  pid_t pid = fork();
+  if (pid == 0) {
+    RecordWriter w(out(), header);
+    for (int i = 0; i < 4; ++i) w.append(sample_record(i));
+    ::_exit(0);  // no flush, no destructor: only the journal holds the rows
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  RecordFile f = read_record_file(out());
+  EXPECT_EQ(f.records.size(), 4u);
+  EXPECT_EQ(f.journal_rows, 4u);
+  { RecordWriter w(out(), header); }  // folds the journal into a member
+  f = read_record_file(out());
+  EXPECT_EQ(f.records.size(), 4u);
+  EXPECT_EQ(f.journal_rows, 0u);
+}
+
+TEST_F(SweepTest, CrashAndHangRestartTheWorkerAndTheSweepGoesOn) {
+  auto want = planned("--inject-fault trap --inject-fault hang");
+  auto r = run(base() + " -o " + out() + " --inject-fault trap --inject-fault hang --fake-crash splitk=2 "
+               "--fake-wrong splitk=4 --launch-timeout 1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  RecordFile f = read_record_file(out());
+  std::map<std::string, int> by_status;
+  for (const auto& rec : f.records) {
+    ++by_status[rec.status];
+    if (rec.config == "fault=trap") EXPECT_EQ(rec.status, "crash");
+    if (rec.config == "fault=hang") EXPECT_EQ(rec.status, "timeout");
+    if (rec.config.find("splitk=2 ") != std::string::npos) {
+      EXPECT_EQ(rec.status, "crash");
+      EXPECT_NE(rec.detail.find("signal 6"), std::string::npos) << rec.detail;
+    }
+    if (rec.status == "ok") EXPECT_GT(rec.median_us, 0);
+    if (rec.status != "ok") EXPECT_EQ(rec.median_us, 0) << "failures are never timed";
+  }
+  EXPECT_EQ(by_status["timeout"], 1);
+  EXPECT_GE(by_status["crash"], 1);
+  EXPECT_GT(by_status["ok"], 20);
+  // Every planned pair is recorded exactly once; the duplicate problem line is measured once.
+  auto got = items(f);
+  EXPECT_EQ(std::set(got.begin(), got.end()), want);
+  for (const auto& p : want)
+    if (p.second.rfind("vendor=", 0) != 0) EXPECT_EQ(got.count(p), 1u) << p.first << " | " << p.second;
+  EXPECT_NE(r.out.find("worker restarts"), std::string::npos);
+}
+
+TEST_F(SweepTest, KilledSweepResumesWithoutLosingOrRepeatingPairs) {
+  auto want = planned();
+  std::string cmd = std::string(TILEPICK_CLI_PATH) + " " + base() + " -o " + out() + " --fake-pair-ms 20";
+  pid_t pid = fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::execl("/bin/sh", "sh", "-c", ("exec " + cmd + " 2>/dev/null").c_str(), nullptr);
+    ::_exit(127);
+  }
+  // Wait until some records exist, then kill the supervisor without warning.
+  for (int i = 0; i < 200 && (!fs::exists(out() + ".journal") || fs::file_size(out() + ".journal") < 400); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  RecordFile partial = read_record_file(out());
+  ASSERT_GT(partial.records.size(), 0u);
+  ASSERT_LT(partial.records.size(), want.size()) << "the sweep finished before it was killed";
+  auto r = run(base() + " -o " + out());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("resuming"), std::string::npos) << r.out;
+  RecordFile f = read_record_file(out());
+  auto got = items(f);
+  EXPECT_EQ(std::set(got.begin(), got.end()), want);
+  for (const auto& p : want)
+    if (p.second.rfind("vendor=", 0) != 0) EXPECT_EQ(got.count(p), 1u) << p.first << " | " << p.second;
+  // A third run has nothing left to do.
+  r = run(base() + " -o " + out());
+  EXPECT_NE(r.out.find("0 pairs to measure"), std::string::npos) << r.out;
+}
+
+TEST_F(SweepTest, ShardsSplitTheProblemsAndMergeBack) {
+  auto want = planned();
+  std::vector<std::string> files;
+  std::set<std::string> shard_problems[3];
+  for (int i = 0; i < 3; ++i) {
+    auto r = run(base() + " -o " + out() + " --shard " + std::to_string(i) + "/3");
+    ASSERT_EQ(r.code, 0) << r.out;
+    files.push_back(out("out.shard" + std::to_string(i) + "of3.csv.gz"));
+    RecordFile f = read_record_file(files.back());
+    EXPECT_EQ(f.header.value("shard", ""), std::to_string(i) + "/3");
+    for (const auto& rec : f.records) shard_problems[i].insert(rec.problem);
+  }
+  for (int i = 0; i < 3; ++i)
+    for (int j = i + 1; j < 3; ++j)
+      for (const auto& p : shard_problems[i]) EXPECT_EQ(shard_problems[j].count(p), 0u) << "shards overlap: " << p;
+  auto r = run("sweep merge -o " + out("merged.csv.gz") + " " + files[0] + " " + files[1] + " " + files[2]);
+  ASSERT_EQ(r.code, 0) << r.out;
+  RecordFile merged = read_record_file(out("merged.csv.gz"));
+  auto got = items(merged);
+  EXPECT_EQ(std::set(got.begin(), got.end()), want);
+  EXPECT_EQ(merged.header["merged_from"].size(), 3u);
+  // Merging again into an existing file, or files from another device, is refused.
+  r = run("sweep merge -o " + out("merged.csv.gz") + " " + files[0]);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("exists"), std::string::npos) << r.out;
+  {
+    RecordWriter w(out("other.csv.gz"), {{"format", kRecordFormat}, {"devices", {{{"name", "NVIDIA A100"}}}}});
+    w.append(sample_record(1));
+  }
+  r = run("sweep merge -o " + out("mixed.csv.gz") + " " + files[0] + " " + out("other.csv.gz"));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("NVIDIA A100"), std::string::npos) << r.out;
+}
+
+TEST_F(SweepTest, SlurmArrayTaskPicksTheShard) {
+  auto r = run("sweep --backend fake --arch h200 -q --sample 2 -f " + problems() + " -o " + out() +
+               " --dry-run 2>&1; SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_MIN=4 SLURM_ARRAY_TASK_COUNT=2 " +
+               TILEPICK_CLI_PATH + " sweep --backend fake --arch h200 -q --sample 2 -f " + problems() + " -o " + out());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(out("out.shard1of2.csv.gz"))) << r.out;
+}
+
+TEST_F(SweepTest, HeaderRecordsDeviceVersionsAndOptions) {
+  auto r = run(base() + " -o " + out());
+  ASSERT_EQ(r.code, 0) << r.out;
+  RecordFile f = read_record_file(out());
+  EXPECT_EQ(f.header["format"], kRecordFormat);
+  for (const char* key : {"date", "host", "commit", "versions", "options", "devices"})
+    EXPECT_TRUE(f.header.contains(key)) << key;
+  EXPECT_EQ(f.header["devices"][0]["name"], "fake device");
+  EXPECT_FALSE(f.header["versions"].value("nvrtc", "").empty());
+  EXPECT_EQ(f.header["options"]["sample"], 6);
+  // Every row names a status from the documented set; ok rows carry times and TFLOPS.
+  const std::set<std::string> statuses = {"ok", "wrong", "crash", "timeout", "error", "unsupported"};
+  for (const auto& rec : f.records) {
+    EXPECT_TRUE(statuses.count(rec.status)) << rec.status;
+    if (rec.status == "ok") EXPECT_GT(rec.tflops, 0);
+  }
+}
+
+TEST_F(SweepTest, BadArgumentsGetClearErrors) {
+  auto r = run(base() + " -o " + out() + " --shard 3/3");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("0 <= i < n"), std::string::npos) << r.out;
+  r = run(base() + " -o " + out() + " --inject-fault explode");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("explode"), std::string::npos) << r.out;
+  r = run(base());
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("-o"), std::string::npos) << r.out;
+  std::ofstream(out("junk.csv.gz")) << "not gzip";
+  r = run(base() + " -o " + out("junk.csv.gz"));
+  EXPECT_NE(r.code, 0);
+}
