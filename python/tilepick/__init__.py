@@ -1,0 +1,1 @@
+"""tilepick: learned kernel selection for NVIDIA GPUs (Python side: records, reports, training)."""
