@@ -15,7 +15,9 @@
 #include <set>
 #include <thread>
 
+#include "sweep/backend.hpp"
 #include "sweep/plan.hpp"
+#include "tilepick/error.hpp"
 #include "sweep/records.hpp"
 
 namespace fs = std::filesystem;

@@ -213,10 +213,6 @@ void add_sweep_commands(CLI::App& app) {
   cmd->add_flag("-q,--quiet", args->quiet, "no progress line");
   cmd->add_flag("-v,--verbose", args->verbose, "forward the workers' stderr");
   add_backend_options(cmd, args->backend);
-  cmd->callback([args] {
-    int rc = run_sweep(*args);
-    if (rc != 0) throw CLI::RuntimeError(rc);
-  });
 
   auto margs = std::make_shared<std::pair<std::vector<std::string>, std::string>>();
   auto allow_mixed = std::make_shared<bool>(false);
@@ -230,6 +226,11 @@ void add_sweep_commands(CLI::App& app) {
               << " duplicates resolved) -> " << margs->second << "\n";
   });
   cmd->require_subcommand(0, 1);
+  cmd->callback([args, merge] {
+    if (merge->parsed()) return;
+    int rc = run_sweep(*args);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
 
   auto wopt = std::make_shared<sweep::BackendOptions>();
   auto* worker = app.add_subcommand("sweep-worker", "");  // hidden: started by tilepick sweep
