@@ -26,7 +26,7 @@ struct SweepArgs {
   sweep::PlanOptions plan;
   sweep::BackendOptions backend;
   bool no_vendor = false, no_compile = false, quiet = false, verbose = false, dry_run = false;
-  double launch_timeout = 10, setup_timeout = 300;
+  double launch_timeout = 10, setup_timeout = 300, time_limit = 0;
 };
 
 std::string self_exe() {
@@ -159,7 +159,8 @@ int run_sweep(SweepArgs a) {
                             {"min_reps", a.backend.min_reps}, {"max_reps", a.backend.max_reps},
                             {"prune", a.backend.prune},    {"launch_timeout_s", a.launch_timeout},
                             {"spaces", a.plan.spaces},     {"families", a.plan.families},
-                            {"gpus", gpus},                {"inject_faults", a.plan.inject_faults}};
+                            {"gpus", gpus},                {"inject_faults", a.plan.inject_faults},
+                            {"repeat", a.plan.repeat},     {"time_limit_s", a.time_limit}};
   sweep::SupervisorOptions so;
   so.output = a.output;
   so.gpus = gpus;
@@ -167,6 +168,7 @@ int run_sweep(SweepArgs a) {
   so.worker_args = backend_args(a.backend);
   so.launch_timeout_s = a.launch_timeout;
   so.setup_timeout_s = a.setup_timeout;
+  so.time_limit_s = a.time_limit;
   so.header = sweep::sweep_header(options);
   if (a.plan.shard_count > 1)
     so.header["shard"] = std::to_string(a.plan.shard_index) + "/" + std::to_string(a.plan.shard_count);
@@ -205,6 +207,10 @@ void add_sweep_commands(CLI::App& app) {
   cmd->add_option("--launch-timeout", args->launch_timeout, "seconds without progress on one item before the worker "
                                                             "is killed and restarted")->capture_default_str();
   cmd->add_option("--setup-timeout", args->setup_timeout, "seconds for worker start-up and per-problem setup")
+      ->capture_default_str();
+  cmd->add_option("--time-limit", args->time_limit, "stop after this many seconds (records kept; re-run resumes)");
+  cmd->add_option("--repeat", args->plan.repeat, "measure every pair this many times, in later passes "
+                                                  "(repeatability checks; resume treats a pair as done once)")
       ->capture_default_str();
   cmd->add_option("--inject-fault", args->plan.inject_faults,
                   "add a trapping (trap) or hanging (hang) kernel to the first problems (repeatable)");

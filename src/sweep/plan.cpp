@@ -65,6 +65,9 @@ std::vector<SweepJob> plan_jobs(const std::vector<NamedProblem>& problems, const
     if (static_cast<int>(unique++ % opt.shard_count) != opt.shard_index) continue;
     SweepJob job{key, config_items(np.problem, arch, opt, notes)};
     if (opt.vendor) job.items.push_back(std::holds_alternative<GemmProblem>(np.problem) ? "vendor=cublaslt" : "vendor=cudnn");
+    // Repeats come as whole later passes, so the two timings of an item are apart in time.
+    const auto once = job.items;
+    for (int r = 1; r < opt.repeat; ++r) job.items.insert(job.items.end(), once.begin(), once.end());
     jobs.push_back(std::move(job));
   }
   // Fault items go in the middle of the first jobs, so that items before and after them are measured.

@@ -22,6 +22,7 @@ struct PlanOptions {
   bool vendor = true;                 // add vendor=cublaslt (GEMM) / vendor=cudnn (conv)
   std::vector<std::string> inject_faults;  // "trap", "hang": fault items in the first problems
   int shard_index = 0, shard_count = 1;
+  int repeat = 1;                     // measure every item this many times (repeatability checks)
 };
 
 // Unique problems (by canonical string) of this shard, each with its items. Illegal explicit

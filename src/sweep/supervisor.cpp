@@ -116,6 +116,10 @@ class Supervisor {
     progress_.emplace("sweep", total_pairs_, opt_.progress);
     auto last_flush = Clock::now();
     while (!g_stop) {
+      if (opt_.time_limit_s > 0 && std::chrono::duration<double>(Clock::now() - t0).count() > opt_.time_limit_s) {
+        summary_.interrupted = true;
+        break;
+      }
       if (!writer_ && all_started()) open_writer();
       if (writer_) dispatch();
       if (finished()) break;
@@ -126,7 +130,7 @@ class Supervisor {
       if (writer_ && Clock::now() - last_flush > std::chrono::seconds(5)) writer_->flush(), last_flush = Clock::now();
       progress_->update(summary_.pairs, status_line());
     }
-    summary_.interrupted = g_stop != 0;
+    summary_.interrupted = summary_.interrupted || g_stop != 0;
     for (auto& s : slots_)
       if (s.pid > 0) reap(s, true);
     if (writer_) writer_->flush();

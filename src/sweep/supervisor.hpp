@@ -24,6 +24,7 @@ struct SupervisorOptions {
   double setup_timeout_s = 300;          // start-up and per-problem setup (inputs, reference)
   nlohmann::json header;                 // written when the file is created; "devices" is added
   std::string expect_device;             // existing file's device name must match (empty: no check)
+  double time_limit_s = 0;               // > 0: stop (as on SIGINT) after this long; re-run to resume
   bool progress = true;
   bool verbose = false;                  // forward the workers' stderr
 };
