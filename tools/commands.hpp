@@ -16,5 +16,6 @@ void add_registry_commands(CLI::App& app);
 void add_arch_commands(CLI::App& app);
 void add_jit_commands(CLI::App& app);  // jit build|headers, cache ls|clear
 void add_verify_commands(CLI::App& app);
+void add_selftest_commands(CLI::App& app);  // hidden: selftest gpu-ref
 
 }  // namespace tilepick::cli

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   tilepick::cli::add_arch_commands(app);
   tilepick::cli::add_jit_commands(app);
   tilepick::cli::add_verify_commands(app);
+  tilepick::cli::add_selftest_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Error& e) {
