@@ -1,0 +1,188 @@
+// GPU references: NVRTC programs (kernels/ref/*.cuh) and their launches.
+#include <algorithm>
+#include <cstring>
+
+#include "../../kernels/ref/params.cuh"
+#include "jit/codegen.hpp"
+#include "ref/gpu_ref.hpp"
+#include "tilepick/error.hpp"
+
+namespace tilepick::ref::gpu {
+namespace {
+
+using codegen::CfgText;
+using i64 = std::int64_t;
+
+constexpr int kThreads = 256;          // every reference kernel
+constexpr int kGemmTile = 64;          // kernels/ref/gemm_ref.cuh
+constexpr unsigned kMaxBlocks = 1u << 20;  // grid-stride beyond this
+constexpr int kCompareBlocks = 1024;   // at most; fixed for a given n (determinism)
+
+std::string dt(DType t) { return std::string(to_string(t)); }
+int id(DType t) { return static_cast<int>(t); }
+
+unsigned blocks_for(std::uint64_t work) {
+  return static_cast<unsigned>(std::clamp<std::uint64_t>((work + kThreads - 1) / kThreads, 1, kMaxBlocks));
+}
+
+Launch launch_of(int kernel, unsigned blocks, std::vector<unsigned char> params) {
+  Launch l;
+  l.kernel = kernel;
+  l.grid[0] = blocks;
+  l.block[0] = kThreads;
+  l.params = std::move(params);
+  return l;
+}
+
+KernelSource source(const std::string& prefix, const std::string& header, const CfgText& cfg,
+                    const std::string& params, const std::string& call, const std::string& spec) {
+  return codegen::make_source(prefix, header, cfg, params, call, spec, "", kThreads);
+}
+
+std::string current_target() { return cuda::target_for_current_device(); }
+
+unsigned compare_blocks(std::size_t n) {
+  return static_cast<unsigned>(std::clamp<std::size_t>((n + kThreads - 1) / kThreads, 1, kCompareBlocks));
+}
+
+tp::RefGemmParams gemm_params(const GemmProblem& g, const Operands& ops, void* ref) {
+  auto strides = [](MatLayout l, i64 rows, i64 cols) {
+    return l == MatLayout::row ? std::pair<i64, i64>{cols, 1} : std::pair<i64, i64>{1, rows};
+  };
+  tp::RefGemmParams q{};
+  q.a = ops.a, q.b = ops.b, q.c = ops.c, q.bias = ops.bias, q.d = static_cast<double*>(ref);
+  q.m = g.m, q.n = g.n, q.k = g.k, q.batch = g.batch;
+  std::tie(q.a_row, q.a_col) = strides(g.layout_a, g.m, g.k);
+  std::tie(q.b_row, q.b_col) = strides(g.layout_b, g.k, g.n);
+  std::tie(q.c_row, q.c_col) = strides(g.layout_c, g.m, g.n);
+  q.tiles_m = codegen::ceil_div(g.m, kGemmTile), q.tiles_n = codegen::ceil_div(g.n, kGemmTile);
+  q.alpha = g.alpha, q.beta = g.beta;
+  return q;
+}
+
+tp::RefConvParams conv_params(const ConvProblem& c, const Operands& ops, void* ref) {
+  tp::RefConvParams q{};
+  q.src0 = ops.a, q.src1 = ops.b, q.bias = ops.bias, q.dst = static_cast<double*>(ref);
+  q.n = c.n, q.g = c.g, q.cg = c.c_per_group(), q.kg = c.k_per_group();
+  const auto out = c.out();
+  for (int i = 0; i < 3; ++i) {
+    q.in[i] = c.in[i], q.out[i] = out[i], q.filter[i] = c.filter[i];
+    q.stride[i] = c.stride[i], q.pad[i] = c.pad[i], q.dil[i] = c.dilation[i];
+  }
+  q.total = static_cast<i64>(output_elems(c));
+  return q;
+}
+
+void require_inputs(const Problem& p, const Operands& ops) {
+  for (const auto& t : input_tensors(p)) {
+    const void* ptr = t.slot == Slot::a ? ops.a : t.slot == Slot::b ? ops.b : t.slot == Slot::c ? ops.c : ops.bias;
+    if (!ptr && t.elems > 0) {
+      static const char* names[] = {"a", "b", "c", "bias"};
+      throw Error(Status::internal, "GpuReference::compute of '" + to_string(p) + "': Operands::" +
+                                        names[static_cast<int>(t.slot)] + " is null");
+    }
+  }
+}
+
+}  // namespace
+
+KernelSource fill_source(DType t) {
+  CfgText cfg;
+  cfg.i("dtype", id(t));
+  return source("tp_ref_fill_", "ref/fill.cuh", cfg, "tp::RefFillParams", "tp::refk::fill_normal",
+                "ref_fill dtype=" + dt(t));
+}
+
+KernelSource reference_source(const Problem& p) {
+  CfgText cfg;
+  if (auto* g = std::get_if<GemmProblem>(&p)) {
+    cfg.i("ta", id(g->a)).i("tb", id(g->b)).i("tc", id(g->c)).b("has_beta", g->beta != 0);
+    cfg.b("has_bias", g->epilogue.bias).i("act", static_cast<int>(g->epilogue.act)).i("threads", kThreads);
+    const std::string spec = "ref_gemm " + dtypes_text(g->a, g->b, g->c) + " beta=" + (g->beta != 0 ? "1" : "0") +
+                             " ep=" + to_string(g->epilogue);
+    return source("tp_ref_gemm_", "ref/gemm_ref.cuh", cfg, "tp::RefGemmParams", "tp::refk::gemm_ref", spec);
+  }
+  const auto& c = std::get<ConvProblem>(p);
+  const bool fwd = c.dir == ConvDir::fwd;
+  cfg.i("tx", id(c.x)).i("tw", id(c.w)).i("ty", id(c.y)).b("has_bias", fwd && c.epilogue.bias);
+  cfg.i("act", fwd ? static_cast<int>(c.epilogue.act) : 0).i("threads", kThreads);
+  const std::string dir(to_string(c.dir));
+  const std::string spec = "ref_conv_" + dir + " " + dtypes_text(c.x, c.w, c.y) + (fwd ? " ep=" + to_string(c.epilogue) : "");
+  return source("tp_ref_conv_" + dir + "_", "ref/conv_ref.cuh", cfg, "tp::RefConvParams",
+                "tp::refk::conv_" + dir + "_ref", spec);
+}
+
+std::vector<KernelSource> compare_sources(DType out) {
+  CfgText partial, final_cfg;
+  partial.i("dtype", id(out)).i("threads", kThreads);
+  final_cfg.i("threads", kThreads);
+  return {source("tp_ref_compare_", "ref/compare.cuh", partial, "tp::RefCompareParams", "tp::refk::compare_partial",
+                 "ref_compare dtype=" + dt(out)),
+          source("tp_ref_compare_final_", "ref/compare.cuh", final_cfg, "tp::RefCompareParams",
+                 "tp::refk::compare_final", "ref_compare_final")};
+}
+
+void fill_random_normal(void* dst, DType t, std::size_t n, std::uint64_t seed, void* stream) {
+  if (n == 0) return;
+  if (!dst) throw Error(Status::internal, "fill_random_normal: null destination for " + std::to_string(n) + " " + dt(t));
+  KernelPlan plan;
+  plan.kernels = {fill_source(t)};
+  plan.launches = [=](const Operands&) {
+    tp::RefFillParams q{dst, n, seed};
+    return std::vector<Launch>{launch_of(0, blocks_for((n + 3) / 4), codegen::pack(q))};
+  };
+  cuda::Executable(plan, current_target()).run(Operands{}, stream);
+}
+
+GpuReference::GpuReference(const Problem& p, const std::string& target) : problem_(p) {
+  validate(p);
+  KernelPlan plan;
+  plan.kernels = {reference_source(p)};
+  plan.launches = [p](const Operands& ops) {
+    if (auto* g = std::get_if<GemmProblem>(&p)) {
+      const auto q = gemm_params(*g, ops, ops.d);
+      return std::vector<Launch>{launch_of(0, static_cast<unsigned>(std::min<i64>(
+                                                  q.batch * q.tiles_m * q.tiles_n, kMaxBlocks)),
+                                           codegen::pack(q))};
+    }
+    const auto q = conv_params(std::get<ConvProblem>(p), ops, ops.d);
+    return std::vector<Launch>{launch_of(0, blocks_for(static_cast<std::uint64_t>(q.total)), codegen::pack(q))};
+  };
+  exe_ = std::make_unique<cuda::Executable>(plan, target);
+}
+
+void GpuReference::compute(const Operands& inputs, void* ref_f64, void* stream) const {
+  require_inputs(problem_, inputs);
+  if (!ref_f64) throw Error(Status::internal, "GpuReference::compute of '" + to_string(problem_) + "': null output");
+  Operands ops = inputs;
+  ops.d = ref_f64;
+  ops.workspace = nullptr;
+  exe_->run(ops, stream);
+}
+
+CompareSums compare(DType t, std::size_t n, const void* out, const void* ref_f64, void* stream) {
+  if (n == 0) return {};
+  const unsigned blocks = compare_blocks(n);
+  KernelPlan plan;
+  plan.kernels = compare_sources(t);
+  plan.workspace_bytes = (blocks + 1) * sizeof(tp::RefCompareSums);
+  plan.launches = [=](const Operands& ops) {
+    tp::RefCompareParams q{out, static_cast<const double*>(ref_f64), static_cast<long long>(n),
+                           static_cast<tp::RefCompareSums*>(ops.workspace), static_cast<int>(blocks), 0};
+    return std::vector<Launch>{launch_of(0, blocks, codegen::pack(q)), launch_of(1, 1, codegen::pack(q))};
+  };
+  cuda::DeviceBuffer partials(plan.workspace_bytes);
+  Operands ops;
+  ops.workspace = partials.get();
+  cuda::Executable(plan, current_target()).run(ops, stream);
+  cuda::synchronize();
+  tp::RefCompareSums s{};
+  partials.download(&s, sizeof(s), blocks * sizeof(tp::RefCompareSums));
+  return CompareSums{s.err2, s.ref2, s.max_err, s.max_ref, s.nonfinite, s.count};
+}
+
+CheckResult check(const Problem& p, const void* out, const void* ref_f64, void* stream) {
+  return check_result(compare(output_dtype(p), output_elems(p), out, ref_f64, stream), tolerance(p));
+}
+
+}  // namespace tilepick::ref::gpu
