@@ -173,6 +173,10 @@ TEST(VendorSupport, CublasLtReasons) {
   EXPECT_NE(cublaslt_unsupported(parse_gemm("gemm rcr m8 n8 k8 f16 ep=bias+silu")).find("silu"), std::string::npos);
   EXPECT_NE(cublaslt_unsupported(parse_gemm("gemm rcr m8 n8 k8 f16 ep=gelu_erf")).find("gelu_erf"), std::string::npos);
   EXPECT_NE(cublaslt_unsupported(parse_gemm("gemm rcr m16 n16 k16 e5m2:e5m2:bf16")).find("e5m2"), std::string::npos);
+  EXPECT_EQ(cublaslt_unsupported(parse_gemm("gemm rcr m16 n16 k16 e4m3:e5m2:bf16")), "");
+  EXPECT_EQ(cublaslt_unsupported(parse_gemm("gemm rcr m16 n16 k16 f32")), "");
+  EXPECT_NE(cublaslt_unsupported(parse_gemm("gemm rcr m8 n8 k8 f32:f32:bf16")).find("f32 x f32 -> bf16"), std::string::npos);
+  EXPECT_NE(cublaslt_unsupported(parse_gemm("gemm rcr m8 n8 k8 f16:f16:bf16")).find("f16 x f16 -> bf16"), std::string::npos);
 }
 
 // ---- cuDNN mapping ------------------------------------------------------------------------------

@@ -132,7 +132,9 @@ class LtSet final : public VendorSet {
   std::string empty_reason() const {
     std::string s = "cuBLASLt has no algorithm for " + what_ + " (cublasLtMatmulAlgoGetHeuristic: " +
                     status_text(heuristic_status_) + ")";
-    if (map_.cd.row_order) s += "; a column-major D with bias needs row-ordered C/D, which cuBLASLt rarely offers";
+    if (map_.cd.row_order)
+      s += "; its bias runs along cuBLAS rows, so a column-major D with bias needs a row-ordered D^T, which it does "
+           "not offer here";
     return s;
   }
 

@@ -105,6 +105,11 @@ std::string cublaslt_unsupported(const GemmProblem& p) {
            std::string(to_string(p.a)) + " x " + std::string(to_string(p.b));
   if (p.a == DType::e5m2 && p.b == DType::e5m2) return "cuBLASLt has no e5m2 x e5m2 matmul";
   if (is_fp8(p.c)) return "cuBLASLt fp8 outputs need scale factors; the baseline has f16/bf16/f32 outputs only";
+  // cuBLASLt's type table (fp32 compute): 16F x 16F -> 16F | 32F, 16BF x 16BF -> 16BF | 32F,
+  // 32F x 32F -> 32F. Other outputs are not refused by every heuristic call but give garbage.
+  if (!is_fp8(p.a) && p.c != p.a && p.c != DType::f32)
+    return "cuBLASLt has no " + std::string(to_string(p.a)) + " x " + std::string(to_string(p.b)) + " -> " +
+           std::string(to_string(p.c)) + " matmul (C/D must be the input type or f32)";
   if (p.batch > std::numeric_limits<int>::max()) return "cuBLASLt batch count is an int";
   return "";
 }
