@@ -19,5 +19,6 @@ void add_verify_commands(CLI::App& app);
 void add_sweep_commands(CLI::App& app);  // sweep, sweep merge, sweep-worker
 void add_report_commands(CLI::App& app);  // python3 -m tilepick.report, arguments forwarded
 void add_selftest_commands(CLI::App& app);  // hidden: selftest gpu-ref
+void add_vendor_commands(CLI::App& app);  // vendor list|check (cuBLASLt, cuDNN)
 
 }  // namespace tilepick::cli

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   tilepick::cli::add_sweep_commands(app);
   tilepick::cli::add_report_commands(app);
   tilepick::cli::add_selftest_commands(app);
+  tilepick::cli::add_vendor_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Error& e) {

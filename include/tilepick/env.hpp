@@ -20,5 +20,9 @@ struct Shard {
   int index = 0, count = 0;
 };
 Shard slurm_array_shard();
+// TILEPICK_CUBLASLT_LIB / TILEPICK_CUDNN_LIB: full path of the vendor library to dlopen (nothing else
+// is tried), or "" when unset (run/vendor_lib.cpp searches the usual places).
+std::string cublaslt_lib();
+std::string cudnn_lib();
 
 }  // namespace tilepick::env

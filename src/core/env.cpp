@@ -80,4 +80,14 @@ Shard slurm_array_shard() {
   return s;
 }
 
+std::string cublaslt_lib() {
+  const char* v = get("TILEPICK_CUBLASLT_LIB");
+  return v ? v : "";
+}
+
+std::string cudnn_lib() {
+  const char* v = get("TILEPICK_CUDNN_LIB");
+  return v ? v : "";
+}
+
 }  // namespace tilepick::env

@@ -62,6 +62,8 @@ struct ProblemBench::Impl {
   double flops = 0, bytes = 0;
 
   void build_reference();
+  // Poisons D, runs, compares with the reference and (opt.time) times; fills r.
+  void check_and_time(PairResult& r, const ProblemBench::Runner& runner, std::size_t workspace_bytes);
 };
 
 void ProblemBench::Impl::build_reference() {
@@ -173,59 +175,81 @@ PairResult ProblemBench::run(const KernelConfig& config, const std::string& targ
       r.spills = std::max(r.spills, k.spill_stores);
       r.cached = r.cached || k.from_cache;
     }
-    if (m.workspace.size() < plan.workspace_bytes) m.workspace = cuda::DeviceBuffer(plan.workspace_bytes);
-    Operands ops{m.a.dev.get(), m.b.dev.get(), m.c.dev.get(), m.d.get(), m.bias.dev.get(), m.workspace.get()};
-    m.d.fill_bytes(0xff);
-    exe.run(ops);
-    cuda::synchronize();
-    std::vector<unsigned char> bytes(m.out_elems * size_bytes(m.out_dtype));
-    m.d.download(bytes.data(), bytes.size());
-    auto out = decode(m.out_dtype, bytes);
-    double err2 = 0, ref2 = 0, max_ref = 0;
-    for (std::size_t i = 0; i < m.ref.size(); ++i) {
-      double o = out[m.ref_index[i]], e = m.ref[i];
-      if (std::isnan(o)) {
-        ++r.unwritten;
-        continue;
-      }
-      err2 += (o - e) * (o - e), ref2 += e * e;
-      r.max_err = std::max(r.max_err, std::abs(o - e));
-      max_ref = std::max(max_ref, std::abs(e));
-    }
-    r.rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
-    r.max_err = max_ref > 0 ? r.max_err / max_ref : r.max_err;
-    r.ok = r.unwritten == 0 && r.rel_l2 <= r.tol && r.max_err <= 8 * r.tol;
-    if (r.ok && m.opt.time) {
-      if (!m.flush.size()) {
-        std::string why;
-        auto dev = query_device(0, &why);
-        std::int64_t l2 = dev && dev->l2_bytes > 0 ? dev->l2_bytes : (64 << 20);
-        m.flush = cuda::DeviceBuffer(3 * l2);
-      }
-      for (int i = 0; i < 3; ++i) exe.run(ops);
-      std::vector<double> us;
-      double total_ms = 0;
-      cuda::Timer timer;
-      while ((total_ms < m.opt.min_timed_ms || us.size() < 5) && us.size() < 500) {
-        m.flush.fill_bytes(static_cast<unsigned char>(us.size()));  // evicts the inputs from L2
-        timer.start();
-        exe.run(ops);
-        float ms = timer.stop_ms();
-        us.push_back(ms * 1e3), total_ms += ms;
-      }
-      std::vector<double> sorted = us;
-      std::sort(sorted.begin(), sorted.end());
-      r.reps = static_cast<int>(us.size());
-      r.median_us = median(us);
-      r.iqr_us = sorted[sorted.size() * 3 / 4] - sorted[sorted.size() / 4];
-      r.tflops = m.flops / (r.median_us * 1e-6) / 1e12;
-      r.gbps = m.bytes / (r.median_us * 1e-6) / 1e9;
-    }
+    m.check_and_time(r, [&](const Operands& ops, void* stream) { exe.run(ops, stream); }, plan.workspace_bytes);
   } catch (const Error& e) {
     r.ok = false;
     r.error = e.what();
   }
   return r;
+}
+
+PairResult ProblemBench::run(const Runner& runner, const std::string& label, std::size_t workspace_bytes) {
+  auto& m = *impl_;
+  PairResult r;
+  r.problem = to_string(m.problem);
+  r.config = label;
+  r.check = m.check;
+  r.tol = tolerance(m.problem);
+  try {
+    m.check_and_time(r, runner, workspace_bytes);
+  } catch (const Error& e) {
+    r.ok = false;
+    r.error = e.what();
+  }
+  return r;
+}
+
+void ProblemBench::Impl::check_and_time(PairResult& r, const ProblemBench::Runner& runner,
+                                        std::size_t workspace_bytes) {
+  auto& m = *this;
+  if (m.workspace.size() < workspace_bytes) m.workspace = cuda::DeviceBuffer(workspace_bytes);
+  Operands ops{m.a.dev.get(), m.b.dev.get(), m.c.dev.get(), m.d.get(), m.bias.dev.get(), m.workspace.get()};
+  m.d.fill_bytes(0xff);
+  runner(ops, nullptr);
+  cuda::synchronize();
+  std::vector<unsigned char> bytes(m.out_elems * size_bytes(m.out_dtype));
+  m.d.download(bytes.data(), bytes.size());
+  auto out = decode(m.out_dtype, bytes);
+  double err2 = 0, ref2 = 0, max_ref = 0;
+  for (std::size_t i = 0; i < m.ref.size(); ++i) {
+    double o = out[m.ref_index[i]], e = m.ref[i];
+    if (std::isnan(o)) {
+      ++r.unwritten;
+      continue;
+    }
+    err2 += (o - e) * (o - e), ref2 += e * e;
+    r.max_err = std::max(r.max_err, std::abs(o - e));
+    max_ref = std::max(max_ref, std::abs(e));
+  }
+  r.rel_l2 = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  r.max_err = max_ref > 0 ? r.max_err / max_ref : r.max_err;
+  r.ok = r.unwritten == 0 && r.rel_l2 <= r.tol && r.max_err <= 8 * r.tol;
+  if (r.ok && m.opt.time) {
+    if (!m.flush.size()) {
+      std::string why;
+      auto dev = query_device(0, &why);
+      std::int64_t l2 = dev && dev->l2_bytes > 0 ? dev->l2_bytes : (64 << 20);
+      m.flush = cuda::DeviceBuffer(3 * l2);
+    }
+    for (int i = 0; i < 3; ++i) runner(ops, nullptr);
+    std::vector<double> us;
+    double total_ms = 0;
+    cuda::Timer timer;
+    while ((total_ms < m.opt.min_timed_ms || us.size() < 5) && us.size() < 500) {
+      m.flush.fill_bytes(static_cast<unsigned char>(us.size()));  // evicts the inputs from L2
+      timer.start();
+      runner(ops, nullptr);
+      float ms = timer.stop_ms();
+      us.push_back(ms * 1e3), total_ms += ms;
+    }
+    std::vector<double> sorted = us;
+    std::sort(sorted.begin(), sorted.end());
+    r.reps = static_cast<int>(us.size());
+    r.median_us = median(us);
+    r.iqr_us = sorted[sorted.size() * 3 / 4] - sorted[sorted.size() / 4];
+    r.tflops = m.flops / (r.median_us * 1e-6) / 1e12;
+    r.gbps = m.bytes / (r.median_us * 1e-6) / 1e9;
+  }
 }
 
 }  // namespace tilepick::run

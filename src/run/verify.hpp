@@ -3,11 +3,13 @@
 // NaN in every float type) before each run, and every output element checked must be written.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "tilepick/config.hpp"
+#include "tilepick/kernel_plan.hpp"
 #include "tilepick/problem.hpp"
 
 namespace tilepick::run {
@@ -39,6 +41,11 @@ class ProblemBench {
   ProblemBench(const Problem& p, const VerifyOptions& opt);
   ~ProblemBench();
   PairResult run(const KernelConfig& resolved, const std::string& target);
+  // Checks (and with opt.time times) any implementation of the problem the same way, e.g. a vendor
+  // library: `runner` computes D from the operands (ops.workspace holds workspace_bytes) on `stream`.
+  // `label` is reported as PairResult::config.
+  using Runner = std::function<void(const Operands& ops, void* stream)>;
+  PairResult run(const Runner& runner, const std::string& label, std::size_t workspace_bytes);
   const Problem& problem() const;
 
  private:
