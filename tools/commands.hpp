@@ -18,5 +18,7 @@ void add_jit_commands(CLI::App& app);  // jit build|headers, cache ls|clear
 void add_verify_commands(CLI::App& app);
 void add_sweep_commands(CLI::App& app);  // sweep, sweep merge, sweep-worker
 void add_report_commands(CLI::App& app);  // python3 -m tilepick.report, arguments forwarded
+void add_features_commands(CLI::App& app);  // features
+void add_gbdt_commands(CLI::App& app);      // gbdt predict|info (hidden)
 
 }  // namespace tilepick::cli
