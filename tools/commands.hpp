@@ -20,5 +20,7 @@ void add_sweep_commands(CLI::App& app);  // sweep, sweep merge, sweep-worker
 void add_report_commands(CLI::App& app);  // python3 -m tilepick.report, arguments forwarded
 void add_selftest_commands(CLI::App& app);  // hidden: selftest gpu-ref
 void add_vendor_commands(CLI::App& app);  // vendor list|check (cuBLASLt, cuDNN)
+void add_features_commands(CLI::App& app);  // features
+void add_gbdt_commands(CLI::App& app);      // gbdt predict|info (hidden)
 
 }  // namespace tilepick::cli

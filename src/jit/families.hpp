@@ -12,5 +12,7 @@ KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c);         // src/
 // Dynamic shared memory of the depthwise kernel (legality checks it against the arch); throws
 // Unsupported when the family has no kernel for the pair.
 std::int64_t dw_shared_bytes(const ConvProblem& p, const KernelConfig& c);
+// Blocks of the depthwise kernel's main launch (features use it); throws like dw_shared_bytes.
+std::int64_t dw_grid_blocks(const ConvProblem& p, const KernelConfig& c);
 
 }  // namespace tilepick::family

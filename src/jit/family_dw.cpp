@@ -287,6 +287,7 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
 }  // namespace
 
 std::int64_t dw_shared_bytes(const ConvProblem& p, const KernelConfig& c) { return geometry(p, c).smem; }
+std::int64_t dw_grid_blocks(const ConvProblem& p, const KernelConfig& c) { return geometry(p, c).blocks; }
 
 KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c) {
   const Geometry g = geometry(p, c);
