@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/tilepick-sweep}"
 mkdir -p "$OUT"
 T=build-device/tilepick
-[ -x "$T" ] || ./scripts/device_build.sh >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+./scripts/device_build.sh >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
 export TILEPICK_CACHE_DIR="${TILEPICK_CACHE_DIR:-/tmp/tilepick-cache}"
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$OUT/nvidia-smi.csv"
 DATA="--min-timed-ms 5 --max-reps 50 --gpus all -q"
@@ -30,10 +30,10 @@ for phase in "$@"; do
       $T sweep -f "$OUT/gemm100.txt" $DATA --time-limit "${GEMM100_LIMIT:-330}" -o "$OUT/gemm100.csv.gz" ;;
     data)
       grep -v '^#' data/problems/sweep/gemm_train.txt | tail -n +101 >"$OUT/gemm_rest.txt"
-      $T sweep -f data/problems/sweep/gemm_val.txt --sample 96 $DATA --time-limit 120 -o "$OUT/gemm_val.csv.gz"
-      $T sweep -f data/problems/sweep/conv_val.txt --sample 40 $DATA --time-limit 110 -o "$OUT/conv_val.csv.gz"
-      $T sweep -f data/problems/sweep/conv_train.txt --sample 40 $DATA --time-limit 200 -o "$OUT/conv_train.csv.gz"
-      $T sweep -f "$OUT/gemm_rest.txt" --sample 96 $DATA --time-limit 90 -o "$OUT/gemm_rest.csv.gz" ;;
+      $T sweep -f data/problems/sweep/gemm_val.txt --sample 96 $DATA --time-limit 60 -o "$OUT/gemm_val.csv.gz"
+      $T sweep -f data/problems/sweep/conv_val.txt --sample 40 $DATA --time-limit 70 -o "$OUT/conv_val.csv.gz"
+      $T sweep -f data/problems/sweep/conv_train.txt --sample 40 $DATA --time-limit 150 -o "$OUT/conv_train.csv.gz"
+      $T sweep -f "$OUT/gemm_rest.txt" --sample 96 $DATA --time-limit 50 -o "$OUT/gemm_rest.csv.gz" ;;
     *) echo "unknown phase $phase" >&2; exit 2 ;;
   esac
 done

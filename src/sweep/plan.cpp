@@ -15,6 +15,8 @@
 namespace tilepick::sweep {
 namespace {
 
+constexpr std::uint64_t kSampleGroups = 4;
+
 bool wanted(const std::vector<std::string>& filter, const std::string& value) {
   return filter.empty() || std::find(filter.begin(), filter.end(), value) != filter.end();
 }
@@ -38,7 +40,10 @@ std::vector<std::string> config_items(const Problem& p, const ArchSpec& arch, co
   for (const auto& e : Registry::default_registry().lookup(p, arch)) {
     if (!wanted(opt.spaces, e.space) || !wanted(opt.families, std::string(to_string(e.config.fam())))) continue;
     std::string c = to_string(e.config);
-    pool.emplace_back(fnv1a64(key + "|" + c, opt.seed * 0x9e3779b97f4a7c15ull + 1469598103934665603ull), c);
+    // Problems fall into kSampleGroups groups by hash and a group samples the same configs, so
+    // kernels are shared across problems (bounded compile time) while the data covers more configs.
+    std::string group = std::to_string(fnv1a64(key) % kSampleGroups);
+    pool.emplace_back(fnv1a64(group + "|" + c, opt.seed * 0x9e3779b97f4a7c15ull + 1469598103934665603ull), c);
   }
   if (opt.sample > 0 && static_cast<int>(pool.size()) > opt.sample) {
     // A seeded hash order is a sample that does not depend on the platform's random engines.

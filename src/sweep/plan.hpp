@@ -17,7 +17,7 @@ struct PlanOptions {
   std::vector<std::string> configs;   // explicit config strings (default: the legal pool)
   std::vector<std::string> spaces;    // only these spaces (names as in data/spaces)
   std::vector<std::string> families;  // only these families (sm80, dw, ...)
-  int sample = 0;                     // > 0: this many configs per problem, sampled by a seeded hash
+  int sample = 0;                     // > 0: this many configs per problem (a seeded hash; 4 groups of problems share samples)
   std::uint64_t seed = 1;
   bool vendor = true;                 // add vendor=cublaslt (GEMM) / vendor=cudnn (conv)
   std::vector<std::string> inject_faults;  // "trap", "hang": fault items in the first problems
