@@ -194,3 +194,14 @@ def test_gbdt_predict_equals_the_cli(pairs, tmp_path):
         _core.gbdt_predict(str(path), rows[:, 1:])
     with pytest.raises(ValueError, match="nosuchmodel"):
         _core.gbdt_predict(str(tmp_path / "nosuchmodel.txt"), rows)
+
+
+def test_calls_from_threads_agree(pairs):
+    """features_batch releases the GIL; concurrent calls give the same rows as one call."""
+    from concurrent.futures import ThreadPoolExecutor
+    problems, configs = [p for p, _ in pairs], [c for _, c in pairs]
+    want = _core.features_batch(problems, configs, "h200", threads=1)
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda t: _core.features_batch(problems, configs, "h200", threads=t), [1, 2, 1, 2]))
+    for got in results:
+        assert_bit_equal(got, want)
