@@ -33,6 +33,9 @@ if [ -f requirements.txt ] && [ -s requirements.txt ]; then
 fi
 
 BUILD_DIR="${BUILD_DIR:-build}"
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DCUDAToolkit_ROOT="$CUDA_HOME" >/dev/null
+# The python3 that got requirements.txt (nanobind) builds tilepick._core and runs the Python tests.
+PYTHON="$(command -v python3)"
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DCUDAToolkit_ROOT="$CUDA_HOME" \
+  -DPython_EXECUTABLE="$PYTHON" -DPython3_EXECUTABLE="$PYTHON" >/dev/null
 cmake --build "$BUILD_DIR" -j "$(nproc)"
 echo "setup: built $BUILD_DIR/tilepick"

@@ -1,0 +1,160 @@
+// tilepick._core: the Python face of the C++ library. Training computes features here, through the
+// one C++ feature function (features.hpp); nothing in Python re-implements a feature.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tilepick/arch.hpp"
+#include "tilepick/config.hpp"
+#include "tilepick/error.hpp"
+#include "tilepick/features.hpp"
+#include "tilepick/gbdt.hpp"
+#include "tilepick/legality.hpp"
+#include "tilepick/problem.hpp"
+#include "tilepick/registry.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace tilepick::py {
+namespace {
+
+using Matrix = nb::ndarray<nb::numpy, double, nb::ndim<2>>;
+using Vector = nb::ndarray<nb::numpy, double, nb::ndim<1>>;
+using InputRows = nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+// A numpy array that owns `values` (moved onto the heap, freed with the array).
+template <class Array, std::size_t N>
+Array to_numpy(std::vector<double> values, const std::size_t (&shape)[N]) {
+  auto* owned = new std::vector<double>(std::move(values));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
+  return Array(owned->data(), N, shape, owner);
+}
+
+const ArchSpec& arch_named(const std::string& name) { return find_arch(default_arch_specs(), name); }
+
+// Configs resolved against their problem, as `tilepick features` does (align=auto -> widths).
+std::vector<KernelConfig> parse_configs(const std::vector<std::string>& texts, const Problem& p) {
+  std::vector<KernelConfig> out;
+  out.reserve(texts.size());
+  for (const auto& t : texts) out.push_back(resolve(parse_config(t), p));
+  return out;
+}
+
+Matrix features_batch_py(const std::vector<std::string>& problem_texts,
+                         const std::vector<std::string>& config_texts, const std::string& arch_name,
+                         int threads) {
+  if (problem_texts.size() != config_texts.size())
+    throw nb::value_error(("features_batch: " + std::to_string(problem_texts.size()) + " problems but " +
+                           std::to_string(config_texts.size()) + " configs (one config per problem)")
+                              .c_str());
+  const ArchSpec& arch = arch_named(arch_name);
+  const std::size_t n_features = feature_schema().size();
+  std::vector<Problem> problems;
+  std::vector<KernelConfig> configs;
+  std::vector<double> rows;
+  {
+    nb::gil_scoped_release unlocked;  // the strings are C++ copies already
+    problems.reserve(problem_texts.size());
+    configs.reserve(config_texts.size());
+    for (std::size_t i = 0; i < problem_texts.size(); ++i) {
+      problems.push_back(parse_problem(problem_texts[i]));
+      configs.push_back(resolve(parse_config(config_texts[i]), problems.back()));
+    }
+    rows.resize(problems.size() * n_features);
+    if (!problems.empty()) features_batch(problems, configs, arch, rows.data(), threads);
+  }
+  return to_numpy<Matrix>(std::move(rows), {problems.size(), n_features});
+}
+
+std::vector<std::string> legal_configs_py(const std::string& problem_text, const std::string& arch_name) {
+  const Problem p = parse_problem(problem_text);
+  std::vector<std::string> out;
+  for (const auto& e : Registry::default_registry().lookup(p, arch_named(arch_name)))
+    out.push_back(to_string(e.config));
+  return out;
+}
+
+Vector heuristic_scores_py(const std::string& problem_text, const std::vector<std::string>& config_texts,
+                           const std::string& arch_name) {
+  const Problem p = parse_problem(problem_text);
+  const ArchSpec& arch = arch_named(arch_name);
+  const auto configs = parse_configs(config_texts, p);
+  std::vector<double> scores(configs.size());
+  {
+    nb::gil_scoped_release unlocked;
+    for (std::size_t i = 0; i < configs.size(); ++i) scores[i] = heuristic_score(p, configs[i], arch);
+  }
+  return to_numpy<Vector>(std::move(scores), {configs.size()});
+}
+
+Vector gbdt_predict_py(const std::string& model_path, InputRows rows) {
+  const std::size_t n = rows.shape(0), cols = rows.shape(1);
+  std::vector<double> scores(n);
+  {
+    nb::gil_scoped_release unlocked;
+    const GbdtModel model = GbdtModel::load(model_path);
+    model.predict(rows.data(), n, cols, scores.data());
+  }
+  return to_numpy<Vector>(std::move(scores), {n});
+}
+
+// (name, canonical problem) of each line of a problem file.
+std::vector<std::tuple<std::string, std::string>> problem_file_py(const std::string& path) {
+  std::vector<std::tuple<std::string, std::string>> out;
+  for (const auto& np : load_problem_file(path)) out.emplace_back(np.name, to_string(np.problem));
+  return out;
+}
+
+}  // namespace
+}  // namespace tilepick::py
+
+NB_MODULE(_core, m) {
+  using namespace tilepick;
+  using namespace tilepick::py;
+  m.doc() = "tilepick C++ core: problems, configs, the feature function, the GBDT evaluator.";
+
+  // tilepick errors keep their message: parse errors, invalid problems, unknown names (NotFound) and
+  // model mismatches are ValueError; Unsupported is NotImplementedError; I/O errors are OSError.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const ModelMismatch& e) {  // rows that do not fit the model: a bad argument
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const Error& e) {
+      switch (e.status()) {
+        case Status::unsupported: PyErr_SetString(PyExc_NotImplementedError, e.what()); break;
+        case Status::io_error: PyErr_SetString(PyExc_OSError, e.what()); break;
+        case Status::cuda_error:
+        case Status::internal: PyErr_SetString(PyExc_RuntimeError, e.what()); break;
+        default: PyErr_SetString(PyExc_ValueError, e.what()); break;  // parse, invalid, not_found
+      }
+    }
+  });
+
+  m.def("feature_names", [] { return feature_schema().names; }, "Ordered feature names of this build.");
+  m.def("feature_schema_hash", [] { return feature_schema().hash; }, "16 hex digits; stored with every model.");
+  m.def("feature_version", [] { return feature_schema().version; });
+  m.def("features_batch", &features_batch_py, "problems"_a, "configs"_a, "arch"_a = "h200", "threads"_a = 0,
+        "Feature rows (float64, n x n_features) of the pairs (problems[i], configs[i]); "
+        "threads <= 0: TILEPICK_NUM_THREADS, else the hardware concurrency.");
+  m.def("canonical_problem", [](const std::string& s) { return to_string(parse_problem(s)); }, "text"_a);
+  m.def("canonical_config", [](const std::string& s) { return to_string(parse_config(s)); }, "text"_a);
+  m.def("problem_op", [](const std::string& s) { return op_name(parse_problem(s)); }, "text"_a,
+        "gemm, conv_fwd, conv_bwd_data or conv_bwd_weight.");
+  m.def("legal_configs", &legal_configs_py, "problem"_a, "arch"_a = "h200",
+        "Canonical strings of the registry's legal configs for the problem (align resolved).");
+  m.def("heuristic_scores", &heuristic_scores_py, "problem"_a, "configs"_a, "arch"_a = "h200",
+        "Analytic fallback score of each config (estimated TFLOP/s; higher is better).");
+  m.def("gbdt_predict", &gbdt_predict_py, "model_path"_a, "rows"_a,
+        "Raw scores of a LightGBM text model (.txt or .txt.gz) on rows (n x num_features).");
+  m.def("problem_file", &problem_file_py, "path"_a, "(name, canonical problem) of each problem in the file.");
+}
