@@ -168,7 +168,10 @@ def negate_leaves(text: str) -> str:
     def neg(line: str) -> str:
         key, vals = line.split("=", 1)
         return key + "=" + " ".join(v[1:] if v.startswith("-") else "-" + v for v in vals.split())
-    return "\n".join(neg(l) if l.startswith("leaf_value=") else l for l in text.split("\n"))
+    # tree_sizes holds byte counts of the tree blocks, which the signs change: LightGBM and the C++
+    # evaluator parse the trees sequentially without it.
+    return "\n".join(neg(l) if l.startswith("leaf_value=") else l for l in text.split("\n")
+                     if not l.startswith("tree_sizes="))
 
 
 def git_commit() -> str:

@@ -1,0 +1,83 @@
+"""Training pipeline: grouping, folds, score direction, and a small end-to-end run on records made
+by the sweep's fake backend (hash timings), so it needs no GPU."""
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tilepick import _core, train
+
+CLI = os.environ.get("TILEPICK_CLI")
+
+
+def test_dtype_family_and_groups():
+    assert train.dtype_family("gemm rcr m8 n8 k8 bf16") == "f16"
+    assert train.dtype_family("fwd g1 mb1 ic8 ih5 iw5 oc8 kh3 kw3 sh1 sw1 ph1 pw1 f16") == "f16"
+    assert train.dtype_family("gemm rcr m8 n8 k8 f32") == "tf32"
+    assert train.dtype_family("gemm rcr m8 n8 k8 e4m3:e4m3:bf16") == "fp8"
+    assert train.cv_group("gemm rcr m1 n2 k3 bf16", "llama3_8b.qkv.t1") == "llama3_8b"
+    assert train.cv_group("gemm rcr m1 n2 k3 bf16", "synth_gemm.r1") == "shape:gemm rcr m1 n2 k3 bf16"
+    assert train.cv_group("gemm rcr m1 n2 k3 bf16", None) == "shape:gemm rcr m1 n2 k3 bf16"
+
+
+def test_folds_keep_whole_groups_and_balance():
+    groups = pd.Series(["a"] * 50 + ["b"] * 30 + ["c"] * 30 + ["d"] * 10 + [f"s{i}" for i in range(40)])
+    folds = train.fold_of(groups)
+    for g in groups.unique():
+        assert len(set(folds[groups == g])) == 1, g
+    counts = np.bincount(folds, minlength=train.FOLDS)
+    # greedy largest-first: the fold with the 50-row network gets nothing else, the rest share 110 rows
+    assert counts.max() == 50 and counts.min() >= 25
+
+
+def test_negated_model_predicts_the_negation():
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 5))
+    y = X[:, 0] * 2 - X[:, 1] + rng.normal(scale=0.1, size=400)
+    m = lgb.train({"objective": "regression", "verbose": -1, "num_leaves": 7, "seed": 1}, lgb.Dataset(X, y), 20)
+    neg = lgb.Booster(model_str=train.negate_leaves(m.model_to_string()))
+    assert np.array_equal(neg.predict(X), -m.predict(X))
+
+
+def test_efficiency_picks_the_argmax_and_ties_by_config():
+    df = pd.DataFrame({"problem": ["p"] * 3 + ["q"] * 2, "config": ["a", "b", "c", "a", "b"],
+                       "median_us": [10.0, 8.0, 20.0, 5.0, 5.05]})
+    e = train.efficiency(df, np.array([1.0, 0.5, 0.0, 2.0, 2.0]))
+    assert e.loc["p", "eff"] == pytest.approx(0.8)
+    assert not e.loc["p", "top1"] and e.loc["p", "top5"]
+    assert e.loc["q", "eff"] == 1.0 and e.loc["q", "top1"]
+
+
+@pytest.mark.skipif(not CLI, reason="needs TILEPICK_CLI")
+def test_end_to_end_on_fake_sweep(tmp_path):
+    problems = tmp_path / "p.txt"
+    lines = []
+    for i, (m, n, k) in enumerate([(64, 64, 4096), (4096, 4096, 256), (1, 4096, 4096), (512, 1024, 768),
+                                   (33, 200, 640), (2048, 128, 128), (96, 96, 96), (7, 8192, 1024)]):
+        lines.append(f"net{i % 4}.l{i}: gemm rcr m{m} n{n} k{k} bf16")
+    problems.write_text("\n".join(lines) + "\n")
+    records = tmp_path / "r.csv.gz"
+    subprocess.run([CLI, "sweep", "--backend", "fake", "--arch", "h200", "-q", "--sample", "24", "-f", str(problems),
+                    "-o", str(records)], check=True, capture_output=True)
+    out = tmp_path / "models"
+    rc = train.main([str(records), "--val", str(records), "--problems-file", str(problems), "--out", str(out),
+                     "--objectives", "reg_rel", "reg_tflops"])
+    assert rc == 0
+    folder = out / "gemm_f16_h200"
+    spec = json.loads((folder / "feature_spec.json").read_text())
+    assert spec["feature_names"] == list(_core.feature_names())
+    assert spec["schema_hash"] == _core.feature_schema_hash()
+    assert spec["space_hash"] == _core.config_space_hash("gemm")
+    assert spec["score"] == "higher_is_better" and spec["objective"] in ("reg_rel", "reg_tflops")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["rows"] > 100 and set(manifest["cv"]) == {"reg_rel", "reg_tflops"}
+    assert 0 < manifest["validation"]["mean"] <= 1
+    text = gzip.open(folder / "model.txt.gz", "rt").read()
+    assert text.startswith("tree") and "feature_names=" in text
