@@ -140,6 +140,15 @@ NB_MODULE(_core, m) {
     }
   });
 
+#ifdef TILEPICK_WHEEL_DATA
+  // An installed wheel has data/arch and data/spaces inside the package; TILEPICK_DATA_DIR still wins.
+  for (nb::handle dir : nb::module_::import_("tilepick").attr("__path__")) {
+    nb::module_::import_("os").attr("environ").attr("setdefault")("TILEPICK_DATA_DIR",
+                                                                   nb::cast<std::string>(dir) + "/data");
+    break;
+  }
+#endif
+
   m.def("feature_names", [] { return feature_schema().names; }, "Ordered feature names of this build.");
   m.def("feature_schema_hash", [] { return feature_schema().hash; }, "16 hex digits; stored with every model.");
   m.def("feature_version", [] { return feature_schema().version; });
