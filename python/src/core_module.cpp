@@ -6,12 +6,15 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/hash.hpp"
 #include "tilepick/arch.hpp"
 #include "tilepick/config.hpp"
 #include "tilepick/error.hpp"
@@ -20,6 +23,7 @@
 #include "tilepick/legality.hpp"
 #include "tilepick/problem.hpp"
 #include "tilepick/registry.hpp"
+#include "tilepick/space.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -107,6 +111,19 @@ Vector gbdt_predict_py(const std::string& model_path, InputRows rows) {
   return to_numpy<Vector>(std::move(scores), {n});
 }
 
+// The identity of the configs a model of `op` was trained over: FNV-1a 64 of "name=hash\n" of every
+// default space that covers the op, sorted by name (16 hex digits). Models record it.
+std::string config_space_hash_py(const std::string& op) {
+  std::vector<std::string> lines;
+  for (const auto& s : default_spaces())
+    if (s.has_op(op)) lines.push_back(s.name + "=" + s.hash + "\n");
+  if (lines.empty()) throw NotFound("no config space covers op '" + op + "'");
+  std::sort(lines.begin(), lines.end());
+  std::uint64_t h = fnv1a64("");
+  for (const auto& l : lines) h = fnv1a64(l, h);
+  return hex16(h);
+}
+
 // (name, canonical problem) of each line of a problem file.
 std::vector<std::tuple<std::string, std::string>> problem_file_py(const std::string& path) {
   std::vector<std::tuple<std::string, std::string>> out;
@@ -140,6 +157,15 @@ NB_MODULE(_core, m) {
     }
   });
 
+#ifdef TILEPICK_WHEEL_DATA
+  // An installed wheel has data/arch and data/spaces inside the package; TILEPICK_DATA_DIR still wins.
+  for (nb::handle dir : nb::module_::import_("tilepick").attr("__path__")) {
+    nb::module_::import_("os").attr("environ").attr("setdefault")("TILEPICK_DATA_DIR",
+                                                                   nb::cast<std::string>(dir) + "/data");
+    break;
+  }
+#endif
+
   m.def("feature_names", [] { return feature_schema().names; }, "Ordered feature names of this build.");
   m.def("feature_schema_hash", [] { return feature_schema().hash; }, "16 hex digits; stored with every model.");
   m.def("feature_version", [] { return feature_schema().version; });
@@ -156,5 +182,7 @@ NB_MODULE(_core, m) {
         "Analytic fallback score of each config (estimated TFLOP/s; higher is better).");
   m.def("gbdt_predict", &gbdt_predict_py, "model_path"_a, "rows"_a,
         "Raw scores of a LightGBM text model (.txt or .txt.gz) on rows (n x num_features).");
+  m.def("config_space_hash", &config_space_hash_py, "op"_a,
+        "FNV-1a 64 of 'name=hash\\n' of the default spaces covering op (sorted by name); models record it.");
   m.def("problem_file", &problem_file_py, "path"_a, "(name, canonical problem) of each problem in the file.");
 }

@@ -1,5 +1,6 @@
 """tilepick._core (nanobind) against the CLI: the same schema, bit-identical feature rows and GBDT scores."""
 import csv
+import json
 import io
 import os
 import re
@@ -205,3 +206,23 @@ def test_calls_from_threads_agree(pairs):
         results = list(pool.map(lambda t: _core.features_batch(problems, configs, "h200", threads=t), [1, 2, 1, 2]))
     for got in results:
         assert_bit_equal(got, want)
+
+
+@needs_cli
+def test_config_space_hash_recomputed_from_the_registry_export():
+    spaces = json.loads(cli("registry", "export", "--arch", "h200"))["spaces"]
+
+    # src/core/hash.hpp's offset basis is 1469598103934665603, not FNV's 14695981039346656037 (a digit
+    # short); every tilepick hash uses it, so the recomputation does too.
+    def fnv1a64(data, h=1469598103934665603):
+        for b in data:
+            h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+        return h
+
+    for op in sorted(OPS):
+        lines = sorted(f"{s['name']}={s['hash']}\n" for s in spaces if op in s["ops"])
+        assert lines, op
+        assert _core.config_space_hash(op) == f"{fnv1a64(''.join(lines).encode()):016x}"
+    assert _core.config_space_hash("conv_fwd") != _core.config_space_hash("gemm")
+    with pytest.raises(ValueError, match="conv_sideways"):
+        _core.config_space_hash("conv_sideways")
