@@ -40,10 +40,7 @@ std::vector<std::string> child_environment() {
   return env;
 }
 
-struct ChildResult {
-  int exit_code = 0;
-  std::string out;  // captured stdout (only when asked for)
-};
+}  // namespace
 
 // Runs python3 with `args` and waits; throws NotFound when python3 is not on PATH.
 ChildResult run_python(const std::vector<std::string>& args, bool capture_stdout) {
@@ -89,6 +86,8 @@ ChildResult run_python(const std::vector<std::string>& args, bool capture_stdout
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   return result;
 }
+
+namespace {
 
 // Names of the Python packages the report needs that python3 cannot find (without importing them).
 std::string missing_packages() {

@@ -10,6 +10,14 @@ namespace tilepick::cli {
 // Problems from strings (-p) and a problem file (--file), in that order; [] when none is given.
 std::vector<NamedProblem> gather_problems(const std::vector<std::string>& strings, const std::string& file);
 
+// python3 ARGS with the source tree's python/ first on PYTHONPATH (tools/cmd_report.cpp); waits.
+// Throws NotFound when python3 is not on PATH.
+struct ChildResult {
+  int exit_code = 0;
+  std::string out;  // captured stdout (only when asked for)
+};
+ChildResult run_python(const std::vector<std::string>& args, bool capture_stdout);
+
 void add_problem_commands(CLI::App& app);
 void add_configs_commands(CLI::App& app);
 void add_registry_commands(CLI::App& app);
@@ -22,5 +30,7 @@ void add_selftest_commands(CLI::App& app);  // hidden: selftest gpu-ref
 void add_vendor_commands(CLI::App& app);  // vendor list|check (cuBLASLt, cuDNN)
 void add_features_commands(CLI::App& app);  // features
 void add_gbdt_commands(CLI::App& app);      // gbdt predict|info (hidden)
+void add_select_commands(CLI::App& app);    // select
+void add_eval_commands(CLI::App& app);      // eval
 
 }  // namespace tilepick::cli

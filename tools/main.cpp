@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   tilepick::cli::add_vendor_commands(app);
   tilepick::cli::add_features_commands(app);
   tilepick::cli::add_gbdt_commands(app);
+  tilepick::cli::add_select_commands(app);
+  tilepick::cli::add_eval_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Error& e) {

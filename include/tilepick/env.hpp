@@ -6,6 +6,8 @@ namespace tilepick::env {
 
 // TILEPICK_DATA_DIR, else the source tree's data/ baked in at build time.
 std::string data_dir();
+// TILEPICK_MODELS_DIR, else the source tree's models/ baked in at build time.
+std::string models_dir();
 // TILEPICK_NUM_THREADS (CPU references, parallel compilation), else the hardware concurrency.
 int num_threads();
 // TILEPICK_LOG_LEVEL: error | warn | info | debug (default warn).

@@ -20,6 +20,7 @@
 #include "tilepick/error.hpp"
 #include "tilepick/features.hpp"
 #include "tilepick/gbdt.hpp"
+#include "tilepick/selector.hpp"
 #include "tilepick/legality.hpp"
 #include "tilepick/problem.hpp"
 #include "tilepick/registry.hpp"
@@ -111,17 +112,12 @@ Vector gbdt_predict_py(const std::string& model_path, InputRows rows) {
   return to_numpy<Vector>(std::move(scores), {n});
 }
 
-// The identity of the configs a model of `op` was trained over: FNV-1a 64 of "name=hash\n" of every
-// default space that covers the op, sorted by name (16 hex digits). Models record it.
+// The identity of the configs a model of `op` was trained over (tilepick::config_space_hash, which
+// the selector checks); unknown ops are an error here rather than a hash of nothing.
 std::string config_space_hash_py(const std::string& op) {
-  std::vector<std::string> lines;
-  for (const auto& s : default_spaces())
-    if (s.has_op(op)) lines.push_back(s.name + "=" + s.hash + "\n");
-  if (lines.empty()) throw NotFound("no config space covers op '" + op + "'");
-  std::sort(lines.begin(), lines.end());
-  std::uint64_t h = fnv1a64("");
-  for (const auto& l : lines) h = fnv1a64(l, h);
-  return hex16(h);
+  if (std::none_of(default_spaces().begin(), default_spaces().end(), [&](const auto& s) { return s.has_op(op); }))
+    throw NotFound("no config space covers op '" + op + "'");
+  return config_space_hash(op);
 }
 
 // (name, canonical problem) of each line of a problem file.

@@ -29,11 +29,12 @@ FOLDS = 5
 
 
 def dtype_family(problem: str) -> str:
-    """bf16/f16 -> f16 (16-bit float inputs), f32 -> tf32, e4m3/e5m2 -> fp8."""
+    """bf16/f16 -> half (16-bit float inputs share a model), f32 -> tf32, e4m3/e5m2 -> fp8
+    (the C++ selector's dtype_family)."""
     fields = problem.split()
     dt = next((t for t in fields if re.fullmatch(r"(bf16|f16|f32|e4m3|e5m2)(:.*)?", t)), "f16")
     first = dt.split(":")[0]
-    return {"bf16": "f16", "f16": "f16", "f32": "tf32"}.get(first, "fp8")
+    return {"bf16": "half", "f16": "half", "f32": "tf32"}.get(first, "fp8")
 
 
 def cv_group(problem: str, tag: str | None) -> str:

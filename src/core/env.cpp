@@ -21,6 +21,11 @@ std::string data_dir() {
   return TILEPICK_SOURCE_DATA_DIR;
 }
 
+std::string models_dir() {
+  if (const char* v = get("TILEPICK_MODELS_DIR")) return v;
+  return TILEPICK_SOURCE_MODELS_DIR;
+}
+
 int num_threads() {
   if (const char* v = get("TILEPICK_NUM_THREADS")) {
     char* end = nullptr;

@@ -17,8 +17,8 @@ CLI = os.environ.get("TILEPICK_CLI")
 
 
 def test_dtype_family_and_groups():
-    assert train.dtype_family("gemm rcr m8 n8 k8 bf16") == "f16"
-    assert train.dtype_family("fwd g1 mb1 ic8 ih5 iw5 oc8 kh3 kw3 sh1 sw1 ph1 pw1 f16") == "f16"
+    assert train.dtype_family("gemm rcr m8 n8 k8 bf16") == "half"
+    assert train.dtype_family("fwd g1 mb1 ic8 ih5 iw5 oc8 kh3 kw3 sh1 sw1 ph1 pw1 f16") == "half"
     assert train.dtype_family("gemm rcr m8 n8 k8 f32") == "tf32"
     assert train.dtype_family("gemm rcr m8 n8 k8 e4m3:e4m3:bf16") == "fp8"
     assert train.cv_group("gemm rcr m1 n2 k3 bf16", "llama3_8b.qkv.t1") == "llama3_8b"
@@ -70,7 +70,7 @@ def test_end_to_end_on_fake_sweep(tmp_path):
     rc = train.main([str(records), "--val", str(records), "--problems-file", str(problems), "--out", str(out),
                      "--objectives", "reg_rel", "reg_tflops"])
     assert rc == 0
-    folder = out / "gemm_f16_h200"
+    folder = out / "gemm_half_h200"
     spec = json.loads((folder / "feature_spec.json").read_text())
     assert spec["feature_names"] == list(_core.feature_names())
     assert spec["schema_hash"] == _core.feature_schema_hash()

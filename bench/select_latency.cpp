@@ -1,0 +1,181 @@
+// Selection latency on one CPU thread: every legal candidate of one problem scored by the model
+// (registry lookup + features_batch + GBDT predict + sort), for a GEMM and a conv problem on h200.
+// Uses the shipped model of the problem's (op, dtype, arch) when one is usable, else a synthetic
+// LightGBM text model written here (300 trees x 63 leaves over the feature schema, thresholds drawn
+// from the pool's own feature values) so the number reflects a realistic model size.
+//
+//   ./build/bench/bench_select_latency [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include "tilepick/arch.hpp"
+#include "tilepick/features.hpp"
+#include "tilepick/registry.hpp"
+#include "tilepick/selector.hpp"
+
+namespace tilepick {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr int kTrees = 300, kLeaves = 63;
+const char* const kGemm = "gemm rcr m4096 n4096 k4096 bf16";
+const char* const kConv = "fwd g1 mb32 ic256 ih56 iw56 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16";
+
+const ArchSpec& h200() { return find_arch(default_arch_specs(), "h200"); }
+
+std::vector<KernelConfig> pool(const Problem& p) {
+  std::vector<KernelConfig> out;
+  for (auto& e : Registry::default_registry().lookup(p, h200())) out.push_back(e.config);
+  return out;
+}
+
+// One tree grown leaf-wise: a random leaf is split on a random feature at a value seen in `rows`.
+std::string random_tree(int index, const std::vector<double>& rows, std::size_t width, std::mt19937_64& rng) {
+  struct Split {
+    int feature;
+    double threshold;
+    int left, right;
+  };
+  std::vector<Split> nodes;
+  std::vector<std::pair<int, bool>> leaf_parent{{-1, false}};  // per leaf: parent node, is right child
+  const std::size_t n_rows = rows.size() / width;
+  while (static_cast<int>(leaf_parent.size()) < kLeaves) {
+    const int leaf = static_cast<int>(rng() % leaf_parent.size());
+    const int feature = static_cast<int>(rng() % width);
+    const double threshold = rows[(rng() % n_rows) * width + static_cast<std::size_t>(feature)];
+    const int node = static_cast<int>(nodes.size());
+    const int new_leaf = static_cast<int>(leaf_parent.size());
+    nodes.push_back({feature, std::isnan(threshold) ? 0.0 : threshold, ~leaf, ~new_leaf});
+    auto [parent, right] = leaf_parent[static_cast<std::size_t>(leaf)];
+    if (parent >= 0) (right ? nodes[parent].right : nodes[parent].left) = node;
+    leaf_parent[static_cast<std::size_t>(leaf)] = {node, false};
+    leaf_parent.push_back({node, true});
+  }
+  std::ostringstream t;
+  std::uniform_real_distribution<double> value(-0.05, 0.05);
+  t.precision(17);
+  t << "Tree=" << index << "\nnum_leaves=" << kLeaves << "\nnum_cat=0\n";
+  auto list = [&](const char* key, auto get) {
+    t << key << "=";
+    for (std::size_t i = 0; i < nodes.size(); ++i) t << (i ? " " : "") << get(nodes[i]);
+    t << "\n";
+  };
+  list("split_feature", [](const Split& s) { return s.feature; });
+  list("threshold", [](const Split& s) { return s.threshold; });
+  list("decision_type", [](const Split&) { return 2; });  // numerical, default left
+  list("left_child", [](const Split& s) { return s.left; });
+  list("right_child", [](const Split& s) { return s.right; });
+  t << "leaf_value=";
+  for (int i = 0; i < kLeaves; ++i) t << (i ? " " : "") << value(rng);
+  t << "\nis_linear=0\nshrinkage=1\n\n\n";
+  return t.str();
+}
+
+// Writes a synthetic model folder for `p` under `root` and returns its path.
+void write_synthetic_model(const fs::path& root, const Problem& p) {
+  const FeatureSchema& schema = feature_schema();
+  const auto configs = pool(p);
+  std::vector<double> rows(configs.size() * schema.size());
+  features_batch(p, configs, h200(), rows.data(), 1);
+  std::mt19937_64 rng(42);
+  std::ostringstream m;
+  m << "tree\nversion=v4\nnum_class=1\nnum_tree_per_iteration=1\nlabel_index=0\nmax_feature_idx="
+    << schema.size() - 1 << "\nobjective=lambdarank\nfeature_names=";
+  for (std::size_t i = 0; i < schema.size(); ++i) m << (i ? " " : "") << schema.names[i];
+  m << "\n\n";
+  for (int i = 0; i < kTrees; ++i) m << random_tree(i, rows, schema.size(), rng);
+  m << "end of trees\n";
+  const std::string op = op_name(p);
+  const fs::path dir = root / (op + "_" + dtype_family(p) + "_h200");
+  fs::create_directories(dir);
+  std::ofstream(dir / "model.txt") << m.str();
+  nlohmann::json spec = {{"feature_names", schema.names}, {"schema_hash", schema.hash},
+                         {"feature_version", schema.version}, {"space_hash", config_space_hash(op)},
+                         {"op", op}, {"dtype_family", dtype_family(p)}, {"arch", "h200"},
+                         {"objective", "lambdarank"}, {"score", "higher_is_better"}};
+  std::ofstream(dir / "feature_spec.json") << spec.dump(2);
+}
+
+// The shipped selector when it has usable models for both problems, else a synthetic one.
+const Selector& selector() {
+  static std::unique_ptr<Selector> synthetic;
+  static const Selector* chosen = [] {
+    const Selector& shipped = Selector::default_selector();
+    if (shipped.model_for(parse_problem(kGemm), h200()) && shipped.model_for(parse_problem(kConv), h200()))
+      return &shipped;
+    const fs::path root = fs::temp_directory_path() / ("tilepick_bench_models_" + std::to_string(::getpid()));
+    write_synthetic_model(root, parse_problem(kGemm));
+    write_synthetic_model(root, parse_problem(kConv));
+    synthetic = std::make_unique<Selector>(root.string(), 1);
+    fs::remove_all(root);  // loaded into memory
+    return static_cast<const Selector*>(synthetic.get());
+  }();
+  return *chosen;
+}
+
+void label(benchmark::State& state, const Problem& p, std::size_t pool_size) {
+  const ModelEntry* m = selector().model_for(p, h200());
+  state.SetLabel(m ? m->spec.name + (m->spec.dir.find("tilepick_bench_models_") != std::string::npos
+                                         ? " (synthetic " + std::to_string(kTrees) + "x" + std::to_string(kLeaves) + ")"
+                                         : " (shipped, " + std::to_string(m->model->num_trees()) + " trees)")
+                   : std::string("fallback"));
+  state.counters["pool"] = static_cast<double>(pool_size);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * pool_size));
+}
+
+// The whole selection: registry lookup (legality) + features + predict + sort.
+void BM_rank(benchmark::State& state, const char* text) {
+  const Problem p = parse_problem(text);
+  const Selector& s = selector();
+  std::size_t n = 0;
+  for (auto _ : state) {
+    auto r = s.rank(p, h200());
+    n = r.size();
+    benchmark::DoNotOptimize(r.data());
+  }
+  label(state, p, n);
+}
+
+// Scoring a precomputed legal pool: features + predict + sort.
+void BM_score_pool(benchmark::State& state, const char* text) {
+  const Problem p = parse_problem(text);
+  const Selector& s = selector();
+  const auto configs = pool(p);
+  for (auto _ : state) {
+    auto r = s.rank_configs(p, h200(), configs);
+    benchmark::DoNotOptimize(r.data());
+  }
+  label(state, p, configs.size());
+}
+
+// The legal pool alone (registry lookup).
+void BM_lookup(benchmark::State& state, const char* text) {
+  const Problem p = parse_problem(text);
+  std::size_t n = 0;
+  for (auto _ : state) {
+    auto e = Registry::default_registry().lookup(p, h200());
+    n = e.size();
+    benchmark::DoNotOptimize(e.data());
+  }
+  state.counters["pool"] = static_cast<double>(n);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n));
+}
+
+BENCHMARK_CAPTURE(BM_rank, gemm, kGemm)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_rank, conv, kConv)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_score_pool, gemm, kGemm)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_score_pool, conv, kConv)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_lookup, gemm, kGemm)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_lookup, conv, kConv)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace tilepick
+
+BENCHMARK_MAIN();

@@ -1,0 +1,265 @@
+// Selector: model folders -> one usable model per (op, dtype family, arch); ranking of candidates
+// by the model or by the analytic fallback.
+#include "tilepick/selector.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include "core/hash.hpp"
+#include "tilepick/env.hpp"
+#include "tilepick/features.hpp"
+#include "tilepick/legality.hpp"
+#include "tilepick/registry.hpp"
+
+namespace tilepick {
+namespace fs = std::filesystem;
+namespace {
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw NotFound("cannot open " + path.string());
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+template <class T>
+T required(const nlohmann::json& j, const char* key, const fs::path& path) {
+  if (!j.contains(key)) throw ParseError(key, path.string() + ": missing key '" + key + "'");
+  try {
+    return j.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw ParseError(key, path.string() + ": key '" + key + "' has the wrong type");
+  }
+}
+
+ModelSpec parse_spec(const fs::path& dir) {
+  const fs::path path = dir / "feature_spec.json";
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_text(path));
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ParseError("", path.string() + ": not JSON: " + e.what());
+  }
+  ModelSpec s;
+  s.name = dir.filename().string();
+  s.dir = dir.string();
+  s.op = required<std::string>(j, "op", path);
+  s.dtype_family = required<std::string>(j, "dtype_family", path);
+  s.arch = required<std::string>(j, "arch", path);
+  s.schema_hash = required<std::string>(j, "schema_hash", path);
+  s.space_hash = required<std::string>(j, "space_hash", path);
+  s.feature_names = required<std::vector<std::string>>(j, "feature_names", path);
+  s.feature_version = j.value("feature_version", 0);
+  s.objective = j.value("objective", std::string());
+  const std::string score = j.value("score", std::string("higher_is_better"));
+  if (score != "higher_is_better" && score != "lower_is_better")
+    throw ParseError(score, path.string() + ": 'score' is '" + score + "', not higher_is_better or lower_is_better");
+  s.higher_is_better = score == "higher_is_better";
+  if (fs::exists(dir / "manifest.json")) {
+    try {
+      s.manifest = nlohmann::json::parse(read_text(dir / "manifest.json"));
+    } catch (const nlohmann::json::parse_error& e) {
+      throw ParseError("", (dir / "manifest.json").string() + ": not JSON: " + e.what());
+    }
+  }
+  return s;
+}
+
+// The reason a parsed folder cannot serve this build, or "".
+std::string mismatch(const ModelEntry& e) {
+  const FeatureSchema& schema = feature_schema();
+  const ModelSpec& s = e.spec;
+  if (s.schema_hash != schema.hash)
+    return "model " + s.name + ": feature schema hash " + s.schema_hash + " != this build's " + schema.hash +
+           " (retrain the model)";
+  if (s.feature_version != schema.version)
+    return "model " + s.name + ": feature version " + std::to_string(s.feature_version) + " != this build's " +
+           std::to_string(schema.version);
+  if (s.feature_names != schema.names)
+    return "model " + s.name + ": feature_spec.json feature_names differ from this build's schema";
+  try {
+    e.model->check_schema(schema);
+  } catch (const ModelMismatch& err) {
+    return "model " + s.name + ": " + err.what();
+  }
+  const std::string space = config_space_hash(s.op);
+  if (s.space_hash != space)
+    return "model " + s.name + ": config space hash " + s.space_hash + " != this build's " + space + " for " + s.op +
+           " (the spaces changed since training)";
+  return "";
+}
+
+// Best first; NaN last; ties by config string.
+void sort_ranked(std::vector<Ranked>& r) {
+  std::sort(r.begin(), r.end(), [](const Ranked& a, const Ranked& b) {
+    const bool an = std::isnan(a.score), bn = std::isnan(b.score);
+    if (an != bn) return bn;
+    if (!an && a.score != b.score) return a.score > b.score;
+    return a.text < b.text;
+  });
+}
+
+}  // namespace
+
+std::string dtype_family(const Problem& p) {
+  const DType t = std::holds_alternative<GemmProblem>(p) ? std::get<GemmProblem>(p).a : std::get<ConvProblem>(p).x;
+  return is_fp8(t) ? "fp8" : t == DType::f32 ? "tf32" : "half";  // f16 and bf16 share one model
+}
+
+std::string config_space_hash(const std::string& op, const std::vector<ConfigSpace>& spaces) {
+  std::vector<const ConfigSpace*> covering;
+  for (const auto& s : spaces)
+    if (s.has_op(op)) covering.push_back(&s);
+  std::sort(covering.begin(), covering.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  std::string text;
+  for (const auto* s : covering) text += s->name + " " + s->hash + "\n";
+  return hex16(fnv1a64(text));
+}
+
+std::string config_space_hash(const std::string& op) { return config_space_hash(op, default_spaces()); }
+
+bool warn_fallback_once(const std::string& op, const std::string& reason) {
+  static std::mutex mutex;
+  static std::set<std::string> seen;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!seen.insert(op + '\n' + reason).second) return false;
+  }
+  if (env::log_level() < 1) return false;
+  std::cerr << "tilepick: warning: " + op + " selection uses the analytic fallback: " + reason + "\n";
+  return true;
+}
+
+ModelEntry load_model_folder(const std::string& dir) {
+  ModelEntry e;
+  e.spec.name = fs::path(dir).filename().string();
+  e.spec.dir = dir;
+  try {
+    e.spec = parse_spec(dir);
+    const fs::path gz = fs::path(dir) / "model.txt.gz", txt = fs::path(dir) / "model.txt";
+    if (!fs::exists(gz) && !fs::exists(txt)) throw NotFound("model " + e.spec.name + ": no model.txt.gz or model.txt");
+    e.model = GbdtModel::load((fs::exists(gz) ? gz : txt).string());
+    e.rejected = mismatch(e);
+  } catch (const Error& err) {
+    e.rejected = std::string("model folder ") + dir + " cannot be used: " + err.what();
+  }
+  if (!e.rejected.empty()) e.model.reset();
+  return e;
+}
+
+Selector::Selector(std::string models_dir, int threads) : dir_(std::move(models_dir)), threads_(threads) {
+  std::error_code ec;
+  if (dir_.empty() || !fs::is_directory(dir_, ec)) return;
+  std::vector<fs::path> folders;
+  for (const auto& d : fs::directory_iterator(dir_, ec))
+    if (d.is_directory() && fs::exists(d.path() / "feature_spec.json")) folders.push_back(d.path());
+  std::sort(folders.begin(), folders.end());
+  for (const auto& f : folders) models_.push_back(load_model_folder(f.string()));
+}
+
+const Selector& Selector::default_selector() {
+  static const Selector selector(env::models_dir());
+  return selector;
+}
+
+const ModelEntry* Selector::model_for(const Problem& p, const ArchSpec& arch, std::string* why) const {
+  const std::string op = op_name(p), family = dtype_family(p);
+  const ModelEntry* refused = nullptr;
+  for (const auto& m : models_) {
+    if (m.spec.op != op || m.spec.dtype_family != family || m.spec.arch != arch.name) continue;
+    if (m.usable()) return &m;  // folders are in name order: the first usable one wins
+    if (!refused) refused = &m;
+  }
+  if (why)
+    *why = refused ? refused->rejected
+                   : "no model for " + op + " " + family + " " + arch.name + " in '" + dir_ + "'";
+  return nullptr;
+}
+
+std::vector<Ranked> Selector::score(const Problem& p, const ArchSpec& arch, std::vector<KernelConfig> configs,
+                                    int k, bool allow_model, std::string* reason) const {
+  std::vector<Ranked> out(configs.size());
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    out[i].config = configs[i];
+    out[i].text = to_string(configs[i]);
+  }
+  std::string why = "fallback requested";
+  const ModelEntry* m = allow_model ? model_for(p, arch, &why) : nullptr;
+  if (m) {
+    const std::size_t width = feature_schema().size();
+    std::vector<double> rows(configs.size() * width), scores(configs.size());
+    features_batch(p, configs, arch, rows.data(), threads_);
+    m->model->predict(rows.data(), configs.size(), width, scores.data());
+    const std::string source = "model:" + m->spec.name;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i].score = m->spec.higher_is_better ? scores[i] : -scores[i];
+      out[i].source = source;
+    }
+    why.clear();
+  } else {
+    if (allow_model && !configs.empty()) warn_fallback_once(op_name(p), why);
+    for (auto& r : out) {
+      r.score = heuristic_score(p, r.config, arch);
+      r.source = "fallback";
+    }
+  }
+  if (reason) *reason = why;
+  sort_ranked(out);
+  if (k > 0 && out.size() > static_cast<std::size_t>(k)) out.resize(static_cast<std::size_t>(k));
+  return out;
+}
+
+std::vector<Ranked> Selector::rank(const Problem& p, const ArchSpec& arch, int k) const {
+  std::vector<KernelConfig> configs;
+  for (auto& e : Registry::default_registry().lookup(p, arch)) configs.push_back(e.config);
+  return score(p, arch, std::move(configs), k, true, nullptr);
+}
+
+std::vector<Ranked> Selector::rank_configs(const Problem& p, const ArchSpec& arch,
+                                           std::span<const KernelConfig> configs, int k) const {
+  std::vector<KernelConfig> resolved;
+  for (const auto& c : configs) resolved.push_back(resolve(c, p));
+  return score(p, arch, std::move(resolved), k, true, nullptr);
+}
+
+std::vector<Ranked> Selector::rank_fallback(const Problem& p, const ArchSpec& arch,
+                                            std::span<const KernelConfig> configs, int k) const {
+  std::vector<KernelConfig> resolved;
+  for (const auto& c : configs) resolved.push_back(resolve(c, p));
+  return score(p, arch, std::move(resolved), k, false, nullptr);
+}
+
+Selection Selector::select(const Problem& p, const ArchSpec& arch, int k) const {
+  std::vector<KernelConfig> configs;
+  for (auto& e : Registry::default_registry().lookup(p, arch)) configs.push_back(e.config);
+  Selection s;
+  s.pool_size = configs.size();
+  std::vector<Ranked> all = score(p, arch, std::move(configs), 0, true, &s.reason);
+  s.from_model = s.reason.empty();
+  s.source = all.empty() ? (s.from_model ? "" : "fallback") : all.front().source;
+  if (s.from_model) {
+    const ModelEntry* m = model_for(p, arch);
+    s.units = "model:" + (m && !m->spec.objective.empty() ? m->spec.objective : std::string("score"));
+  } else {
+    s.units = "ln_ratio";
+  }
+  if (all.size() == 1) s.confidence = std::numeric_limits<double>::infinity();
+  if (all.size() >= 2) {
+    const double a = all[0].score, b = all[1].score;
+    if (s.from_model) s.confidence = a - b;
+    else if (a > 0) s.confidence = b > 0 ? std::log(a / b) : std::numeric_limits<double>::infinity();
+  }
+  if (k > 0 && all.size() > static_cast<std::size_t>(k)) all.resize(static_cast<std::size_t>(k));
+  s.top = std::move(all);
+  return s;
+}
+
+}  // namespace tilepick

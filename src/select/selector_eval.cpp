@@ -1,0 +1,341 @@
+// tilepick eval: the Selector's choices over measured candidates, against the oracle and the vendor.
+#include "select/selector_eval.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "tilepick/legality.hpp"
+
+namespace tilepick::eval {
+namespace {
+
+struct Measured {
+  double us = kNaN;      // min over ok rows
+  std::string status;    // "ok" when any row is ok, else the first failure
+};
+
+struct ProblemRows {
+  Problem problem;
+  std::vector<std::string> order;  // config texts, first-appearance order
+  std::map<std::string, Measured> configs;
+  std::map<std::string, Measured> vendor;  // "cublaslt:heur" -> ...
+};
+
+void merge(Measured& m, const sweep::Record& r) {
+  if (r.status == "ok") {
+    m.us = std::isnan(m.us) ? r.median_us : std::min(m.us, r.median_us);
+    m.status = "ok";
+  } else if (m.status.empty()) {
+    m.status = r.status;
+  }
+}
+
+double quantile(const std::vector<double>& sorted, double q) {
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const std::size_t lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+bool within_band(double us, double ref) { return !std::isnan(us) && us <= ref * (1 + kTieBand); }
+
+Pick score_ranking(const std::vector<Ranked>& ranked, const ProblemRows& rows, const std::string& oracle,
+                   double oracle_us) {
+  Pick p;
+  if (ranked.empty()) return p;
+  const Measured& m = rows.configs.at(ranked.front().text);
+  p.config = ranked.front().text;
+  p.source = ranked.front().source;
+  p.status = m.status;
+  p.failed = m.status != "ok";
+  p.us = p.failed ? kNaN : m.us;
+  p.efficiency = p.failed ? 0.0 : oracle_us / m.us;
+  p.top1 = within_band(p.us, oracle_us);
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    const Measured& c = rows.configs.at(ranked[i].text);
+    if (i < 5 && c.status == "ok" && within_band(c.us, oracle_us)) p.top5 = true;
+    if (ranked[i].text == oracle) p.oracle_rank = static_cast<int>(i) + 1;
+  }
+  return p;
+}
+
+// Accumulates the four pick kinds of one group.
+struct Acc {
+  struct One {
+    std::vector<double> eff, regret;
+    std::size_t failed = 0, top1 = 0, top5 = 0;
+    void add(double e, double regret_us, bool fail, bool t1, bool t5) {
+      eff.push_back(e);
+      if (!fail) regret.push_back(regret_us);
+      failed += fail;
+      top1 += t1;
+      top5 += t5;
+    }
+  } model, fallback, vendor_own, vendor_oracle;
+
+  void add(const ProblemEval& p) {
+    model.add(p.model.efficiency, p.model.us - p.oracle_us, p.model.failed, p.model.top1, p.model.top5);
+    fallback.add(p.fallback.efficiency, p.fallback.us - p.oracle_us, p.fallback.failed, p.fallback.top1,
+                 p.fallback.top5);
+    if (p.vendor_heur_status.empty()) return;
+    const bool fail = p.vendor_heur_status != "ok";
+    const double h = p.vendor_heur_us;
+    vendor_own.add(fail ? 0.0 : p.vendor_best_us / h, h - p.vendor_best_us, fail, within_band(h, p.vendor_best_us),
+                   false);
+    vendor_oracle.add(fail ? 0.0 : p.oracle_us / h, h - p.oracle_us, fail, within_band(h, p.oracle_us), false);
+  }
+  GroupEval finish(const std::string& name) const {
+    auto s = [](const One& o, bool top5) {
+      return summarize(o.eff, o.regret, o.failed, o.top1, o.top5, top5);
+    };
+    return {name, s(model, true), s(fallback, true), s(vendor_own, false), s(vendor_oracle, false)};
+  }
+};
+
+int op_order(const std::string& op) {
+  static const char* order[] = {"gemm", "conv_fwd", "conv_bwd_data", "conv_bwd_weight"};
+  for (int i = 0; i < 4; ++i)
+    if (op == order[i]) return i;
+  return 4;
+}
+
+nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+nlohmann::json stats_json(const Stats& s) {
+  return {{"count", s.count}, {"failed", s.failed},    {"mean", num(s.mean)}, {"median", num(s.median)},
+          {"p10", num(s.p10)}, {"p1", num(s.p1)},      {"min", num(s.min)},   {"top1", num(s.top1)},
+          {"top5", num(s.top5)}, {"regret_us", num(s.regret_us)}};
+}
+
+std::string fmt(double v, const char* f = "%.4f") {
+  if (std::isnan(v)) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string quote(const std::string& s) { return "\"" + s + "\""; }
+
+}  // namespace
+
+std::vector<std::string> problem_slices(const Problem& p) {
+  if (const auto* g = std::get_if<GemmProblem>(&p)) {
+    const char* b = g->m <= 16 ? "tiny" : g->m <= 256 ? "small" : g->m <= 2048 ? "medium" : "large";
+    return {std::string("m=") + b};
+  }
+  const auto& c = std::get<ConvProblem>(p);
+  std::vector<std::string> s;
+  s.push_back(std::string("conv=") + (c.g == 1 ? "dense" : c.depthwise() ? "depthwise" : "grouped"));
+  const int first = c.ndim == 3 ? 0 : 1;
+  bool square = true;
+  std::string filter;
+  for (int i = first; i < 3; ++i) {
+    square = square && c.filter[i] == c.filter[first];
+    filter += (i > first ? "x" : "") + std::to_string(c.filter[i]);
+  }
+  const auto f0 = c.filter[first];
+  s.push_back("filter=" + (square && (f0 == 1 || f0 == 3 || f0 == 7) ? filter : std::string("other")));
+  const bool strided = std::any_of(c.stride.begin(), c.stride.end(), [](auto v) { return v > 1; });
+  s.push_back(strided ? "stride=strided" : "stride=1");
+  s.push_back(c.ndim == 3 ? "dims=3d" : "dims=2d");
+  return s;
+}
+
+Stats summarize(std::vector<double> eff, const std::vector<double>& regrets, std::size_t failed, std::size_t top1,
+                std::size_t top5, bool has_top5) {
+  Stats s;
+  s.count = eff.size();
+  s.failed = failed;
+  if (eff.empty()) return s;
+  std::sort(eff.begin(), eff.end());
+  double sum = 0;
+  for (double e : eff) sum += e;
+  const double n = static_cast<double>(eff.size());
+  s.mean = sum / n;
+  s.median = quantile(eff, 0.5);
+  s.p10 = quantile(eff, 0.1);
+  s.p1 = quantile(eff, 0.01);
+  s.min = eff.front();
+  s.top1 = static_cast<double>(top1) / n;
+  if (has_top5) s.top5 = static_cast<double>(top5) / n;
+  if (!regrets.empty()) {
+    double r = 0;
+    for (double v : regrets) r += v;
+    s.regret_us = r / static_cast<double>(regrets.size());
+  }
+  return s;
+}
+
+EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& records, const ArchSpec& arch,
+                    const std::map<std::string, std::string>& tags) {
+  EvalReport report;
+  report.arch = arch.name;
+  std::vector<std::string> order;
+  std::map<std::string, ProblemRows> by_problem;
+  std::map<std::string, std::string> canonical;  // record problem text -> canonical
+  for (const auto& r : records) {
+    auto it = canonical.find(r.problem);
+    if (it == canonical.end()) {
+      std::string key;
+      try {
+        key = to_string(parse_problem(r.problem));
+      } catch (const Error&) {
+      }
+      it = canonical.emplace(r.problem, key).first;
+    }
+    if (it->second.empty()) {
+      ++report.unparsed;
+      continue;
+    }
+    auto [pit, fresh] = by_problem.try_emplace(it->second);
+    ProblemRows& rows = pit->second;
+    if (fresh) {
+      rows.problem = parse_problem(it->second);
+      order.push_back(it->second);
+    }
+    if (r.config.rfind("vendor=", 0) == 0) {
+      merge(rows.vendor[r.config.substr(7)], r);
+      continue;
+    }
+    std::string text;
+    try {
+      text = to_string(resolve(parse_config(r.config), rows.problem));
+    } catch (const Error&) {
+      ++report.unparsed;
+      continue;
+    }
+    if (!rows.configs.count(text)) rows.order.push_back(text);
+    merge(rows.configs[text], r);
+  }
+
+  for (const auto& key : order) {
+    const ProblemRows& rows = by_problem.at(key);
+    ProblemEval e;
+    e.problem = key;
+    e.op = op_name(rows.problem);
+    for (const auto& text : rows.order) {
+      const Measured& m = rows.configs.at(text);
+      if (m.status == "ok" && (std::isnan(e.oracle_us) || m.us < e.oracle_us)) {
+        e.oracle_us = m.us;
+        e.oracle_config = text;
+      }
+    }
+    if (e.oracle_config.empty()) {
+      ++report.skipped;
+      continue;
+    }
+    e.candidates = rows.order.size();
+    if (auto t = tags.find(key); t != tags.end()) e.tag = t->second;
+    e.slices = problem_slices(rows.problem);
+    if (!e.tag.empty()) e.slices.push_back("net=" + e.tag);
+    std::vector<KernelConfig> configs;
+    for (const auto& text : rows.order) configs.push_back(parse_config(text));
+    e.model = score_ranking(selector.rank_configs(rows.problem, arch, configs), rows, e.oracle_config, e.oracle_us);
+    e.fallback =
+        score_ranking(selector.rank_fallback(rows.problem, arch, configs), rows, e.oracle_config, e.oracle_us);
+    const bool gemm = e.op == "gemm";
+    const std::string heur = gemm ? "cublaslt:heur" : "cudnn:heur";
+    const std::string best = gemm ? "cublaslt:best" : "cudnn:exhaustive";
+    if (auto h = rows.vendor.find(heur); h != rows.vendor.end()) {
+      e.vendor = gemm ? "cublaslt" : "cudnn";
+      e.vendor_heur_status = h->second.status;
+      e.vendor_heur_us = h->second.us;
+      e.vendor_best_us = h->second.us;
+      if (auto b = rows.vendor.find(best); b != rows.vendor.end() && b->second.status == "ok")
+        e.vendor_best_us = std::isnan(e.vendor_best_us) ? b->second.us : std::min(e.vendor_best_us, b->second.us);
+      if (std::isnan(e.vendor_best_us)) e.vendor_heur_status = "";  // nothing of the vendor ran: no baseline
+    }
+    report.problems.push_back(std::move(e));
+  }
+
+  // Groups: all, per op, per op and slice, per source of the model's choice.
+  std::map<std::string, Acc> groups;
+  std::map<std::string, std::pair<int, std::string>> rank;  // group -> sort key
+  auto add = [&](const std::string& name, std::pair<int, std::string> key, const ProblemEval& p) {
+    groups[name].add(p);
+    rank.emplace(name, std::move(key));
+  };
+  for (const auto& p : report.problems) {
+    const int o = op_order(p.op);
+    add("all", {0, ""}, p);
+    add(p.op, {1 + 2 * o, p.op}, p);
+    for (const auto& s : p.slices) add(p.op + " " + s, {2 + 2 * o, p.op + " " + s}, p);
+    add("source=" + p.model.source, {20, p.model.source}, p);
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, acc] : groups) names.push_back(name);
+  std::sort(names.begin(), names.end(), [&](auto& a, auto& b) { return rank.at(a) < rank.at(b); });
+  for (const auto& n : names) report.groups.push_back(groups.at(n).finish(n));
+  return report;
+}
+
+const GroupEval* find_group(const EvalReport& r, const std::string& name) {
+  for (const auto& g : r.groups)
+    if (g.name == name) return &g;
+  return nullptr;
+}
+
+nlohmann::json to_json(const EvalReport& r) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& g : r.groups)
+    groups.push_back({{"name", g.name},
+                      {"model", stats_json(g.model)},
+                      {"fallback", stats_json(g.fallback)},
+                      {"vendor_heur_vs_own_best", stats_json(g.vendor_own)},
+                      {"vendor_heur_vs_oracle", stats_json(g.vendor_vs_oracle)}});
+  return {{"arch", r.arch},         {"tie_band", kTieBand},  {"problems", r.problems.size()},
+          {"skipped", r.skipped},   {"unparsed_records", r.unparsed}, {"groups", groups}};
+}
+
+std::string to_csv(const EvalReport& r) {
+  std::ostringstream out;
+  out << "op,problem,tag,source,candidates,chosen_config,chosen_status,chosen_us,oracle_config,oracle_us,"
+         "efficiency,oracle_rank,top1,top5,fallback_config,fallback_us,fallback_efficiency,vendor,"
+         "vendor_heur_us,vendor_best_us,vendor_efficiency_own,vendor_efficiency_vs_oracle\n";
+  for (const auto& p : r.problems) {
+    const bool vendor_ok = p.vendor_heur_status == "ok";
+    out << p.op << ',' << quote(p.problem) << ',' << p.tag << ',' << p.model.source << ',' << p.candidates << ','
+        << quote(p.model.config) << ',' << p.model.status << ',' << fmt(p.model.us) << ','
+        << quote(p.oracle_config) << ',' << fmt(p.oracle_us) << ',' << fmt(p.model.efficiency, "%.6f") << ','
+        << p.model.oracle_rank << ',' << p.model.top1 << ',' << p.model.top5 << ',' << quote(p.fallback.config)
+        << ',' << fmt(p.fallback.us) << ',' << fmt(p.fallback.efficiency, "%.6f") << ',' << p.vendor << ','
+        << fmt(p.vendor_heur_us) << ',' << fmt(p.vendor_best_us) << ','
+        << (p.vendor_heur_status.empty() ? "" : fmt(vendor_ok ? p.vendor_best_us / p.vendor_heur_us : 0.0, "%.6f"))
+        << ','
+        << (p.vendor_heur_status.empty() ? "" : fmt(vendor_ok ? p.oracle_us / p.vendor_heur_us : 0.0, "%.6f"))
+        << '\n';
+  }
+  return out.str();
+}
+
+std::string format_table(const EvalReport& r) {
+  std::ostringstream out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-38s %5s | %6s %6s %6s %6s %6s %5s %5s %8s %3s | %6s %6s %5s | %6s %6s %5s | %6s\n",
+                "group", "n", "mean", "median", "p10", "p1", "min", "top1", "top5", "regret", "bad", "fb", "fb_p10",
+                "fb_t1", "vnd", "v_p10", "v_t1", "v/orc");
+  out << "efficiency = oracle_us / chosen_us (model | fallback | vendor heur vs its best | vendor heur vs our oracle);"
+         " top-1/5 with a 2% band; regret in us\n"
+      << line;
+  auto pct = [](double v) { return std::isnan(v) ? std::string("-") : fmt(100 * v, "%.1f"); };
+  for (const auto& g : r.groups) {
+    const Stats &m = g.model, &f = g.fallback, &v = g.vendor_own, &vo = g.vendor_vs_oracle;
+    std::snprintf(line, sizeof line,
+                  "%-38s %5zu | %6s %6s %6s %6s %6s %5s %5s %8s %3zu | %6s %6s %5s | %6s %6s %5s | %6s\n",
+                  g.name.substr(0, 38).c_str(), m.count, pct(m.mean).c_str(), pct(m.median).c_str(),
+                  pct(m.p10).c_str(), pct(m.p1).c_str(), pct(m.min).c_str(), pct(m.top1).c_str(), pct(m.top5).c_str(),
+                  std::isnan(m.regret_us) ? "-" : fmt(m.regret_us, "%.2f").c_str(), m.failed, pct(f.mean).c_str(),
+                  pct(f.p10).c_str(), pct(f.top1).c_str(), pct(v.mean).c_str(), pct(v.p10).c_str(),
+                  pct(v.top1).c_str(), pct(vo.mean).c_str());
+    out << line;
+  }
+  out << r.problems.size() << " problems evaluated, " << r.skipped << " skipped (no ok timing)";
+  if (r.unparsed) out << ", " << r.unparsed << " records ignored (problem or config did not parse)";
+  out << "\n";
+  return out.str();
+}
+
+}  // namespace tilepick::eval

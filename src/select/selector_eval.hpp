@@ -1,0 +1,86 @@
+// Evaluation of a Selector against measured sweep records (`tilepick eval`).
+//
+// Per problem, the candidates are the configs measured for it (ok or failed; vendor rows aside);
+// the oracle is the fastest ok one. The model (and, as a baseline, the analytic fallback) picks
+// the argmax over those candidates; efficiency = oracle_us / chosen_us, 0 when the chosen config
+// failed. Top-1: the choice is within the tie band (2%) of the oracle; top-5: one of the first 5
+// ranked candidates is. The vendor heuristic's first choice is scored against the vendor's own best
+// (min of the heuristic pick and cuBLASLt best / cuDNN exhaustive) and against our oracle.
+#pragma once
+#include <cstddef>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sweep/records.hpp"
+#include "tilepick/arch.hpp"
+#include "tilepick/problem.hpp"
+#include "tilepick/selector.hpp"
+
+namespace tilepick::eval {
+
+inline constexpr double kTieBand = 0.02;
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct Pick {
+  std::string config, status, source;  // status "ok" or the failure; source "model:<name>" | "fallback"
+  double us = kNaN;                    // measured median of the chosen config (NaN when it failed)
+  double efficiency = 0;               // oracle_us / us, 0 when failed
+  int oracle_rank = 0;                 // 1-based rank of the oracle config in this ranking
+  bool top1 = false, top5 = false, failed = false;
+};
+
+struct ProblemEval {
+  std::string op, problem, tag;      // problem: canonical string; tag: `name:` prefix ("" if none)
+  std::vector<std::string> slices;   // problem_slices() plus "net=<tag>"
+  std::size_t candidates = 0;        // distinct measured configs (ok or failed)
+  std::string oracle_config;
+  double oracle_us = kNaN;
+  Pick model, fallback;
+  std::string vendor;                // "cublaslt", "cudnn" or "" (no vendor rows)
+  std::string vendor_heur_status;    // "ok", a failure, or "" when absent
+  double vendor_heur_us = kNaN;
+  double vendor_best_us = kNaN;      // min(heur, best|exhaustive) over ok rows
+};
+
+struct Stats {
+  std::size_t count = 0, failed = 0;
+  double mean = kNaN, median = kNaN, p10 = kNaN, p1 = kNaN, min = kNaN;  // efficiency
+  double top1 = kNaN, top5 = kNaN;  // fractions (top5 NaN where undefined, e.g. vendor)
+  double regret_us = kNaN;          // mean of chosen_us - reference_us over picks that ran
+};
+
+struct GroupEval {
+  std::string name;  // "all", "gemm", "gemm m=tiny", "conv_fwd filter=3x3", "source=model:<name>"
+  Stats model, fallback;
+  Stats vendor_own;        // vendor heuristic vs the vendor's own best
+  Stats vendor_vs_oracle;  // vendor heuristic vs our oracle (efficiency may exceed 1)
+};
+
+struct EvalReport {
+  std::string arch;
+  std::vector<ProblemEval> problems;
+  std::vector<GroupEval> groups;
+  std::size_t skipped = 0;            // problems with no ok non-vendor timing
+  std::size_t unparsed = 0;           // records whose problem or config did not parse (ignored)
+};
+
+// GEMM: "m=tiny" (M <= 16) | small (<= 256) | medium (<= 2048) | large. Conv: "conv=dense|grouped|
+// depthwise", "filter=1x1|3x3|7x7" (3-D: 1x1x1 ...) or "filter=other", "stride=1|strided", "dims=2d|3d".
+std::vector<std::string> problem_slices(const Problem& p);
+// `tags`: canonical problem string -> network tag.
+EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& records, const ArchSpec& arch,
+                    const std::map<std::string, std::string>& tags);
+// Efficiency statistics; quantiles interpolate linearly (numpy's default).
+Stats summarize(std::vector<double> efficiencies, const std::vector<double>& regrets, std::size_t failed,
+                std::size_t top1, std::size_t top5, bool has_top5);
+
+nlohmann::json to_json(const EvalReport& r);   // NaN -> null
+std::string to_csv(const EvalReport& r);       // one row per problem
+std::string format_table(const EvalReport& r);
+const GroupEval* find_group(const EvalReport& r, const std::string& name);
+
+}  // namespace tilepick::eval

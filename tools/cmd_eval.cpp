@@ -1,0 +1,172 @@
+// tilepick eval: model choices over measured candidates vs the oracle, the analytic fallback and the
+// vendor heuristic; eval.json / eval.csv / eval_cdf.png; threshold checks for CI.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "commands.hpp"
+#include "select/selector_eval.hpp"
+#include "sweep/records.hpp"
+#include "tilepick/arch.hpp"
+#include "tilepick/env.hpp"
+#include "tilepick/features.hpp"
+#include "tilepick/selector.hpp"
+
+namespace tilepick::cli {
+namespace {
+namespace fs = std::filesystem;
+
+struct EvalArgs {
+  std::string models;
+  std::vector<std::string> records;
+  std::string arch;
+  std::string out;
+  std::vector<std::string> problem_files;
+  double min_mean = NAN, min_p10 = NAN;
+  bool manifest_thresholds = false;
+  double margin = 0;
+  bool no_plot = false;
+};
+
+constexpr int kThresholdExit = 2;
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  if (!f) throw Error(Status::io_error, "eval: cannot write " + path.string());
+}
+
+// The records' arch (header options.arch, else the first device's arch), or "".
+std::string header_arch(const nlohmann::json& h) {
+  if (h.contains("options") && h["options"].is_object() && h["options"].value("arch", std::string()) != "")
+    return h["options"]["arch"].get<std::string>();
+  if (h.contains("devices") && h["devices"].is_array() && !h["devices"].empty() && h["devices"][0].is_object())
+    return h["devices"][0].value("arch", std::string());
+  return "";
+}
+
+void plot(const fs::path& csv, const fs::path& png) {
+  try {
+    auto check = run_python({"-c", "import importlib.util as u\nprint(u.find_spec('matplotlib') is not None)"}, true);
+    if (check.exit_code != 0 || check.out.rfind("True", 0) != 0) {
+      std::cout << "eval: no efficiency plot: python3 lacks matplotlib (python3 -m pip install -r requirements.txt)\n";
+      return;
+    }
+  } catch (const NotFound&) {
+    std::cout << "eval: no efficiency plot: python3 is not on PATH\n";
+    return;
+  }
+  int rc = run_python({"-m", "tilepick.eval_plot", csv.string(), "-o", png.string()}, false).exit_code;
+  if (rc != 0) std::cerr << "eval: warning: python3 -m tilepick.eval_plot exited with " << rc << "\n";
+  else std::cout << "wrote " << png.string() << "\n";
+}
+
+// One failed check per line; "" when all pass.
+std::string check_thresholds(const EvalArgs& a, const eval::EvalReport& r, const Selector& selector) {
+  std::string failures;
+  auto check = [&](const std::string& group, const char* what, double value, double limit) {
+    if (std::isnan(limit)) return;
+    if (!(value >= limit))
+      failures += "  " + group + ": model " + what + " " + std::to_string(value) + " < " + std::to_string(limit) + "\n";
+  };
+  for (const auto& g : r.groups) {
+    if (g.name.find(' ') != std::string::npos || g.name.rfind("source=", 0) == 0 || g.name == "all") continue;
+    check(g.name, "mean", g.model.mean, a.min_mean);
+    check(g.name, "p10", g.model.p10, a.min_p10);
+  }
+  if (!a.manifest_thresholds) return failures;
+  for (const auto& m : selector.models()) {
+    if (!m.usable() || !m.spec.manifest.is_object() || !m.spec.manifest.contains("eval")) continue;
+    const std::string group = "source=model:" + m.spec.name;
+    const eval::GroupEval* g = eval::find_group(r, group);
+    if (!g) {
+      std::cout << "eval: manifest thresholds of " << m.spec.name << " not checked: no problem used the model\n";
+      continue;
+    }
+    const auto& t = m.spec.manifest["eval"];
+    const std::pair<const char*, double> stats[] = {{"mean", g->model.mean}, {"median", g->model.median},
+                                                     {"p10", g->model.p10},   {"p1", g->model.p1},
+                                                     {"min", g->model.min},   {"top1", g->model.top1},
+                                                     {"top5", g->model.top5}};
+    for (const auto& [key, value] : stats)
+      if (t.contains(key) && t[key].is_number()) check(group, key, value, t[key].get<double>() - a.margin);
+  }
+  return failures;
+}
+
+void run(const EvalArgs& a) {
+  std::vector<sweep::Record> records;
+  std::string arch_name = a.arch;
+  for (const auto& f : a.records) {
+    auto file = sweep::read_record_file(f);
+    if (arch_name.empty()) arch_name = header_arch(file.header);
+    records.insert(records.end(), std::make_move_iterator(file.records.begin()),
+                   std::make_move_iterator(file.records.end()));
+  }
+  if (arch_name.empty()) arch_name = "h200";
+  const ArchSpec& arch = find_arch(default_arch_specs(), arch_name);
+  std::map<std::string, std::string> tags;
+  for (const auto& f : a.problem_files)
+    for (const auto& np : load_problem_file(f))
+      if (!np.name.empty()) tags.emplace(to_string(np.problem), np.name.substr(0, np.name.find('.')));
+
+  const Selector selector(a.models.empty() ? env::models_dir() : a.models);
+  std::cout << "models '" << selector.models_dir() << "' (feature schema " << feature_schema().hash << "):";
+  if (selector.models().empty()) std::cout << " none";
+  std::cout << "\n";
+  for (const auto& m : selector.models())
+    std::cout << "  " << m.spec.name << ": " << (m.usable() ? "ok, objective " + m.spec.objective : m.rejected)
+              << "\n";
+  const eval::EvalReport report = eval::evaluate(selector, records, arch, tags);
+  std::cout << "arch " << arch.name << ", " << records.size() << " records\n" << eval::format_table(report);
+
+  if (!a.out.empty()) {
+    fs::create_directories(a.out);
+    nlohmann::json j = eval::to_json(report);
+    j["records"] = a.records;
+    j["models_dir"] = selector.models_dir();
+    j["feature_schema"] = feature_schema().hash;
+    j["models"] = nlohmann::json::array();
+    for (const auto& m : selector.models())
+      j["models"].push_back({{"name", m.spec.name}, {"op", m.spec.op}, {"usable", m.usable()},
+                             {"rejected", m.rejected}, {"objective", m.spec.objective}});
+    write_file(fs::path(a.out) / "eval.json", j.dump(2) + "\n");
+    write_file(fs::path(a.out) / "eval.csv", eval::to_csv(report));
+    std::cout << "wrote " << (fs::path(a.out) / "eval.json").string() << ", " << (fs::path(a.out) / "eval.csv").string()
+              << "\n";
+    if (!a.no_plot) plot(fs::path(a.out) / "eval.csv", fs::path(a.out) / "eval_cdf.png");
+  }
+  const std::string failures = check_thresholds(a, report, selector);
+  if (!failures.empty()) {
+    std::cerr << "eval: thresholds not met:\n" << failures;
+    throw CLI::RuntimeError(kThresholdExit);
+  }
+}
+
+}  // namespace
+
+void add_eval_commands(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "eval", "score the selector's choices over measured sweep records: efficiency vs the oracle per op and "
+              "slice, the analytic fallback and the vendor heuristic as baselines");
+  auto args = std::make_shared<EvalArgs>();
+  cmd->add_option("--models", args->models, "models folder (default: TILEPICK_MODELS_DIR or the source tree's models/)");
+  cmd->add_option("--records", args->records, "sweep record files (*.csv.gz)")->required()->expected(1, -1);
+  cmd->add_option("--arch", args->arch, "arch spec name (default: the records' arch, else h200)");
+  cmd->add_option("--out", args->out, "write eval.json, eval.csv and eval_cdf.png here");
+  cmd->add_option("--problems-file", args->problem_files,
+                  "problem files whose `name:` tags (prefix before the first '.') name the networks")
+      ->expected(1, -1);
+  cmd->add_option("--min-mean", args->min_mean, "exit 2 when an op's mean model efficiency is below this");
+  cmd->add_option("--min-p10", args->min_p10, "exit 2 when an op's P10 model efficiency is below this");
+  cmd->add_flag("--manifest-thresholds", args->manifest_thresholds,
+                "also check each model's manifest.json \"eval\" numbers on the problems it chose for");
+  cmd->add_option("--margin", args->margin, "tolerance subtracted from manifest thresholds")->capture_default_str();
+  cmd->add_flag("--no-plot", args->no_plot, "do not run python3 -m tilepick.eval_plot");
+  cmd->callback([args] { run(*args); });
+}
+
+}  // namespace tilepick::cli

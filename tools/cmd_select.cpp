@@ -1,0 +1,157 @@
+// tilepick select: the ranked legal candidates of a problem (model or analytic fallback), with
+// measured times from sweep records when given.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "commands.hpp"
+#include "sweep/records.hpp"
+#include "tilepick/arch.hpp"
+#include "tilepick/env.hpp"
+#include "tilepick/features.hpp"
+#include "tilepick/legality.hpp"
+#include "tilepick/selector.hpp"
+
+namespace tilepick::cli {
+namespace {
+
+struct SelectArgs {
+  std::vector<std::string> problems;
+  std::string file;
+  std::string arch = "h200";
+  int k = 10;
+  bool explain = false;
+  std::vector<std::string> records;
+  std::string models;
+  std::string space_hash_op;
+};
+
+struct Timing {
+  double us = NAN;
+  std::string status;
+};
+
+// Canonical problem -> config text (resolved) -> best ok time, or the first failure.
+using Measurements = std::map<std::string, std::map<std::string, Timing>>;
+
+Measurements read_measurements(const std::vector<std::string>& files) {
+  Measurements out;
+  for (const auto& f : files) {
+    for (const auto& r : sweep::read_record_file(f).records) {
+      Problem p;
+      std::string config = r.config;
+      try {
+        p = parse_problem(r.problem);
+        if (config.rfind("vendor=", 0) != 0) config = to_string(resolve(parse_config(config), p));
+      } catch (const Error&) {
+        continue;  // not a problem or config of this build
+      }
+      Timing& t = out[to_string(p)][config];
+      if (r.status == "ok") {
+        t.us = std::isnan(t.us) ? r.median_us : std::min(t.us, r.median_us);
+        t.status = "ok";
+      } else if (t.status.empty()) {
+        t.status = r.status;
+      }
+    }
+  }
+  return out;
+}
+
+std::string fmt(double v, const char* f) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+void print_problem(const SelectArgs& a, const Selector& selector, const NamedProblem& np, const ArchSpec& arch,
+                   const Measurements& measured) {
+  const Problem& p = np.problem;
+  const std::string key = to_string(p);
+  Selection s = selector.select(p, arch, a.k);
+  std::cout << "# " << (np.name.empty() ? "" : np.name + ": ") << key << " | arch " << arch.name << " | "
+            << s.pool_size << " legal candidates | " << (s.from_model ? s.source : "fallback (analytic)")
+            << " | confidence " << fmt(s.confidence, "%.4g") << " (" << s.units << ")\n";
+  if (a.explain) {
+    std::cout << "#   op " << op_name(p) << ", dtype family " << dtype_family(p) << ", feature schema "
+              << feature_schema().hash << ", space hash " << config_space_hash(op_name(p)) << ", models '"
+              << selector.models_dir() << "'\n";
+    if (!s.from_model) std::cout << "#   fallback because: " << s.reason << "\n";
+  }
+  const std::map<std::string, Timing>* times = nullptr;
+  double best_us = NAN;
+  if (auto it = measured.find(key); it != measured.end()) {
+    times = &it->second;
+    for (const auto& [config, t] : it->second)
+      if (config.rfind("vendor=", 0) != 0 && t.status == "ok" && !(t.us >= best_us)) best_us = t.us;
+    std::cout << "#   measured: " << it->second.size() << " rows";
+    if (!std::isnan(best_us)) std::cout << ", best tilepick config " << fmt(best_us, "%.3f") << " us";
+    for (const auto& [config, t] : it->second)
+      if (config.rfind("vendor=", 0) == 0)
+        std::cout << ", " << config.substr(7) << " "
+                  << (t.status == "ok" ? fmt(t.us, "%.3f") + " us" : t.status);
+    std::cout << "\n";
+  } else if (!a.records.empty()) {
+    std::cout << "#   no records for this problem\n";
+  }
+  std::cout << "rank  score        " << (a.explain ? "analytic_tflops  " : "")
+            << (times ? "measured_us  efficiency  " : "") << "config\n";
+  int rank = 0;
+  for (const auto& r : s.top) {
+    std::cout << fmt(++rank, "%-4.0f") << "  " << fmt(r.score, "%-11.5g") << "  ";
+    if (a.explain) std::cout << fmt(heuristic_score(p, r.config, arch), "%-15.4g") << "  ";
+    if (times) {
+      auto t = times->find(r.text);
+      std::string us = "-", eff = "-";
+      if (t != times->end() && t->second.status == "ok") {
+        us = fmt(t->second.us, "%.3f");
+        eff = fmt(best_us / t->second.us, "%.4f");
+      } else if (t != times->end()) {
+        us = t->second.status;  // failed: efficiency 0
+        eff = "0";
+      }
+      std::cout << std::string(us).append(us.size() < 11 ? 11 - us.size() : 0, ' ') << "  "
+                << eff.append(eff.size() < 10 ? 10 - eff.size() : 0, ' ') << "  ";
+    }
+    std::cout << r.text << "\n";
+  }
+}
+
+void run(const SelectArgs& a) {
+  if (!a.space_hash_op.empty()) {
+    std::cout << config_space_hash(a.space_hash_op) << "\n";
+    return;
+  }
+  auto problems = gather_problems(a.problems, a.file);
+  if (problems.empty()) throw Error(Status::parse_error, "select: give --problem or --file (or --space-hash OP)");
+  const ArchSpec& arch = find_arch(default_arch_specs(), a.arch);
+  std::unique_ptr<Selector> own;
+  if (!a.models.empty()) own = std::make_unique<Selector>(a.models);
+  const Selector& selector = own ? *own : Selector::default_selector();
+  const Measurements measured = read_measurements(a.records);
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    if (i) std::cout << "\n";
+    print_problem(a, selector, problems[i], arch, measured);
+  }
+}
+
+}  // namespace
+
+void add_select_commands(CLI::App& app) {
+  auto* cmd = app.add_subcommand("select", "rank the legal kernel configs of a problem with the learned model "
+                                           "(or the analytic fallback), best first");
+  auto args = std::make_shared<SelectArgs>();
+  cmd->add_option("-p,--problem", args->problems, "problem string (repeatable)");
+  cmd->add_option("-f,--file", args->file, "problem file");
+  cmd->add_option("--arch", args->arch, "arch spec name or target")->capture_default_str();
+  cmd->add_option("-k", args->k, "candidates to print (0 = all)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--explain", args->explain, "model or fallback reason, hashes, analytic score per candidate");
+  cmd->add_option("--records", args->records, "sweep record files: print measured times and efficiency")->expected(1, -1);
+  cmd->add_option("--models", args->models, "models folder (default: TILEPICK_MODELS_DIR or the source tree's models/)");
+  cmd->add_option("--space-hash", args->space_hash_op, "print the config-space hash of an op (for training) and exit");
+  cmd->callback([args] { run(*args); });
+}
+
+}  // namespace tilepick::cli
