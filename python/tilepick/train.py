@@ -99,7 +99,10 @@ def dataset(X, df, objective, lgb, ref=None):
     kw = {}
     if objective == "lambdarank":
         kw["group"] = df.groupby("problem", sort=False).size().to_numpy()
-    return lgb.Dataset(X, label=target(df, objective), reference=ref, free_raw_data=False, **kw)
+    from tilepick import _core
+
+    return lgb.Dataset(X, label=target(df, objective), reference=ref, free_raw_data=False,
+                       feature_name=list(_core.feature_names()), **kw)
 
 
 def fit(X, df, objective, seed, rounds=None, init_model=None):
