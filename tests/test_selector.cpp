@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "select/selector_eval.hpp"
 #include "sweep/records.hpp"
@@ -174,6 +175,37 @@ TEST_F(SelectorTest, LoadsAFolderAndRanksEveryLegalCandidateWithTheModel) {
   const auto top5 = sel.rank(p, h200, 5);
   ASSERT_EQ(top5.size(), 5u);
   for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(top5[i].text, ranked[i].text);
+}
+
+TEST_F(SelectorTest, ConcurrentRankingMatchesSerial) {
+  write_model("gemm_bf16_h200", model_text(base_trees()), spec_json());
+  const Selector sel(models());
+  const ArchSpec& h200 = test::arch("h200");
+  const std::vector<Problem> problems{parse_problem(kPoolProblem), parse_problem("gemm rcr m8 n4096 k4096 bf16"),
+                                      parse_problem("fwd g1 mb8 ic64 ih28 iw28 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16")};
+  std::vector<std::vector<std::string>> serial;
+  for (const auto& p : problems) {
+    serial.emplace_back();
+    for (const auto& r : sel.rank(p, h200)) serial.back().push_back(r.text + " " + std::to_string(r.score));
+  }
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 3; ++rep)
+        for (std::size_t i = 0; i < problems.size(); ++i) {
+          const auto r = sel.rank(problems[(i + t) % problems.size()], h200);
+          const auto& want = serial[(i + t) % problems.size()];
+          if (r.size() != want.size()) {
+            ++mismatches[t];
+            continue;
+          }
+          for (std::size_t j = 0; j < r.size(); ++j)
+            mismatches[t] += r[j].text + " " + std::to_string(r[j].score) != want[j];
+        }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
 }
 
 TEST_F(SelectorTest, SelectReturnsTopKAndTheMarginAsConfidence) {
