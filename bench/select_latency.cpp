@@ -155,6 +155,19 @@ void BM_score_pool(benchmark::State& state, const char* text) {
   label(state, p, configs.size());
 }
 
+// The feature rows of a precomputed pool alone (the rest of BM_score_pool is predict + sort).
+void BM_features(benchmark::State& state, const char* text) {
+  const Problem p = parse_problem(text);
+  const auto configs = pool(p);
+  std::vector<double> rows(configs.size() * feature_schema().size());
+  for (auto _ : state) {
+    features_batch(p, configs, h200(), rows.data(), 1);
+    benchmark::DoNotOptimize(rows.data());
+  }
+  state.counters["pool"] = static_cast<double>(configs.size());
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * configs.size()));
+}
+
 // The legal pool alone (registry lookup).
 void BM_lookup(benchmark::State& state, const char* text) {
   const Problem p = parse_problem(text);
@@ -172,6 +185,8 @@ BENCHMARK_CAPTURE(BM_rank, gemm, kGemm)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_rank, conv, kConv)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_score_pool, gemm, kGemm)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_score_pool, conv, kConv)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_features, gemm, kGemm)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_features, conv, kConv)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_lookup, gemm, kGemm)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_lookup, conv, kConv)->Unit(benchmark::kMicrosecond);
 

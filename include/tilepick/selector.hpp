@@ -7,6 +7,8 @@
 //                                               "space_hash", "op", "dtype_family", "arch", "objective",
 //                                               "score": "higher_is_better" | "lower_is_better"}
 //   models/<name>/manifest.json                free-form training record (optional "eval" thresholds)
+// op is op_name() (gemm, conv_fwd, conv_bwd_data, conv_bwd_weight), dtype_family is dtype_family()
+// below, arch the arch spec name (ArchSpec::name, e.g. "h200"); space_hash is config_space_hash(op).
 // A folder whose schema hash, feature names or space hash differ from this build is refused; its
 // problems go to the fallback (heuristic_score) with one warning per (op, reason) per process.
 #pragma once

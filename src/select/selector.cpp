@@ -78,21 +78,21 @@ std::string mismatch(const ModelEntry& e) {
   const FeatureSchema& schema = feature_schema();
   const ModelSpec& s = e.spec;
   if (s.schema_hash != schema.hash)
-    return "model " + s.name + ": feature schema hash " + s.schema_hash + " != this build's " + schema.hash +
+    return "model " + s.dir + ": feature schema hash " + s.schema_hash + " != this build's " + schema.hash +
            " (retrain the model)";
   if (s.feature_version != schema.version)
-    return "model " + s.name + ": feature version " + std::to_string(s.feature_version) + " != this build's " +
+    return "model " + s.dir + ": feature version " + std::to_string(s.feature_version) + " != this build's " +
            std::to_string(schema.version);
   if (s.feature_names != schema.names)
-    return "model " + s.name + ": feature_spec.json feature_names differ from this build's schema";
+    return "model " + s.dir + ": feature_spec.json feature_names differ from this build's schema";
   try {
     e.model->check_schema(schema);
   } catch (const ModelMismatch& err) {
-    return "model " + s.name + ": " + err.what();
+    return "model " + s.dir + ": " + err.what();
   }
   const std::string space = config_space_hash(s.op);
   if (s.space_hash != space)
-    return "model " + s.name + ": config space hash " + s.space_hash + " != this build's " + space + " for " + s.op +
+    return "model " + s.dir + ": config space hash " + s.space_hash + " != this build's " + space + " for " + s.op +
            " (the spaces changed since training)";
   return "";
 }

@@ -1,0 +1,465 @@
+// Selector: model folders (hand-made LightGBM text over the real feature schema), hash checks with
+// the fallback and its single warning, deterministic ranking, top-k and confidence; `tilepick eval`
+// on a synthetic record file with hand-checked efficiencies and its threshold exit codes.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "select/selector_eval.hpp"
+#include "sweep/records.hpp"
+#include "test_util.hpp"
+#include "tilepick/features.hpp"
+#include "tilepick/legality.hpp"
+#include "tilepick/registry.hpp"
+#include "tilepick/selector.hpp"
+
+namespace tilepick {
+namespace {
+namespace fs = std::filesystem;
+
+const char* const kPoolProblem = "gemm rcr m1024 n1024 k1024 bf16";
+
+// A LightGBM tree: splits "feature <= threshold" (left) in node order, children >= 0 nodes, < 0 ~leaf.
+struct Tree {
+  struct Split {
+    std::string feature;
+    double threshold;
+    int left, right;
+  };
+  std::vector<Split> splits;
+  std::vector<double> leaves;
+
+  std::string text(int index) const {
+    std::ostringstream t;
+    t.precision(17);
+    auto list = [&](const char* key, auto get) {
+      t << key << "=";
+      for (std::size_t i = 0; i < splits.size(); ++i) t << (i ? " " : "") << get(splits[i]);
+      t << "\n";
+    };
+    t << "Tree=" << index << "\nnum_leaves=" << leaves.size() << "\nnum_cat=0\n";
+    list("split_feature", [](const Split& s) { return feature_schema().index(s.feature); });
+    list("threshold", [](const Split& s) { return s.threshold; });
+    list("decision_type", [](const Split&) { return 2; });
+    list("left_child", [](const Split& s) { return s.left; });
+    list("right_child", [](const Split& s) { return s.right; });
+    t << "leaf_value=";
+    for (std::size_t i = 0; i < leaves.size(); ++i) t << (i ? " " : "") << leaves[i];
+    t << "\nis_linear=0\nshrinkage=1\n\n\n";
+    return t.str();
+  }
+};
+
+// Score = 10 * [tile_m > 96] + [stages > 3].
+std::vector<Tree> base_trees() {
+  return {Tree{{{"cfg_tile_m", 96, ~0, ~1}}, {0, 10}}, Tree{{{"cfg_stages", 3.5, ~0, ~1}}, {0, 1}}};
+}
+double base_score(const KernelConfig& c) { return 10.0 * (c.tile_m > 96) + (c.stages > 3); }
+
+// +1 for exactly `c`: a chain of splits over every cfg_* feature.
+Tree isolate(const KernelConfig& c, const Problem& p) {
+  const FeatureSchema& s = feature_schema();
+  FeatureRow row = features(p, c, test::arch("h200"));
+  Tree t;
+  int leaf = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s.names[i].rfind("cfg_", 0) != 0) continue;
+    const int node = static_cast<int>(t.splits.size());
+    // node: f <= v - 0.5 -> 0; else node+1: f <= v + 0.5 -> next : 0
+    t.splits.push_back({s.names[i], row[i] - 0.5, ~leaf, node + 1});
+    t.leaves.push_back(0);
+    ++leaf;
+    t.splits.push_back({s.names[i], row[i] + 0.5, node + 2, ~leaf});
+    t.leaves.push_back(0);
+    ++leaf;
+  }
+  t.splits.back().left = ~leaf;  // the end of the chain: exactly `c`
+  t.leaves.push_back(1);
+  return t;
+}
+
+std::string model_text(const std::vector<Tree>& trees, const std::string& objective = "regression") {
+  const FeatureSchema& s = feature_schema();
+  std::ostringstream m;
+  m << "tree\nversion=v4\nnum_class=1\nnum_tree_per_iteration=1\nlabel_index=0\nmax_feature_idx=" << s.size() - 1
+    << "\nobjective=" << objective << "\nfeature_names=";
+  for (std::size_t i = 0; i < s.size(); ++i) m << (i ? " " : "") << s.names[i];
+  m << "\n\n";
+  for (std::size_t i = 0; i < trees.size(); ++i) m << trees[i].text(static_cast<int>(i));
+  m << "end of trees\n";
+  return m.str();
+}
+
+nlohmann::json spec_json(const std::string& op = "gemm") {
+  const FeatureSchema& s = feature_schema();
+  return {{"feature_names", s.names}, {"schema_hash", s.hash}, {"feature_version", s.version},
+          {"space_hash", config_space_hash(op)}, {"op", op}, {"dtype_family", "bf16"}, {"arch", "h200"},
+          {"objective", "regression"}, {"score", "higher_is_better"}};
+}
+
+class SelectorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tilepick-selector-test-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "models");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // models/<name>/ with a gzip model, the spec and an optional manifest.
+  void write_model(const std::string& name, const std::string& text, const nlohmann::json& spec,
+                   const nlohmann::json& manifest = nullptr) {
+    const fs::path d = dir_ / "models" / name;
+    fs::create_directories(d);
+    std::ofstream(d / "model.txt.gz", std::ios::binary) << sweep::gzip_member(text);
+    std::ofstream(d / "feature_spec.json") << spec.dump(2);
+    if (!manifest.is_null()) std::ofstream(d / "manifest.json") << manifest.dump(2);
+  }
+  std::string models() const { return (dir_ / "models").string(); }
+
+  fs::path dir_;
+};
+
+TEST(SelectorHash, SpaceHashFollowsTheCoveringSpaces) {
+  const std::string gemm = config_space_hash("gemm");
+  EXPECT_EQ(gemm.size(), 16u);
+  EXPECT_EQ(gemm, config_space_hash("gemm"));
+  EXPECT_NE(gemm, config_space_hash("conv_fwd"));
+  std::vector<ConfigSpace> spaces = default_spaces();
+  EXPECT_EQ(config_space_hash("gemm", spaces), gemm);
+  for (auto& s : spaces)
+    if (s.has_op("gemm")) s.hash = "0000000000000000";  // any content change changes the space hash
+  EXPECT_NE(config_space_hash("gemm", spaces), gemm);
+  EXPECT_EQ(dtype_family(parse_problem("gemm rcr m8 n8 k8 e4m3:e4m3:bf16")), "fp8");
+  EXPECT_EQ(dtype_family(parse_problem("fwd g1 mb1 ic8 ih4 iw4 oc8 kh1 kw1 sh1 sw1 ph0 pw0 f16")), "f16");
+}
+
+TEST_F(SelectorTest, LoadsAFolderAndRanksEveryLegalCandidateWithTheModel) {
+  write_model("gemm_bf16_h200", model_text(base_trees()), spec_json());
+  Selector sel(models());
+  ASSERT_EQ(sel.models().size(), 1u);
+  EXPECT_TRUE(sel.models()[0].usable()) << sel.models()[0].rejected;
+  const Problem p = parse_problem(kPoolProblem);
+  const ArchSpec& h200 = test::arch("h200");
+  ASSERT_NE(sel.model_for(p, h200), nullptr);
+  EXPECT_EQ(sel.model_for(parse_problem("gemm rcr m8 n8 k8 f16"), h200), nullptr);  // no f16 model
+
+  const auto ranked = sel.rank(p, h200);
+  ASSERT_EQ(ranked.size(), Registry::default_registry().lookup(p, h200).size());
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    EXPECT_EQ(ranked[i].source, "model:gemm_bf16_h200");
+    EXPECT_EQ(ranked[i].score, base_score(ranked[i].config)) << ranked[i].text;
+    EXPECT_EQ(ranked[i].text, to_string(ranked[i].config));
+    if (i) {  // best first; ties by config string
+      EXPECT_GE(ranked[i - 1].score, ranked[i].score);
+      if (ranked[i - 1].score == ranked[i].score) {
+        EXPECT_LT(ranked[i - 1].text, ranked[i].text);
+      }
+    }
+  }
+  EXPECT_EQ(ranked.front().score, 11);
+  // Deterministic: again, from another Selector, and the top-k is the prefix.
+  Selector again(models());
+  const auto twice = again.rank(p, h200);
+  ASSERT_EQ(twice.size(), ranked.size());
+  for (std::size_t i = 0; i < ranked.size(); ++i) EXPECT_EQ(twice[i].text, ranked[i].text);
+  const auto top5 = sel.rank(p, h200, 5);
+  ASSERT_EQ(top5.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(top5[i].text, ranked[i].text);
+}
+
+TEST_F(SelectorTest, ConcurrentRankingMatchesSerial) {
+  write_model("gemm_bf16_h200", model_text(base_trees()), spec_json());
+  const Selector sel(models());
+  const ArchSpec& h200 = test::arch("h200");
+  const std::vector<Problem> problems{parse_problem(kPoolProblem), parse_problem("gemm rcr m8 n4096 k4096 bf16"),
+                                      parse_problem("fwd g1 mb8 ic64 ih28 iw28 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16")};
+  std::vector<std::vector<std::string>> serial;
+  for (const auto& p : problems) {
+    serial.emplace_back();
+    for (const auto& r : sel.rank(p, h200)) serial.back().push_back(r.text + " " + std::to_string(r.score));
+  }
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 3; ++rep)
+        for (std::size_t i = 0; i < problems.size(); ++i) {
+          const auto r = sel.rank(problems[(i + t) % problems.size()], h200);
+          const auto& want = serial[(i + t) % problems.size()];
+          if (r.size() != want.size()) {
+            ++mismatches[t];
+            continue;
+          }
+          for (std::size_t j = 0; j < r.size(); ++j)
+            mismatches[t] += r[j].text + " " + std::to_string(r[j].score) != want[j];
+        }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+}
+
+TEST_F(SelectorTest, SelectReturnsTopKAndTheMarginAsConfidence) {
+  const Problem p = parse_problem(kPoolProblem);
+  const ArchSpec& h200 = test::arch("h200");
+  // A config of the top group (score 11) that is not first by string gets +1: a unique top with
+  // a margin of exactly 1.
+  const auto pool = Registry::default_registry().lookup(p, h200);
+  std::vector<KernelConfig> top_group;
+  for (const auto& e : pool)
+    if (base_score(e.config) == 11) top_group.push_back(e.config);
+  ASSERT_GE(top_group.size(), 3u);
+  const KernelConfig chosen = top_group.back();
+  auto trees = base_trees();
+  trees.push_back(isolate(chosen, p));
+  write_model("gemm_bf16_h200", model_text(trees), spec_json());
+  Selector sel(models());
+  const Selection s = sel.select(p, h200, 3);
+  ASSERT_EQ(s.top.size(), 3u);
+  EXPECT_EQ(s.pool_size, pool.size());
+  EXPECT_TRUE(s.from_model);
+  EXPECT_EQ(s.source, "model:gemm_bf16_h200");
+  EXPECT_EQ(s.units, "model:regression");
+  EXPECT_EQ(s.top[0].config, chosen);
+  EXPECT_EQ(s.top[0].score, 12);
+  EXPECT_EQ(s.top[1].score, 11);
+  EXPECT_DOUBLE_EQ(s.confidence, 1.0);
+  EXPECT_EQ(sel.select(p, h200, 0).top.size(), pool.size());  // k = 0: all
+}
+
+TEST_F(SelectorTest, HashMismatchFallsBackWithOneWarning) {
+  auto spec = spec_json();
+  spec["space_hash"] = "0123456789abcdef";
+  write_model("gemm_bf16_h200", model_text(base_trees()), spec);
+  Selector sel(models());
+  ASSERT_EQ(sel.models().size(), 1u);
+  EXPECT_FALSE(sel.models()[0].usable());
+  EXPECT_NE(sel.models()[0].rejected.find("config space hash 0123456789abcdef"), std::string::npos)
+      << sel.models()[0].rejected;
+  const Problem p = parse_problem(kPoolProblem);
+  const ArchSpec& h200 = test::arch("h200");
+  std::string why;
+  EXPECT_EQ(sel.model_for(p, h200, &why), nullptr);
+  EXPECT_EQ(why, sel.models()[0].rejected);
+
+  ::testing::internal::CaptureStderr();
+  const auto ranked = sel.rank(p, h200);
+  Selection s = sel.select(p, h200, 4);
+  Selector(models()).rank(p, h200, 1);  // another instance: still the same process
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  std::size_t warnings = 0;
+  for (std::size_t at = err.find("uses the analytic fallback"); at != std::string::npos;
+       at = err.find("uses the analytic fallback", at + 1))
+    ++warnings;
+  EXPECT_EQ(warnings, 1u) << err;
+  EXPECT_NE(err.find("config space hash"), std::string::npos) << err;
+
+  for (const auto& r : ranked) {
+    EXPECT_EQ(r.source, "fallback");
+    EXPECT_EQ(r.score, heuristic_score(p, r.config, h200));
+  }
+  EXPECT_FALSE(s.from_model);
+  EXPECT_EQ(s.units, "ln_ratio");
+  EXPECT_EQ(s.reason, sel.models()[0].rejected);
+  ASSERT_EQ(s.top.size(), 4u);
+  EXPECT_DOUBLE_EQ(s.confidence, std::log(s.top[0].score / s.top[1].score));
+}
+
+TEST_F(SelectorTest, SchemaMismatchAndBrokenFoldersAreRefusedWithTheReason) {
+  auto spec = spec_json();
+  spec["schema_hash"] = "ffffffffffffffff";
+  write_model("a_schema", model_text(base_trees()), spec);
+  write_model("b_broken", "not a model", spec_json());
+  fs::create_directories(dir_ / "models" / "c_no_spec");  // ignored: no feature_spec.json
+  Selector sel(models());
+  ASSERT_EQ(sel.models().size(), 2u);
+  EXPECT_NE(sel.models()[0].rejected.find("feature schema hash ffffffffffffffff"), std::string::npos);
+  EXPECT_NE(sel.models()[1].rejected.find("cannot be used"), std::string::npos) << sel.models()[1].rejected;
+  EXPECT_EQ(sel.model_for(parse_problem(kPoolProblem), test::arch("h200")), nullptr);
+  Selector none((dir_ / "absent").string());
+  EXPECT_TRUE(none.models().empty());
+  std::string why;
+  EXPECT_EQ(none.model_for(parse_problem(kPoolProblem), test::arch("h200"), &why), nullptr);
+  EXPECT_NE(why.find("no model for gemm bf16 h200"), std::string::npos) << why;
+}
+
+// ------------------------------------------------------------------------------ evaluation
+
+const char* const kA = "fam=sm80 tile=128x128x32 warps=2x2 stages=4 splitk=1 skmode=serial raster=row swz=1 align=auto epi=direct";  // model 11
+const char* const kB = "fam=sm80 tile=64x128x32 warps=2x2 stages=4 splitk=1 skmode=serial raster=row swz=1 align=auto epi=direct";   // 1
+const char* const kC = "fam=sm80 tile=64x64x32 warps=2x2 stages=2 splitk=1 skmode=serial raster=row swz=1 align=auto epi=direct";    // 0
+const char* const kP1 = "gemm rcr m64 n256 k512 bf16";
+const char* const kP2 = "gemm rcr m8 n256 k512 bf16";
+const char* const kP3 = "gemm rcr m4096 n256 k512 bf16";
+
+sweep::Record rec(const std::string& problem, const std::string& config, const std::string& status, double us) {
+  sweep::Record r;
+  r.problem = problem;
+  r.config = config;
+  r.status = status;
+  r.median_us = us;
+  return r;
+}
+
+// P1: A 12 us, B 10 (oracle), C 20; cuBLASLt heur 11, best 10.5.  P2: A wrong, B 10, C 9 (oracle).
+// P3: only failures (skipped).
+void write_records(const std::string& path) {
+  sweep::RecordWriter w(path, {{"format", sweep::kRecordFormat}, {"options", {{"arch", "h200"}}}});
+  for (const auto& r : {rec(kP1, kA, "ok", 12), rec(kP1, kB, "ok", 10), rec(kP1, kC, "ok", 20),
+                        rec(kP1, "vendor=cublaslt:heur", "ok", 11), rec(kP1, "vendor=cublaslt:best", "ok", 10.5),
+                        rec(kP2, kA, "wrong", 0), rec(kP2, kB, "ok", 10), rec(kP2, kC, "ok", 9),
+                        rec(kP3, kA, "crash", 0), rec(kP3, kB, "error", 0)})
+    w.append(r);
+}
+
+TEST_F(SelectorTest, EvalScoresChoicesAgainstTheOracleAndTheVendor) {
+  write_model("gemm_bf16_h200", model_text(base_trees()), spec_json());
+  write_records((dir_ / "r.csv.gz").string());
+  Selector sel(models());
+  const ArchSpec& h200 = test::arch("h200");
+  auto file = sweep::read_record_file((dir_ / "r.csv.gz").string());
+  const auto report = eval::evaluate(sel, file.records, h200, {{kP1, "llm"}});
+  EXPECT_EQ(report.skipped, 1u);
+  ASSERT_EQ(report.problems.size(), 2u);
+
+  const auto& p1 = report.problems[0];
+  EXPECT_EQ(p1.problem, kP1);
+  EXPECT_EQ(p1.candidates, 3u);
+  EXPECT_EQ(p1.model.config, to_string(resolve(parse_config(kA), parse_problem(kP1))));
+  EXPECT_EQ(p1.model.source, "model:gemm_bf16_h200");
+  EXPECT_DOUBLE_EQ(p1.model.efficiency, 10.0 / 12.0);
+  EXPECT_EQ(p1.model.oracle_rank, 2);
+  EXPECT_FALSE(p1.model.top1);  // 12 > 10 * 1.02
+  EXPECT_TRUE(p1.model.top5);
+  EXPECT_EQ(p1.vendor, "cublaslt");
+  EXPECT_DOUBLE_EQ(p1.vendor_best_us, 10.5);
+  EXPECT_EQ(p1.slices, (std::vector<std::string>{"m=small", "net=llm"}));
+
+  const auto& p2 = report.problems[1];
+  EXPECT_TRUE(p2.model.failed);
+  EXPECT_EQ(p2.model.status, "wrong");
+  EXPECT_EQ(p2.model.efficiency, 0);
+  EXPECT_EQ(p2.model.oracle_rank, 3);
+  EXPECT_TRUE(p2.model.top5);
+  EXPECT_EQ(p2.slices, (std::vector<std::string>{"m=tiny"}));
+
+  // The analytic fallback's pick over the same candidates.
+  for (const auto* p : {&p1, &p2}) {
+    const Problem prob = parse_problem(p->problem);
+    std::vector<std::pair<double, std::string>> scored;
+    for (const char* c : {kA, kB, kC}) {
+      KernelConfig r = resolve(parse_config(c), prob);
+      scored.push_back({-heuristic_score(prob, r, h200), to_string(r)});
+    }
+    std::sort(scored.begin(), scored.end());
+    EXPECT_EQ(p->fallback.config, scored.front().second);
+    EXPECT_EQ(p->fallback.source, "fallback");
+  }
+
+  const eval::GroupEval* g = eval::find_group(report, "gemm");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->model.count, 2u);
+  EXPECT_EQ(g->model.failed, 1u);
+  EXPECT_DOUBLE_EQ(g->model.mean, 10.0 / 24.0);
+  EXPECT_DOUBLE_EQ(g->model.median, 10.0 / 24.0);
+  EXPECT_DOUBLE_EQ(g->model.p10, 0.1 * 10.0 / 12.0);
+  EXPECT_DOUBLE_EQ(g->model.min, 0);
+  EXPECT_DOUBLE_EQ(g->model.top1, 0);
+  EXPECT_DOUBLE_EQ(g->model.top5, 1);
+  EXPECT_DOUBLE_EQ(g->model.regret_us, 2);  // P1 only: P2's choice failed
+  EXPECT_EQ(g->vendor_own.count, 1u);
+  EXPECT_DOUBLE_EQ(g->vendor_own.mean, 10.5 / 11);
+  EXPECT_DOUBLE_EQ(g->vendor_vs_oracle.mean, 10.0 / 11);
+  EXPECT_DOUBLE_EQ(g->vendor_vs_oracle.regret_us, 1);
+  EXPECT_TRUE(std::isnan(g->vendor_own.top5));
+  ASSERT_NE(eval::find_group(report, "gemm net=llm"), nullptr);
+  EXPECT_EQ(eval::find_group(report, "gemm m=tiny")->model.count, 1u);
+  EXPECT_EQ(eval::find_group(report, "source=model:gemm_bf16_h200")->model.count, 2u);
+  EXPECT_EQ(eval::to_json(report)["skipped"], 1);
+}
+
+// ------------------------------------------------------------------------------ CLI
+
+struct Result {
+  int code;
+  std::string out;
+};
+
+Result run(const std::string& args) {
+  std::string cmd = std::string(TILEPICK_CLI_PATH) + " " + args + " 2>&1";
+  Result r{-1, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST_F(SelectorTest, EvalCliWritesFilesAndChecksThresholds) {
+  write_model("gemm_bf16_h200", model_text(base_trees()), spec_json(), {{"eval", {{"mean", 0.5}}}});
+  write_records((dir_ / "r.csv.gz").string());
+  std::ofstream(dir_ / "problems.txt") << "llama.l1: " << kP1 << "\n";
+  const std::string base = "eval --no-plot --models " + models() + " --records " + (dir_ / "r.csv.gz").string();
+  auto ok = run(base + " --out " + (dir_ / "out").string() + " --problems-file " + (dir_ / "problems.txt").string() +
+                " --min-mean 0.4 --min-p10 0.08");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("gemm net=llama"), std::string::npos) << ok.out;
+  std::ifstream jf(dir_ / "out" / "eval.json");
+  auto j = nlohmann::json::parse(jf);
+  bool found = false;
+  for (const auto& g : j["groups"])
+    if (g["name"] == "gemm") {
+      found = true;
+      EXPECT_DOUBLE_EQ(g["model"]["mean"].get<double>(), 10.0 / 24.0);
+      EXPECT_EQ(g["model"]["failed"], 1);
+    }
+  EXPECT_TRUE(found) << j.dump();
+  std::ifstream cf(dir_ / "out" / "eval.csv");
+  std::string header, row;
+  std::getline(cf, header);
+  std::getline(cf, row);
+  EXPECT_EQ(header.rfind("op,problem,tag,source,", 0), 0u);
+  EXPECT_NE(row.find("llama"), std::string::npos) << row;
+  EXPECT_NE(row.find("0.833333"), std::string::npos) << row;
+
+  EXPECT_EQ(run(base + " --min-mean 0.42").code, 2);
+  auto low = run(base + " --min-p10 0.09");
+  EXPECT_EQ(low.code, 2);
+  EXPECT_NE(low.out.find("gemm: model p10"), std::string::npos) << low.out;
+  EXPECT_EQ(run(base + " --manifest-thresholds").code, 2);  // manifest mean 0.5 > 0.4167
+  EXPECT_EQ(run(base + " --manifest-thresholds --margin 0.1").code, 0);
+  EXPECT_NE(run("eval --records " + (dir_ / "missing.csv.gz").string()).code, 0);
+}
+
+TEST_F(SelectorTest, SelectCliPrintsRankedCandidatesWithMeasurements) {
+  write_model("gemm_bf16_h200", model_text(base_trees()), spec_json());
+  write_records((dir_ / "r.csv.gz").string());
+  auto r = run("select --models " + models() + " -p '" + kP1 + "' -k 3 --explain --records " +
+               (dir_ / "r.csv.gz").string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("model:gemm_bf16_h200"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("best tilepick config 10.000 us"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("measured_us"), std::string::npos) << r.out;
+  std::size_t rows = 0;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && std::isdigit(static_cast<unsigned char>(line[0]))) ++rows;
+  EXPECT_EQ(rows, 3u) << r.out;
+  auto h = run("select --space-hash gemm");
+  EXPECT_EQ(h.code, 0);
+  EXPECT_EQ(h.out, config_space_hash("gemm") + "\n");
+}
+
+}  // namespace
+}  // namespace tilepick
