@@ -101,7 +101,7 @@ std::string model_text(const std::vector<Tree>& trees, const std::string& object
 nlohmann::json spec_json(const std::string& op = "gemm") {
   const FeatureSchema& s = feature_schema();
   return {{"feature_names", s.names}, {"schema_hash", s.hash}, {"feature_version", s.version},
-          {"space_hash", config_space_hash(op)}, {"op", op}, {"dtype_family", "bf16"}, {"arch", "h200"},
+          {"space_hash", config_space_hash(op)}, {"op", op}, {"dtype_family", "half"}, {"arch", "h200"},
           {"objective", "regression"}, {"score", "higher_is_better"}};
 }
 
@@ -140,23 +140,23 @@ TEST(SelectorHash, SpaceHashFollowsTheCoveringSpaces) {
     if (s.has_op("gemm")) s.hash = "0000000000000000";  // any content change changes the space hash
   EXPECT_NE(config_space_hash("gemm", spaces), gemm);
   EXPECT_EQ(dtype_family(parse_problem("gemm rcr m8 n8 k8 e4m3:e4m3:bf16")), "fp8");
-  EXPECT_EQ(dtype_family(parse_problem("fwd g1 mb1 ic8 ih4 iw4 oc8 kh1 kw1 sh1 sw1 ph0 pw0 f16")), "f16");
+  EXPECT_EQ(dtype_family(parse_problem("fwd g1 mb1 ic8 ih4 iw4 oc8 kh1 kw1 sh1 sw1 ph0 pw0 f16")), "half");
 }
 
 TEST_F(SelectorTest, LoadsAFolderAndRanksEveryLegalCandidateWithTheModel) {
-  write_model("gemm_bf16_h200", model_text(base_trees()), spec_json());
+  write_model("gemm_half_h200", model_text(base_trees()), spec_json());
   Selector sel(models());
   ASSERT_EQ(sel.models().size(), 1u);
   EXPECT_TRUE(sel.models()[0].usable()) << sel.models()[0].rejected;
   const Problem p = parse_problem(kPoolProblem);
   const ArchSpec& h200 = test::arch("h200");
   ASSERT_NE(sel.model_for(p, h200), nullptr);
-  EXPECT_EQ(sel.model_for(parse_problem("gemm rcr m8 n8 k8 f16"), h200), nullptr);  // no f16 model
+  EXPECT_EQ(sel.model_for(parse_problem("gemm rcr m8 n8 k8 f32"), h200), nullptr);  // no tf32 model (f16 shares the half model)
 
   const auto ranked = sel.rank(p, h200);
   ASSERT_EQ(ranked.size(), Registry::default_registry().lookup(p, h200).size());
   for (std::size_t i = 0; i < ranked.size(); ++i) {
-    EXPECT_EQ(ranked[i].source, "model:gemm_bf16_h200");
+    EXPECT_EQ(ranked[i].source, "model:gemm_half_h200");
     EXPECT_EQ(ranked[i].score, base_score(ranked[i].config)) << ranked[i].text;
     EXPECT_EQ(ranked[i].text, to_string(ranked[i].config));
     if (i) {  // best first; ties by config string
@@ -178,7 +178,7 @@ TEST_F(SelectorTest, LoadsAFolderAndRanksEveryLegalCandidateWithTheModel) {
 }
 
 TEST_F(SelectorTest, ConcurrentRankingMatchesSerial) {
-  write_model("gemm_bf16_h200", model_text(base_trees()), spec_json());
+  write_model("gemm_half_h200", model_text(base_trees()), spec_json());
   const Selector sel(models());
   const ArchSpec& h200 = test::arch("h200");
   const std::vector<Problem> problems{parse_problem(kPoolProblem), parse_problem("gemm rcr m8 n4096 k4096 bf16"),
@@ -221,13 +221,13 @@ TEST_F(SelectorTest, SelectReturnsTopKAndTheMarginAsConfidence) {
   const KernelConfig chosen = top_group.back();
   auto trees = base_trees();
   trees.push_back(isolate(chosen, p));
-  write_model("gemm_bf16_h200", model_text(trees), spec_json());
+  write_model("gemm_half_h200", model_text(trees), spec_json());
   Selector sel(models());
   const Selection s = sel.select(p, h200, 3);
   ASSERT_EQ(s.top.size(), 3u);
   EXPECT_EQ(s.pool_size, pool.size());
   EXPECT_TRUE(s.from_model);
-  EXPECT_EQ(s.source, "model:gemm_bf16_h200");
+  EXPECT_EQ(s.source, "model:gemm_half_h200");
   EXPECT_EQ(s.units, "model:regression");
   EXPECT_EQ(s.top[0].config, chosen);
   EXPECT_EQ(s.top[0].score, 12);
@@ -239,7 +239,7 @@ TEST_F(SelectorTest, SelectReturnsTopKAndTheMarginAsConfidence) {
 TEST_F(SelectorTest, HashMismatchFallsBackWithOneWarning) {
   auto spec = spec_json();
   spec["space_hash"] = "0123456789abcdef";
-  write_model("gemm_bf16_h200", model_text(base_trees()), spec);
+  write_model("gemm_half_h200", model_text(base_trees()), spec);
   Selector sel(models());
   ASSERT_EQ(sel.models().size(), 1u);
   EXPECT_FALSE(sel.models()[0].usable());
@@ -289,7 +289,7 @@ TEST_F(SelectorTest, SchemaMismatchAndBrokenFoldersAreRefusedWithTheReason) {
   EXPECT_TRUE(none.models().empty());
   std::string why;
   EXPECT_EQ(none.model_for(parse_problem(kPoolProblem), test::arch("h200"), &why), nullptr);
-  EXPECT_NE(why.find("no model for gemm bf16 h200"), std::string::npos) << why;
+  EXPECT_NE(why.find("no model for gemm half h200"), std::string::npos) << why;
 }
 
 // ------------------------------------------------------------------------------ evaluation
@@ -322,7 +322,7 @@ void write_records(const std::string& path) {
 }
 
 TEST_F(SelectorTest, EvalScoresChoicesAgainstTheOracleAndTheVendor) {
-  write_model("gemm_bf16_h200", model_text(base_trees()), spec_json());
+  write_model("gemm_half_h200", model_text(base_trees()), spec_json());
   write_records((dir_ / "r.csv.gz").string());
   Selector sel(models());
   const ArchSpec& h200 = test::arch("h200");
@@ -335,7 +335,7 @@ TEST_F(SelectorTest, EvalScoresChoicesAgainstTheOracleAndTheVendor) {
   EXPECT_EQ(p1.problem, kP1);
   EXPECT_EQ(p1.candidates, 3u);
   EXPECT_EQ(p1.model.config, to_string(resolve(parse_config(kA), parse_problem(kP1))));
-  EXPECT_EQ(p1.model.source, "model:gemm_bf16_h200");
+  EXPECT_EQ(p1.model.source, "model:gemm_half_h200");
   EXPECT_DOUBLE_EQ(p1.model.efficiency, 10.0 / 12.0);
   EXPECT_EQ(p1.model.oracle_rank, 2);
   EXPECT_FALSE(p1.model.top1);  // 12 > 10 * 1.02
@@ -383,7 +383,7 @@ TEST_F(SelectorTest, EvalScoresChoicesAgainstTheOracleAndTheVendor) {
   EXPECT_TRUE(std::isnan(g->vendor_own.top5));
   ASSERT_NE(eval::find_group(report, "gemm net=llm"), nullptr);
   EXPECT_EQ(eval::find_group(report, "gemm m=tiny")->model.count, 1u);
-  EXPECT_EQ(eval::find_group(report, "source=model:gemm_bf16_h200")->model.count, 2u);
+  EXPECT_EQ(eval::find_group(report, "source=model:gemm_half_h200")->model.count, 2u);
   EXPECT_EQ(eval::to_json(report)["skipped"], 1);
 }
 
@@ -407,7 +407,7 @@ Result run(const std::string& args) {
 }
 
 TEST_F(SelectorTest, EvalCliWritesFilesAndChecksThresholds) {
-  write_model("gemm_bf16_h200", model_text(base_trees()), spec_json(), {{"eval", {{"mean", 0.5}}}});
+  write_model("gemm_half_h200", model_text(base_trees()), spec_json(), {{"eval", {{"mean", 0.5}}}});
   write_records((dir_ / "r.csv.gz").string());
   std::ofstream(dir_ / "problems.txt") << "llama.l1: " << kP1 << "\n";
   const std::string base = "eval --no-plot --models " + models() + " --records " + (dir_ / "r.csv.gz").string();
@@ -443,12 +443,12 @@ TEST_F(SelectorTest, EvalCliWritesFilesAndChecksThresholds) {
 }
 
 TEST_F(SelectorTest, SelectCliPrintsRankedCandidatesWithMeasurements) {
-  write_model("gemm_bf16_h200", model_text(base_trees()), spec_json());
+  write_model("gemm_half_h200", model_text(base_trees()), spec_json());
   write_records((dir_ / "r.csv.gz").string());
   auto r = run("select --models " + models() + " -p '" + kP1 + "' -k 3 --explain --records " +
                (dir_ / "r.csv.gz").string());
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("model:gemm_bf16_h200"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model:gemm_half_h200"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("best tilepick config 10.000 us"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("measured_us"), std::string::npos) << r.out;
   std::size_t rows = 0;

@@ -28,8 +28,8 @@
 
 namespace tilepick {
 
-// The dtype family that keys models: the input dtype (GEMM A, conv x) name, "f16", "bf16", "f32",
-// with both fp8 types as "fp8".
+// The dtype family that keys models, from the input dtype (GEMM A, conv x): "half" (f16 and bf16
+// share a model), "tf32" (f32 inputs), "fp8" (e4m3, e5m2).
 std::string dtype_family(const Problem& p);
 
 // Identity of the config spaces that feed an op's candidates. Definition (stable, documented for
