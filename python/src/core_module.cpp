@@ -172,6 +172,8 @@ NB_MODULE(_core, m) {
   m.def("canonical_config", [](const std::string& s) { return to_string(parse_config(s)); }, "text"_a);
   m.def("problem_op", [](const std::string& s) { return op_name(parse_problem(s)); }, "text"_a,
         "gemm, conv_fwd, conv_bwd_data or conv_bwd_weight.");
+  m.def("dtype_family", [](const std::string& s) { return dtype_family(parse_problem(s)); }, "text"_a,
+        "The dtype family that keys models: half (f16, bf16), tf32 or fp8.");
   m.def("legal_configs", &legal_configs_py, "problem"_a, "arch"_a = "h200",
         "Canonical strings of the registry's legal configs for the problem (align resolved).");
   m.def("heuristic_scores", &heuristic_scores_py, "problem"_a, "configs"_a, "arch"_a = "h200",

@@ -14,7 +14,6 @@ import datetime as _dt
 import gzip
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,12 +28,10 @@ FOLDS = 5
 
 
 def dtype_family(problem: str) -> str:
-    """bf16/f16 -> half (16-bit float inputs share a model), f32 -> tf32, e4m3/e5m2 -> fp8
-    (the C++ selector's dtype_family)."""
-    fields = problem.split()
-    dt = next((t for t in fields if re.fullmatch(r"(bf16|f16|f32|e4m3|e5m2)(:.*)?", t)), "f16")
-    first = dt.split(":")[0]
-    return {"bf16": "half", "f16": "half", "f32": "tf32"}.get(first, "fp8")
+    """The selector's dtype family (half, tf32, fp8), from the C++ rule that keys the models."""
+    from tilepick import _core
+
+    return _core.dtype_family(problem)
 
 
 def cv_group(problem: str, tag: str | None) -> str:
@@ -50,8 +47,13 @@ def load_rows(paths: list[str], problem_files: list[str]) -> tuple[dict, pd.Data
     tags = {}
     for f in problem_files:
         tags.update(rec.read_problem_tags(f))
+    from tilepick import _core
+
     keys = df["problem"].map(rec.problem_key)
-    df = df.assign(tag=keys.map(tags), family=df["problem"].map(dtype_family))
+    problems = df["problem"].unique()
+    op = {p: _core.problem_op(p) for p in problems}
+    family = {p: dtype_family(p) for p in problems}
+    df = df.assign(tag=keys.map(tags), op=df["problem"].map(op), family=df["problem"].map(family))
     df["group"] = [cv_group(p, t if isinstance(t, str) else None) for p, t in zip(df["problem"], df["tag"])]
     return header, df
 
