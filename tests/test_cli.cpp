@@ -4,101 +4,85 @@
 #include <array>
 #include <cstdio>
 #include <string>
+#include "test_util.hpp"
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;  // stdout and stderr together
-};
-
-Result run(const std::string& args) {
-  std::string cmd = std::string(TILEPICK_CLI_PATH) + " " + args + " 2>&1";
-  Result r{-1, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
 
 bool has(const std::string& s, const std::string& frag) { return s.find(frag) != std::string::npos; }
 
 }  // namespace
 
 TEST(Cli, ProblemParsePrintsCanonical) {
-  auto r = run("problem parse 'fwd mb2 ic8 ih5 iw5 oc8 kh3 kw3 fp16' 'gemm k9 m1 n2 rcr bf16'");
+  auto r = tilepick::test::run_cli("problem parse 'fwd mb2 ic8 ih5 iw5 oc8 kh3 kw3 fp16' 'gemm k9 m1 n2 rcr bf16'");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out, "fwd g1 mb2 ic8 ih5 iw5 oc8 kh3 kw3 sh1 sw1 ph0 pw0 f16\ngemm rcr m1 n2 k9 bf16\n");
 }
 
 TEST(Cli, ProblemParseFileKeepsNames) {
-  auto r = run(std::string("problem parse --file ") + TILEPICK_TEST_GOLDEN_DIR + "/problems_in.txt");
+  auto r = tilepick::test::run_cli(std::string("problem parse --file ") + TILEPICK_TEST_GOLDEN_DIR + "/problems_in.txt");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(has(r.out, "resnet50.conv1: fwd g1 mb32 ic3 ih224")) << r.out;
 }
 
 TEST(Cli, ProblemShowDerived) {
-  auto r = run("problem show 'bwd_weight g32 mb8 ic256 ih28 iw28 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16' --arch h100_sxm");
+  auto r = tilepick::test::run_cli("problem show 'bwd_weight g32 mb8 ic256 ih28 iw28 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16' --arch h100_sxm");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(has(r.out, "gemm view:  M=8 N=72 K=6272 batch=32")) << r.out;
   EXPECT_TRUE(has(r.out, "key:        conv_bwd_weight.bf16.nhwgc-gkyxc-nhwgk.sm_90")) << r.out;
 }
 
 TEST(Cli, BadProblemIsAClearErrorWithExitCode1) {
-  auto r = run("problem parse 'fwd g3 mb1 ic8 ih5 iw5 oc3 kh3 kw3 bf16'");
+  auto r = tilepick::test::run_cli("problem parse 'fwd g3 mb1 ic8 ih5 iw5 oc3 kh3 kw3 bf16'");
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(has(r.out, "tilepick: error: ic8")) << r.out;
 }
 
 TEST(Cli, UnknownSubcommandIsAUsageError) {
-  auto r = run("frobnicate");
+  auto r = tilepick::test::run_cli("frobnicate");
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.code, 1);
 }
 
 TEST(Cli, HelpListsTheCommands) {
-  auto r = run("--help");
+  auto r = tilepick::test::run_cli("--help");
   EXPECT_EQ(r.code, 0);
   for (const char* c : {"problem", "configs", "registry", "arch"}) EXPECT_TRUE(has(r.out, c)) << c;
 }
 
 TEST(Cli, ConfigsCountHasEveryOpAndArch) {
-  auto r = run("configs count");
+  auto r = tilepick::test::run_cli("configs count");
   EXPECT_EQ(r.code, 0) << r.out;
   for (const char* op : {"gemm", "conv_fwd", "conv_bwd_data", "conv_bwd_weight"}) EXPECT_TRUE(has(r.out, op)) << op;
   for (const char* sm : {"sm_80", "sm_86", "sm_89", "sm_90"}) EXPECT_TRUE(has(r.out, sm)) << sm;
 }
 
 TEST(Cli, ConfigsListWithFilterAndProblem) {
-  auto all = run("configs list --space gemm_sm80");
-  auto some = run("configs list --space gemm_sm80 --filter 'tile_m == 256 && stages == 3'");
+  auto all = tilepick::test::run_cli("configs list --space gemm_sm80");
+  auto some = tilepick::test::run_cli("configs list --space gemm_sm80 --filter 'tile_m == 256 && stages == 3'");
   EXPECT_EQ(all.code, 0);
   EXPECT_EQ(some.code, 0);
   EXPECT_GT(some.out.size(), 0u);
   EXPECT_LT(some.out.size(), all.out.size());
   EXPECT_FALSE(has(some.out, "tile=128x")) << some.out;
-  auto legal = run("configs list --space gemm_sm80 --problem 'gemm rcr m77 n33 k19 bf16' --arch sm_80");
+  auto legal = tilepick::test::run_cli("configs list --space gemm_sm80 --problem 'gemm rcr m77 n33 k19 bf16' --arch sm_80");
   EXPECT_EQ(legal.code, 0) << legal.out;
   EXPECT_TRUE(has(legal.out, "align=1x1x1")) << legal.out;  // odd K and N: scalar accesses only
   EXPECT_FALSE(has(legal.out, "align=auto"));
-  auto bad = run("configs list --filter 'tile_q > 1'");
+  auto bad = tilepick::test::run_cli("configs list --filter 'tile_q > 1'");
   EXPECT_EQ(bad.code, 1);
   EXPECT_TRUE(has(bad.out, "tile_q")) << bad.out;
 }
 
 TEST(Cli, RegistryExportAndArch) {
-  auto r = run("registry export --arch sm_90");
+  auto r = tilepick::test::run_cli("registry export --arch sm_90");
   EXPECT_EQ(r.code, 0);
   EXPECT_TRUE(has(r.out, "\"kernels\"")) << r.out.substr(0, 200);
-  auto list = run("arch list");
+  auto list = tilepick::test::run_cli("arch list");
   EXPECT_TRUE(has(list.out, "h200")) << list.out;
-  auto show = run("arch show sm_89");
+  auto show = tilepick::test::run_cli("arch show sm_89");
   EXPECT_TRUE(has(show.out, "l40s")) << show.out;
-  auto dev = run("arch show --device 0");  // no GPU or driver here: a clear error, no crash
+  auto dev = tilepick::test::run_cli("arch show --device 0");  // no GPU or driver here: a clear error, no crash
   if (dev.code != 0) {
     EXPECT_TRUE(has(dev.out, "cannot query device 0")) << dev.out;
   }

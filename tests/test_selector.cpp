@@ -389,29 +389,13 @@ TEST_F(SelectorTest, EvalScoresChoicesAgainstTheOracleAndTheVendor) {
 
 // ------------------------------------------------------------------------------ CLI
 
-struct Result {
-  int code;
-  std::string out;
-};
-
-Result run(const std::string& args) {
-  std::string cmd = std::string(TILEPICK_CLI_PATH) + " " + args + " 2>&1";
-  Result r{-1, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
 
 TEST_F(SelectorTest, EvalCliWritesFilesAndChecksThresholds) {
   write_model("gemm_half_h200", model_text(base_trees()), spec_json(), {{"eval", {{"mean", 0.5}}}});
   write_records((dir_ / "r.csv.gz").string());
   std::ofstream(dir_ / "problems.txt") << "llama.l1: " << kP1 << "\n";
   const std::string base = "eval --no-plot --models " + models() + " --records " + (dir_ / "r.csv.gz").string();
-  auto ok = run(base + " --out " + (dir_ / "out").string() + " --problems-file " + (dir_ / "problems.txt").string() +
+  auto ok = test::run_cli(base + " --out " + (dir_ / "out").string() + " --problems-file " + (dir_ / "problems.txt").string() +
                 " --min-mean 0.4 --min-p10 0.08");
   EXPECT_EQ(ok.code, 0) << ok.out;
   EXPECT_NE(ok.out.find("gemm net=llama"), std::string::npos) << ok.out;
@@ -433,19 +417,19 @@ TEST_F(SelectorTest, EvalCliWritesFilesAndChecksThresholds) {
   EXPECT_NE(row.find("llama"), std::string::npos) << row;
   EXPECT_NE(row.find("0.833333"), std::string::npos) << row;
 
-  EXPECT_EQ(run(base + " --min-mean 0.42").code, 2);
-  auto low = run(base + " --min-p10 0.09");
+  EXPECT_EQ(test::run_cli(base + " --min-mean 0.42").code, 2);
+  auto low = test::run_cli(base + " --min-p10 0.09");
   EXPECT_EQ(low.code, 2);
   EXPECT_NE(low.out.find("gemm: model p10"), std::string::npos) << low.out;
-  EXPECT_EQ(run(base + " --manifest-thresholds").code, 2);  // manifest mean 0.5 > 0.4167
-  EXPECT_EQ(run(base + " --manifest-thresholds --margin 0.1").code, 0);
-  EXPECT_NE(run("eval --records " + (dir_ / "missing.csv.gz").string()).code, 0);
+  EXPECT_EQ(test::run_cli(base + " --manifest-thresholds").code, 2);  // manifest mean 0.5 > 0.4167
+  EXPECT_EQ(test::run_cli(base + " --manifest-thresholds --margin 0.1").code, 0);
+  EXPECT_NE(test::run_cli("eval --records " + (dir_ / "missing.csv.gz").string()).code, 0);
 }
 
 TEST_F(SelectorTest, SelectCliPrintsRankedCandidatesWithMeasurements) {
   write_model("gemm_half_h200", model_text(base_trees()), spec_json());
   write_records((dir_ / "r.csv.gz").string());
-  auto r = run("select --models " + models() + " -p '" + kP1 + "' -k 3 --explain --records " +
+  auto r = test::run_cli("select --models " + models() + " -p '" + kP1 + "' -k 3 --explain --records " +
                (dir_ / "r.csv.gz").string());
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("model:gemm_half_h200"), std::string::npos) << r.out;
@@ -456,7 +440,7 @@ TEST_F(SelectorTest, SelectCliPrintsRankedCandidatesWithMeasurements) {
   for (std::string line; std::getline(lines, line);)
     if (!line.empty() && std::isdigit(static_cast<unsigned char>(line[0]))) ++rows;
   EXPECT_EQ(rows, 3u) << r.out;
-  auto h = run("select --space-hash gemm");
+  auto h = test::run_cli("select --space-hash gemm");
   EXPECT_EQ(h.code, 0);
   EXPECT_EQ(h.out, config_space_hash("gemm") + "\n");
 }

@@ -19,6 +19,7 @@
 #include "sweep/plan.hpp"
 #include "tilepick/error.hpp"
 #include "sweep/records.hpp"
+#include "test_util.hpp"
 
 namespace fs = std::filesystem;
 using namespace tilepick;
@@ -26,22 +27,6 @@ using namespace tilepick::sweep;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
-
-Result run(const std::string& args) {
-  std::string cmd = std::string(TILEPICK_CLI_PATH) + " " + args + " 2>&1";
-  Result r{-1, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
 
 class SweepTest : public ::testing::Test {
  protected:
@@ -64,7 +49,7 @@ class SweepTest : public ::testing::Test {
 
   // Every (problem, item) the sweep plans, from --dry-run.
   std::set<std::pair<std::string, std::string>> planned(const std::string& extra = "") {
-    auto r = run(base() + " -o " + out("dry.csv.gz") + " --dry-run " + extra);
+    auto r = test::run_cli(base() + " -o " + out("dry.csv.gz") + " --dry-run " + extra);
     EXPECT_EQ(r.code, 0) << r.out;
     std::set<std::pair<std::string, std::string>> s;
     std::size_t pos = 0;
@@ -162,7 +147,7 @@ TEST_F(SweepTest, JournalRowsSurviveAKilledWriter) {
 
 TEST_F(SweepTest, CrashAndHangRestartTheWorkerAndTheSweepGoesOn) {
   auto want = planned("--inject-fault trap --inject-fault hang");
-  auto r = run(base() + " -o " + out() + " --inject-fault trap --inject-fault hang --fake-crash splitk=2 "
+  auto r = test::run_cli(base() + " -o " + out() + " --inject-fault trap --inject-fault hang --fake-crash splitk=2 "
                "--fake-wrong splitk=4 --launch-timeout 1");
   ASSERT_EQ(r.code, 0) << r.out;
   RecordFile f = read_record_file(out());
@@ -207,7 +192,7 @@ TEST_F(SweepTest, KilledSweepResumesWithoutLosingOrRepeatingPairs) {
   RecordFile partial = read_record_file(out());
   ASSERT_GT(partial.records.size(), 0u);
   ASSERT_LT(partial.records.size(), want.size()) << "the sweep finished before it was killed";
-  auto r = run(base() + " -o " + out());
+  auto r = test::run_cli(base() + " -o " + out());
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("resuming"), std::string::npos) << r.out;
   RecordFile f = read_record_file(out());
@@ -216,7 +201,7 @@ TEST_F(SweepTest, KilledSweepResumesWithoutLosingOrRepeatingPairs) {
   for (const auto& p : want)
     if (p.second.rfind("vendor=", 0) != 0) EXPECT_EQ(got.count(p), 1u) << p.first << " | " << p.second;
   // A third run has nothing left to do.
-  r = run(base() + " -o " + out());
+  r = test::run_cli(base() + " -o " + out());
   EXPECT_NE(r.out.find("0 pairs to measure"), std::string::npos) << r.out;
 }
 
@@ -225,7 +210,7 @@ TEST_F(SweepTest, ShardsSplitTheProblemsAndMergeBack) {
   std::vector<std::string> files;
   std::set<std::string> shard_problems[3];
   for (int i = 0; i < 3; ++i) {
-    auto r = run(base() + " -o " + out() + " --shard " + std::to_string(i) + "/3");
+    auto r = test::run_cli(base() + " -o " + out() + " --shard " + std::to_string(i) + "/3");
     ASSERT_EQ(r.code, 0) << r.out;
     files.push_back(out("out.shard" + std::to_string(i) + "of3.csv.gz"));
     RecordFile f = read_record_file(files.back());
@@ -235,27 +220,27 @@ TEST_F(SweepTest, ShardsSplitTheProblemsAndMergeBack) {
   for (int i = 0; i < 3; ++i)
     for (int j = i + 1; j < 3; ++j)
       for (const auto& p : shard_problems[i]) EXPECT_EQ(shard_problems[j].count(p), 0u) << "shards overlap: " << p;
-  auto r = run("sweep merge -o " + out("merged.csv.gz") + " " + files[0] + " " + files[1] + " " + files[2]);
+  auto r = test::run_cli("sweep merge -o " + out("merged.csv.gz") + " " + files[0] + " " + files[1] + " " + files[2]);
   ASSERT_EQ(r.code, 0) << r.out;
   RecordFile merged = read_record_file(out("merged.csv.gz"));
   auto got = items(merged);
   EXPECT_EQ(std::set(got.begin(), got.end()), want);
   EXPECT_EQ(merged.header["merged_from"].size(), 3u);
   // Merging again into an existing file, or files from another device, is refused.
-  r = run("sweep merge -o " + out("merged.csv.gz") + " " + files[0]);
+  r = test::run_cli("sweep merge -o " + out("merged.csv.gz") + " " + files[0]);
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("exists"), std::string::npos) << r.out;
   {
     RecordWriter w(out("other.csv.gz"), {{"format", kRecordFormat}, {"devices", {{{"name", "NVIDIA A100"}}}}});
     w.append(sample_record(1));
   }
-  r = run("sweep merge -o " + out("mixed.csv.gz") + " " + files[0] + " " + out("other.csv.gz"));
+  r = test::run_cli("sweep merge -o " + out("mixed.csv.gz") + " " + files[0] + " " + out("other.csv.gz"));
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("NVIDIA A100"), std::string::npos) << r.out;
 }
 
 TEST_F(SweepTest, SlurmArrayTaskPicksTheShard) {
-  auto r = run("sweep --backend fake --arch h200 -q --sample 2 -f " + problems() + " -o " + out() +
+  auto r = test::run_cli("sweep --backend fake --arch h200 -q --sample 2 -f " + problems() + " -o " + out() +
                " --dry-run 2>&1; SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_MIN=4 SLURM_ARRAY_TASK_COUNT=2 " +
                TILEPICK_CLI_PATH + " sweep --backend fake --arch h200 -q --sample 2 -f " + problems() + " -o " + out());
   ASSERT_EQ(r.code, 0) << r.out;
@@ -263,7 +248,7 @@ TEST_F(SweepTest, SlurmArrayTaskPicksTheShard) {
 }
 
 TEST_F(SweepTest, HeaderRecordsDeviceVersionsAndOptions) {
-  auto r = run(base() + " -o " + out());
+  auto r = test::run_cli(base() + " -o " + out());
   ASSERT_EQ(r.code, 0) << r.out;
   RecordFile f = read_record_file(out());
   EXPECT_EQ(f.header["format"], kRecordFormat);
@@ -281,16 +266,16 @@ TEST_F(SweepTest, HeaderRecordsDeviceVersionsAndOptions) {
 }
 
 TEST_F(SweepTest, BadArgumentsGetClearErrors) {
-  auto r = run(base() + " -o " + out() + " --shard 3/3");
+  auto r = test::run_cli(base() + " -o " + out() + " --shard 3/3");
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("0 <= i < n"), std::string::npos) << r.out;
-  r = run(base() + " -o " + out() + " --inject-fault explode");
+  r = test::run_cli(base() + " -o " + out() + " --inject-fault explode");
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("explode"), std::string::npos) << r.out;
-  r = run(base());
+  r = test::run_cli(base());
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("-o"), std::string::npos) << r.out;
   std::ofstream(out("junk.csv.gz")) << "not gzip";
-  r = run(base() + " -o " + out("junk.csv.gz"));
+  r = test::run_cli(base() + " -o " + out("junk.csv.gz"));
   EXPECT_NE(r.code, 0);
 }
