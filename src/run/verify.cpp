@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "run/timing.hpp"
 #include "tensors.hpp"
 #include "tilepick/arch.hpp"
 #include "tilepick/error.hpp"
@@ -27,11 +28,6 @@ Tensor make_input(DType t, std::size_t n, std::mt19937_64& rng) {
   x.dev = cuda::DeviceBuffer(std::max<std::size_t>(bytes.size(), 1));
   x.dev.upload(bytes.data(), bytes.size());
   return x;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 }  // namespace
@@ -228,25 +224,18 @@ void ProblemBench::Impl::check_and_time(PairResult& r, const ProblemBench::Runne
     if (!m.flush.size()) {
       std::string why;
       auto dev = query_device(0, &why);
-      std::int64_t l2 = dev && dev->l2_bytes > 0 ? dev->l2_bytes : (64 << 20);
-      m.flush = cuda::DeviceBuffer(3 * l2);
+      m.flush = l2_flush_buffer(dev ? dev->l2_bytes : 0);
     }
     for (int i = 0; i < 3; ++i) runner(ops, nullptr);
     std::vector<double> us;
     double total_ms = 0;
     cuda::Timer timer;
     while ((total_ms < m.opt.min_timed_ms || us.size() < 5) && us.size() < 500) {
-      m.flush.fill_bytes(static_cast<unsigned char>(us.size()));  // evicts the inputs from L2
-      timer.start();
-      runner(ops, nullptr);
-      float ms = timer.stop_ms();
-      us.push_back(ms * 1e3), total_ms += ms;
+      us.push_back(time_cold_us([&] { runner(ops, nullptr); }, m.flush, timer, static_cast<unsigned char>(us.size())));
+      total_ms += us.back() * 1e-3;
     }
-    std::vector<double> sorted = us;
-    std::sort(sorted.begin(), sorted.end());
-    r.reps = static_cast<int>(us.size());
-    r.median_us = median(us);
-    r.iqr_us = sorted[sorted.size() * 3 / 4] - sorted[sorted.size() / 4];
+    const Timing t = summarize_times(us);
+    r.reps = t.reps, r.median_us = t.median_us, r.iqr_us = t.iqr_us;
     r.tflops = m.flops / (r.median_us * 1e-6) / 1e12;
     r.gbps = m.bytes / (r.median_us * 1e-6) / 1e9;
   }

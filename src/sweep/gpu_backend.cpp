@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "ref/gpu_ref.hpp"
+#include "run/timing.hpp"
 #include "run/vendor.hpp"
 #include "run/verify.hpp"
 #include "sweep/backend.hpp"
@@ -35,10 +36,6 @@ KernelSource fault_source() {
   return s;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 class GpuBackend : public Backend {
  public:
@@ -50,7 +47,7 @@ class GpuBackend : public Backend {
     cuda::init_device(opt.gpu);
     target_ = cuda::target_for_current_device();
     arch_ = match_arch(default_arch_specs(), dev_).name;
-    flush_ = cuda::DeviceBuffer(static_cast<std::size_t>(3 * std::max<std::int64_t>(dev_.l2_bytes, 64 << 20)));
+    flush_ = run::l2_flush_buffer(dev_.l2_bytes);
   }
 
   nlohmann::json device() override {
@@ -166,28 +163,19 @@ class GpuBackend : public Backend {
     beat();
     cuda::Timer timer;
     launch();  // warm-up (instruction cache, clocks)
-    flush_.fill_bytes(1);
-    timer.start();
-    launch();
-    double first_us = timer.stop_ms() * 1e3;
+    double first_us = run::time_cold_us(launch, flush_, timer, 1);
     beat();
     int reps = static_cast<int>(std::ceil(opt_.min_timed_ms * 1e3 / std::max(first_us, 1.0)));
     reps = std::clamp(reps, opt_.min_reps, opt_.max_reps);
     if (opt_.prune > 0 && best_us_ > 0 && first_us > opt_.prune * best_us_) reps = opt_.min_reps;
     std::vector<double> us;
     for (int i = 0; i < reps; ++i) {
-      flush_.fill_bytes(static_cast<unsigned char>(i));  // rewrites 3x L2: the inputs are cold
-      timer.start();
-      launch();
-      us.push_back(timer.stop_ms() * 1e3);
+      us.push_back(run::time_cold_us(launch, flush_, timer, static_cast<unsigned char>(i)));
       beat();
     }
-    std::vector<double> sorted = us;
-    std::sort(sorted.begin(), sorted.end());
+    const run::Timing t = run::summarize_times(us);
     r.status = "ok";
-    r.reps = reps;
-    r.median_us = median(us);
-    r.iqr_us = sorted[sorted.size() * 3 / 4] - sorted[sorted.size() / 4];
+    r.reps = t.reps, r.median_us = t.median_us, r.iqr_us = t.iqr_us;
     r.tflops = flops_ / (r.median_us * 1e-6) / 1e12;
     r.gbps = bytes_ / (r.median_us * 1e-6) / 1e9;
     best_us_ = best_us_ > 0 ? std::min(best_us_, r.median_us) : r.median_us;

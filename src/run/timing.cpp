@@ -1,0 +1,26 @@
+#include "run/timing.hpp"
+
+#include <algorithm>
+
+namespace tilepick::run {
+
+cuda::DeviceBuffer l2_flush_buffer(std::int64_t l2_bytes) {
+  return cuda::DeviceBuffer(static_cast<std::size_t>(3 * (l2_bytes > 0 ? l2_bytes : std::int64_t(64) << 20)));
+}
+
+double time_cold_us(const std::function<void()>& launch, cuda::DeviceBuffer& flush, cuda::Timer& timer,
+                    unsigned char fill) {
+  flush.fill_bytes(fill);  // evicts the inputs from L2
+  timer.start();
+  launch();
+  return timer.stop_ms() * 1e3;
+}
+
+Timing summarize_times(const std::vector<double>& us) {
+  std::vector<double> sorted = us;
+  std::sort(sorted.begin(), sorted.end());
+  return {sorted[sorted.size() / 2], sorted[sorted.size() * 3 / 4] - sorted[sorted.size() / 4],
+          static_cast<int>(us.size())};
+}
+
+}  // namespace tilepick::run
