@@ -14,6 +14,7 @@ enum class Status : int {
   io_error = 5,
   cuda_error = 6,
   internal = 7,
+  invalid_argument = 8,  // a call's argument is wrong: tensor dtype/shape/strides/device, option value
 };
 
 class Error : public std::runtime_error {
@@ -44,6 +45,11 @@ class InvalidProblem : public Error {
 class Unsupported : public Error {
  public:
   explicit Unsupported(const std::string& msg) : Error(Status::unsupported, msg) {}
+};
+
+class InvalidArgument : public Error {
+ public:
+  explicit InvalidArgument(const std::string& msg) : Error(Status::invalid_argument, msg) {}
 };
 
 class NotFound : public Error {

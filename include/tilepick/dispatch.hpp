@@ -1,0 +1,179 @@
+// The dispatcher: how a user runs one GEMM or convolution. plan(problem, options) picks a kernel
+// (learned model, top-K timing on the device, exhaustive timing, a fixed config, or a vendor
+// library), compiles it and returns a Plan that runs on device pointers or checked tensors.
+//
+// Flow for a fused op (the problem carries bias and activation, see problem.hpp):
+//   check(problem)           -> applicable or the reason it is not
+//   plan(problem, options)   -> Plan: candidates scored (and timed), winner compiled
+//   plan->workspace_bytes()  -> the caller allocates that much device memory (256-byte aligned)
+//   plan->run(tensors, ws, stream)
+//
+// Plans are cached in memory by (problem, device, model version, strategy, vendor mode) and, when
+// a cache file is set (TILEPICK_PLAN_CACHE), persisted as JSON that another process reloads, so a
+// tuned choice survives restarts. File entries carry version stamps (tilepick, feature schema,
+// config space, kernel headers, vendor library) and are ignored when any differs from this build.
+// Selection is deterministic: the same problem, model and options give the same kernel everywhere.
+// Dispatcher and Plan are safe to use from many host threads at once.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tilepick/arch.hpp"
+#include "tilepick/kernel_plan.hpp"
+#include "tilepick/problem.hpp"
+
+namespace tilepick {
+
+class Selector;
+
+enum class Strategy : std::uint8_t {
+  heuristic,   // the model's top-1 (no timing)
+  top_k,       // time the model's best k on the device on first use, keep the fastest
+  exhaustive,  // time every legal candidate
+  fixed,       // PlanOptions::config names the kernel
+};
+std::string_view to_string(Strategy s);
+std::optional<Strategy> parse_strategy(std::string_view s);
+
+// Whether vendor libraries (cuBLASLt for GEMM, cuDNN for conv) take part:
+//   off   tilepick kernels only;
+//   auto  the vendor's heuristic choice is one more candidate in top_k / exhaustive timing (so a
+//         timed plan is never slower than it), and the heuristic strategy uses it when there is no
+//         usable model for the problem or no legal tilepick kernel;
+//   only  vendor algorithms only (heuristic: the library's first choice; timed: its algorithms).
+enum class VendorMode : std::uint8_t { off, automatic, only };
+std::string_view to_string(VendorMode v);  // "off" "auto" "only"
+std::optional<VendorMode> parse_vendor_mode(std::string_view s);
+
+struct PlanOptions {
+  Strategy strategy = Strategy::heuristic;
+  int k = 4;                          // top_k: tilepick candidates timed (plus the vendor with auto)
+  std::string config;                 // fixed: a config string, or a vendor algorithm ("cublaslt:algo0")
+  std::optional<VendorMode> vendor;   // unset: TILEPICK_VENDOR (off | auto | only), default auto
+  int device = -1;                    // CUDA ordinal; -1: the calling thread's current device (else 0)
+  // Plan without a GPU for this arch spec ("h200", "sm_90"): selection only, never compiled or run.
+  // top_k and exhaustive need a GPU and are refused offline.
+  std::string offline_arch;
+};
+
+// A tensor as a caller holds it (DLPack-like): logical shape and strides in elements, any order of
+// dimensions whose memory is the dense layout the operand needs (see operand_specs).
+struct TensorArg {
+  void* data = nullptr;
+  DType dtype = DType::f16;
+  std::vector<std::int64_t> shape, strides;  // strides empty: dense row-major of shape
+  int device = 0;                             // CUDA ordinal; -1 = host memory
+};
+
+// What one operand of a problem must be: dtype and the dense memory layout, outermost first.
+struct TensorSpec {
+  std::string name;   // "A", "B", "C", "D", "bias", "x", "w", "y", "dy", "dx", "dw"
+  std::string slot;   // Operands member: a, b, c, d, bias
+  std::string dims;   // one letter per memory dim, e.g. "NHWC", "KYXC", "MK", "BMK" (batched)
+  DType dtype = DType::f16;
+  std::vector<std::int64_t> shape;  // memory-order sizes, matching dims
+  bool output = false;
+};
+// The operands of a problem in slot order a, b, [c when beta != 0], d, [bias].
+// GEMM: A is M x K (row: memory [M][K], col: [K][M]), B K x N, C/D M x N, a leading [batch] when
+// batch > 1. Conv (channels-last, C and K over all groups): x [N][(D)][H][W][C], w [K][(Z)][Y][X][C/G],
+// y [N][(D)][Ho][Wo][K]; bias [K].
+std::vector<TensorSpec> operand_specs(const Problem& p);
+// Throws Error(invalid_argument) naming the operand and what differs: dtype, shape or strides (not
+// dense in the required layout, e.g. NCHW given where channels-last is needed), device, null data,
+// or base alignment (`align_bytes`).
+void check_tensor(const TensorSpec& spec, const TensorArg& t, int device, std::size_t align_bytes);
+
+struct Candidate {
+  std::string kernel;        // config string, or vendor algorithm name ("cublaslt:algo2")
+  bool vendor = false;
+  double score = 0;          // model (or analytic fallback) score, higher is better; 0 for vendor
+  double time_us = -1;       // measured median (timed strategies), -1 when not timed
+  std::string status;        // "" (not timed), ok, wrong, error, unsupported
+};
+
+struct PlanInfo {
+  std::string problem;       // canonical string
+  std::string kernel;        // the winner (config string or vendor algorithm)
+  bool vendor = false;
+  Strategy strategy = Strategy::heuristic;
+  VendorMode vendor_mode = VendorMode::automatic;
+  std::string arch, device_name, selection_source;  // selection_source: "model:<folder>", "fallback", ...
+  std::string model_version;  // "<folder>@<hash of the model file>", or "none"
+  std::vector<Candidate> candidates;  // best first
+  std::size_t pool_size = 0;  // legal tilepick candidates
+  std::string cache;          // where the plan came from: "new", "memory", "file"
+  double plan_seconds = 0;    // selection + timing + compile when it was made
+  std::size_t workspace_bytes = 0;
+  int device = -1;            // -1: offline
+};
+nlohmann::json to_json(const PlanInfo& info);
+
+class Plan {
+ public:
+  struct Impl;
+  explicit Plan(std::shared_ptr<Impl> impl);
+  const PlanInfo& info() const;
+  std::size_t workspace_bytes() const;
+  bool runnable() const;  // false for offline plans
+  // Required base alignment of an operand slot ("a", "b", "c", "d", "bias"), in bytes.
+  std::size_t alignment(std::string_view slot) const;
+  // Runs on raw device pointers on `stream` (CUstream, null = default). Checks that the calling
+  // thread's current device is the plan's, that the pointers are device memory of it, non-null and
+  // aligned, and that the workspace is given when needed. Throws Error with the reason.
+  void run(const Operands& ops, void* stream = nullptr) const;
+  // The same after checking each tensor against operand_specs (order a, b, [c], d, [bias], as
+  // there); the workspace is ops.workspace of at least workspace_bytes().
+  void run(const std::vector<TensorArg>& tensors, void* workspace, void* stream = nullptr) const;
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+struct Applicability {
+  bool ok = false;
+  std::string reason;            // why not (no legal kernel and no vendor, invalid problem, ...)
+  std::size_t tilepick_candidates = 0;
+  bool vendor_candidate = false; // the vendor library can express the problem (when checked)
+};
+
+struct PlanCacheStats {
+  std::size_t new_plans = 0, memory_hits = 0, file_hits = 0;
+  std::size_t file_entries = 0, rejected_entries = 0;  // from the file at load time
+};
+
+class Dispatcher {
+ public:
+  // `selector` outlives the dispatcher. `cache_file` "" = memory only.
+  Dispatcher(const Selector& selector, std::string cache_file = "");
+  ~Dispatcher();
+  // Selector::default_selector() and TILEPICK_PLAN_CACHE; created on first use.
+  static Dispatcher& default_dispatcher();
+
+  std::shared_ptr<const Plan> plan(const Problem& p, const PlanOptions& opt = {});
+  Applicability check(const Problem& p, const PlanOptions& opt = {}) const;
+
+  // Writes every persistable plan (not fixed, not offline) to the cache file, merged with what
+  // other processes wrote there since (under an advisory lock; written to a temp file, renamed).
+  // Called after each new timed plan; no-op without a cache file.
+  void save() const;
+  PlanCacheStats stats() const;
+  void clear_memory();  // forgets plans kept in memory (the file is untouched)
+  const std::string& cache_file() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Version stamps a cache-file entry must match (exposed for tests and `tilepick plan --json`).
+nlohmann::json plan_cache_stamps(const Problem& p, const std::string& kernel, bool vendor);
+
+}  // namespace tilepick
