@@ -129,6 +129,15 @@ TEST(DispatchSpecs, TensorChecksNameWhatIsWrong) {
   wrong = t, wrong.shape = {2, 7, 5, 8};  // same count, H and W swapped
   EXPECT_NE(error_of([&] { check_tensor(x, wrong, 0, 16); }, Status::invalid_argument).find("not the dense"),
             std::string::npos);
+  // A GEMM operand as its logical matrix: column-major B (memory [N][K]) given as K x N with strides
+  // [1, K] (torch's w.t()) is accepted; a row-major K x N is not.
+  const auto g = operand_specs(parse_problem("gemm rcr m8 n16 k32 f16"));
+  EXPECT_NO_THROW(check_tensor(g[1], TensorArg{mem, DType::f16, {32, 16}, {1, 32}, 0}, 0, 16));
+  EXPECT_NO_THROW(check_tensor(g[1], TensorArg{mem, DType::f16, {16, 32}, {}, 0}, 0, 16));
+  EXPECT_NE(error_of([&] { check_tensor(g[1], TensorArg{mem, DType::f16, {32, 16}, {}, 0}, 0, 16); },
+                     Status::invalid_argument)
+                .find("transposed strides"),
+            std::string::npos);
   wrong = t, wrong.strides = {1, 2};
   EXPECT_NE(error_of([&] { check_tensor(x, wrong, 0, 16); }, Status::invalid_argument).find("strides"),
             std::string::npos);
