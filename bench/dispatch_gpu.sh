@@ -33,11 +33,11 @@ for phase in "$@"; do
       for stage in cold_jit warm_disk warm_plan_cache; do
         cache=""; [ "$stage" = warm_plan_cache ] && cache="--cache $OUT/plans.json"
         [ "$stage" = warm_disk ] && cache="--cache $OUT/plans.json"
-        t0=$(date +%s.%N)
+        t0=$(date +%s%N)
         TILEPICK_CACHE_DIR=/tmp/tp-cold $T plan -f $P --device "${RUN_GPU:-0}" --strategy top_k -k 4 $cache --json \
           >"$OUT/firstcall_$stage.json" 2>"$OUT/firstcall_$stage.err"
-        rc=$?; t1=$(date +%s.%N)
-        echo "$stage rc=$rc seconds=$(echo "$t1 - $t0" | bc) problems=$(grep -c '^[a-z_0-9]*:' $P)" | tee -a "$OUT/firstcall.txt"
+        rc=$?; t1=$(date +%s%N)
+        echo "$stage rc=$rc seconds=$(( (t1 - t0) / 1000000 ))e-3 problems=$(grep -c '^[a-z_0-9]*:' $P)" | tee -a "$OUT/firstcall.txt"
       done ;;
     f16val)
       for f in gemm_val conv_val; do
