@@ -65,6 +65,7 @@ void search_problem(const SearchArgs& a, const Selector& selector, const NamedPr
   std::vector<search::Found> all;
   bool any_best = false;
   search::Found best;
+  std::optional<search::Found> best_outside;
   for (Family fam : families_for(a, p, arch)) {
     const search::Space space = a.space.empty() ? search::full_space(fam) : search::narrowed_space(find_space(a.space), fam);
     const auto t0 = std::chrono::steady_clock::now();
@@ -82,11 +83,15 @@ void search_problem(const SearchArgs& a, const Selector& selector, const NamedPr
     std::cout << " | " << r.evaluations << " scored, " << r.illegal << " illegal draws | " << fmt(secs, "%.2f")
               << " s\n";
     if (!any_best || r.best_any.score > best.score) best = r.best_any, any_best = true;
+    if (r.best_outside_pool && (!best_outside || r.best_outside_pool->score > best_outside->score))
+      best_outside = r.best_outside_pool;
     all.insert(all.end(), r.top.begin(), r.top.end());
   }
   if (!any_best) throw Unsupported("search: no legal config found for '" + to_string(p) + "' in any family");
   std::stable_sort(all.begin(), all.end(), [](const search::Found& x, const search::Found& y) {
-    return x.score != y.score ? x.score > y.score : x.text < y.text;
+    if (x.score != y.score) return x.score > y.score;
+    if (x.in_pool != y.in_pool) return x.in_pool;
+    return x.text < y.text;
   });
   if (all.size() > static_cast<std::size_t>(a.opt.top_k)) all.resize(static_cast<std::size_t>(a.opt.top_k));
   std::cout << "rank  score        in_pool  config\n";
@@ -97,10 +102,16 @@ void search_problem(const SearchArgs& a, const Selector& selector, const NamedPr
     outside += !f.in_pool;
     proposals.push_back({to_string(p), f.text});
   }
-  std::cout << "# best found " << fmt(best.score, "%.5g") << (best.in_pool ? " (in the pool)" : " (outside the pool)");
-  if (!pool.empty())
-    std::cout << " vs pool best " << fmt(pool[0].score, "%.5g") << ": " << fmt(best.score - pool[0].score, "%+.4g");
-  std::cout << "; " << outside << " of the " << all.size() << " listed are outside the pool\n";
+  auto versus = [&](double score) {
+    if (pool.empty()) return std::string();
+    const double d = score - pool[0].score;
+    return " (" + fmt(d, "%+.4g") + (d > 0 ? ", above" : d == 0 ? ", ties" : ", below") + " the pool best)";
+  };
+  std::cout << "# pool best " << (pool.empty() ? std::string("-") : fmt(pool[0].score, "%.5g")) << " | best found "
+            << fmt(best.score, "%.5g") << (best.in_pool ? " (a pool config)" : versus(best.score))
+            << " | best outside the pool "
+            << (best_outside ? fmt(best_outside->score, "%.5g") + versus(best_outside->score) : std::string("-"))
+            << " | " << outside << " of the " << all.size() << " listed are outside the pool\n";
 }
 
 void write_proposals(const SearchArgs& a, const std::vector<Proposal>& proposals) {

@@ -90,12 +90,13 @@ struct Found {
 
 struct Result {
   std::string method;            // "random" or "de"
-  std::vector<Found> top;        // best first (ties by text), distinct, legal, at most top_k
+  std::vector<Found> top;        // best first (ties: pool configs first, then by text), distinct, legal, <= top_k
   std::size_t evaluations = 0;   // distinct configs scored
   std::size_t illegal = 0;       // draws rejected by config_error, a filter or legal()
   std::size_t generations = 0;   // DE generations run (0 for random)
   double raw_size = 0;           // the space's raw size
   Found best_any;                // the best scored config, in the pool or not
+  std::optional<Found> best_outside_pool;  // the best scored config outside the default pool
 };
 
 Result random_search(const Problem& p, const ArchSpec& arch, const Space& space, const Scorer& scorer,

@@ -101,20 +101,23 @@ class Evaluator {
   Result result(const std::string& method) const {
     std::set<std::string> pool;
     for (const auto& e : Registry::default_registry().lookup(p_, arch_)) pool.insert(to_string(e.config));
-    std::vector<const Entry*> ranked;
+    std::vector<Found> ranked;
     for (const auto& e : entries_)
-      if (e.score != kIllegal) ranked.push_back(&e);
-    std::sort(ranked.begin(), ranked.end(), [](const Entry* a, const Entry* b) {
-      return a->score != b->score ? a->score > b->score : a->text < b->text;
+      if (e.score != kIllegal) ranked.push_back(Found{e.config, e.text, e.score, pool.count(e.text) > 0});
+    // Among equal scores a pool config comes first: a new config must score higher to lead.
+    std::sort(ranked.begin(), ranked.end(), [](const Found& a, const Found& b) {
+      if (a.score != b.score) return a.score > b.score;
+      if (a.in_pool != b.in_pool) return a.in_pool;
+      return a.text < b.text;
     });
     Result r;
     r.method = method;
     r.evaluations = scored_;
     r.illegal = illegal_;
     r.raw_size = space_.raw_size();
-    for (const Entry* e : ranked) {
-      Found f{e->config, e->text, e->score, pool.count(e->text) > 0};
+    for (Found& f : ranked) {
       if (r.best_any.text.empty()) r.best_any = f;
+      if (!f.in_pool && !r.best_outside_pool) r.best_outside_pool = f;
       if (opt_.exclude_pool && f.in_pool) continue;
       if (static_cast<int>(r.top.size()) < opt_.top_k) r.top.push_back(std::move(f));
     }
