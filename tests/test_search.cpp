@@ -126,7 +126,8 @@ TEST(Search, DeFindsTheKnownOptimumAndBeatsRandom) {
     const auto opt = small_opts(2000, seed);
     const search::Result de = search::differential_evolution(p, arch, space, scorer, opt);
     const search::Result rnd = search::random_search(p, arch, space, scorer, opt);
-    EXPECT_EQ(de.evaluations, rnd.evaluations);
+    EXPECT_EQ(rnd.evaluations, 2000u);
+    EXPECT_LE(de.evaluations, rnd.evaluations);  // DE stops early once its population has converged
     EXPECT_GE(de.top[0].score, rnd.top[0].score) << "seed " << seed;
     de_found += de.top[0].text == to_string(best);
     if (de.top[0].text == to_string(best)) {
@@ -134,7 +135,7 @@ TEST(Search, DeFindsTheKnownOptimumAndBeatsRandom) {
       EXPECT_FALSE(de.top[0].in_pool);
     }
   }
-  EXPECT_GE(de_found, 4) << "DE should find the optimum for (nearly) every seed";
+  EXPECT_EQ(de_found, 5) << "DE finds the optimum for every seed";
 }
 
 // With the shipped GEMM model, DE over the full domains reaches at least the model's best score
@@ -159,6 +160,23 @@ TEST(Search, ShippedModelDeReachesThePoolBest) {
   const auto pool = Registry::default_registry().lookup(p, arch);
   const std::vector<KernelConfig> one{pool.at(0).config};
   EXPECT_DOUBLE_EQ(scorer(one).at(0), sel.rank_configs(p, arch, one).at(0).score);
+}
+
+// A warm start from the pool's best configs keeps the pool best in the population, so DE never
+// ends below it, even on a problem where a random start does (m1: few configs score well).
+TEST(Search, WarmStartNeverEndsBelowThePoolBest) {
+  const Selector& sel = Selector::default_selector();
+  const ArchSpec& arch = test::arch("h200");
+  const Problem p = parse_problem("gemm rcr m1 n50400 k4096 bf16 ep=bias");
+  const auto scorer = search::selector_scorer(sel, p, arch);
+  const std::vector<Ranked> pool = sel.rank(p, arch, 8);
+  auto opt = small_opts(500, 1);
+  for (const auto& r : pool) opt.initial.push_back(r.config);
+  const search::Result warm = search::differential_evolution(p, arch, search::full_space(Family::sm80), scorer, opt);
+  EXPECT_GE(warm.best_any.score, pool[0].score);
+  ASSERT_TRUE(warm.best_outside_pool);
+  EXPECT_FALSE(warm.best_outside_pool->in_pool);
+  EXPECT_EQ(warm.evaluations, 500u);
 }
 
 TEST(Search, ExcludePoolListsOnlyNewConfigs) {
@@ -196,7 +214,7 @@ TEST(Search, BadInputIsAClearError) {
   // The depthwise family has no legal config for a GEMM: Unsupported, naming the family and rule.
   const std::string m = message([&] { search::run("de", p, arch, search::full_space(Family::dw), scorer, small_opts(100, 1)); });
   EXPECT_NE(m.find("no legal config of family dw"), std::string::npos) << m;
-  EXPECT_NE(m.find("family_op"), std::string::npos) << m;
+  EXPECT_NE(m.find("family_op "), std::string::npos) << m;  // the rules that rejected the draws, with counts
   EXPECT_THROW(search::run("random", p, arch, search::full_space(Family::dw), scorer, small_opts(100, 1)), Unsupported);
 }
 
@@ -208,7 +226,8 @@ TEST(Search, Cli) {
   EXPECT_NE(r.out.find("5.2e9 raw configs"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("scorer model:gemm_half_h200"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rank  score        in_pool  config"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("vs pool best"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# pool best 0.043228 | best found "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| best outside the pool "), std::string::npos) << r.out;
   std::ifstream in(out);
   std::string line;
   int pairs = 0;

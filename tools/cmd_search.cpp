@@ -18,6 +18,7 @@ namespace {
 struct SearchArgs {
   std::vector<std::string> problems;
   std::string file, arch = "h200", method = "de", space, family, models, out;
+  int warm = 0;
   search::DeOptions opt;
 };
 
@@ -62,6 +63,9 @@ void search_problem(const SearchArgs& a, const Selector& selector, const NamedPr
             << " | scorer " << source << " | pool " << pool_size << " legal";
   if (!pool.empty()) std::cout << ", best " << fmt(pool[0].score, "%.5g") << " (" << pool[0].text << ")";
   std::cout << "\n";
+  search::DeOptions opt = a.opt;
+  if (a.warm > 0)
+    for (const auto& r : selector.rank(p, arch, a.warm)) opt.initial.push_back(r.config);
   std::vector<search::Found> all;
   bool any_best = false;
   search::Found best;
@@ -71,7 +75,7 @@ void search_problem(const SearchArgs& a, const Selector& selector, const NamedPr
     const auto t0 = std::chrono::steady_clock::now();
     search::Result r;
     try {
-      r = search::run(a.method, p, arch, space, scorer, a.opt);
+      r = search::run(a.method, p, arch, space, scorer, opt);
     } catch (const Unsupported& e) {
       std::cout << "# family " << to_string(fam) << ": " << e.what() << "\n";
       continue;
@@ -79,7 +83,9 @@ void search_problem(const SearchArgs& a, const Selector& selector, const NamedPr
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::cout << "# family " << to_string(fam) << ": " << space.source << ", " << space.axes.size() << " axes, "
               << search::format_count(r.raw_size) << " raw configs | " << a.method;
-    if (a.method == "de") std::cout << " population " << a.opt.population << ", " << r.generations << " generations";
+    if (a.method == "de")
+      std::cout << " population " << opt.population << " (" << std::min<std::size_t>(opt.initial.size(), opt.population)
+                << " from the pool), " << r.generations << " generations";
     std::cout << " | " << r.evaluations << " scored, " << r.illegal << " illegal draws | " << fmt(secs, "%.2f")
               << " s\n";
     if (!any_best || r.best_any.score > best.score) best = r.best_any, any_best = true;
@@ -163,6 +169,9 @@ void add_search_commands(CLI::App& app) {
   cmd->add_option("--population", o.population, "DE population")->capture_default_str();
   cmd->add_option("--generations", o.generations, "DE generations at most (0 = until the budget is used)")
       ->capture_default_str();
+  cmd->add_option("--warm", args->warm, "DE: start from the model's N best pool configs (0 = a random population)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--de-f", o.F, "DE differential weight")->capture_default_str();
   cmd->add_option("--de-cr", o.CR, "DE crossover probability")->capture_default_str();
   cmd->callback([args] { run(*args); });

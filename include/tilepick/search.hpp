@@ -79,6 +79,9 @@ struct DeOptions : Options {
   int generations = 0;  // most generations; 0 = until the budget is used (or the population converged)
   double F = 0.5;       // differential weight, (0, 2]
   double CR = 0.3;      // crossover probability, [0, 1]
+  // Warm start: configs placed in the initial population first (those the space cannot encode or
+  // that are illegal are skipped), e.g. the model's best pool configs; the rest is random.
+  std::vector<KernelConfig> initial;
 };
 
 struct Found {

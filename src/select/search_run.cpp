@@ -1,6 +1,7 @@
 // Random search and differential evolution over a search space's index encoding.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <random>
@@ -89,13 +90,14 @@ class Evaluator {
   std::size_t entries() const { return entries_.size(); }
 
   [[noreturn]] void no_legal_config(std::size_t draws) const {
-    std::string common;
-    std::size_t most = 0;
-    for (const auto& [rule, n] : rules_)
-      if (n > most) most = n, common = rule;
+    std::vector<std::pair<std::size_t, std::string>> counts;
+    for (const auto& [rule, n] : rules_) counts.emplace_back(n, rule);
+    std::sort(counts.begin(), counts.end(), std::greater<>());
+    std::string rules;
+    for (const auto& [n, rule] : counts) rules += (rules.empty() ? "" : ", ") + rule + " " + std::to_string(n);
     throw Unsupported("search: no legal config of family " + std::string(to_string(space_.family)) + " for '" +
                       to_string(p_) + "' on " + arch_.name + " in " + std::to_string(draws) +
-                      " random draws (most frequent rule: " + common + ")");
+                      " random draws (rejected by: " + rules + ")");
   }
 
   Result result(const std::string& method) const {
@@ -209,6 +211,17 @@ Result differential_evolution(const Problem& p, const ArchSpec& arch, const Spac
   // Initial population: random legal configs, distinct where the space allows.
   std::vector<std::vector<double>> pos;
   std::vector<long> member;
+  for (const auto& c : opt.initial) {
+    auto idx = space.encode(c);
+    if (!idx || pos.size() >= np) continue;
+    const std::size_t before = ev.entries();
+    const long e = ev.admit(*idx);
+    if (e < 0 || ev.entries() == before) continue;  // illegal, or a duplicate
+    std::vector<double> x(dims);
+    for (std::size_t d = 0; d < dims; ++d) x[d] = (*idx)[d] + rng.unit();
+    pos.push_back(std::move(x));
+    member.push_back(e);
+  }
   std::size_t misses = 0, draws = 0;
   const std::size_t cap = draw_cap(opt);
   while (pos.size() < np && misses < cap) {
