@@ -133,6 +133,7 @@ TEST(Search, DeFindsTheKnownOptimumAndBeatsRandom) {
     if (de.top[0].text == to_string(best)) {
       EXPECT_EQ(de.top[0].score, 0);
       EXPECT_FALSE(de.top[0].in_pool);
+      EXPECT_EQ(de.top[0].unseen, 4);  // splitk=3, raster=col, swz=4, align=4x8x8: values no pool config uses
     }
   }
   EXPECT_EQ(de_found, 5) << "DE finds the optimum for every seed";
@@ -188,6 +189,16 @@ TEST(Search, ExcludePoolListsOnlyNewConfigs) {
   const auto r = search::run("de", p, arch, space, search::selector_scorer(Selector::default_selector(), p, arch), opt);
   ASSERT_FALSE(r.top.empty());
   for (const auto& f : r.top) EXPECT_FALSE(f.in_pool) << f.text;
+  // Without the flag the same run lists pool configs too, and they use only pool values.
+  opt.exclude_pool = false;
+  const auto all = search::run("de", p, arch, space, search::selector_scorer(Selector::default_selector(), p, arch), opt);
+  bool any_pool = false;
+  for (const auto& f : all.top)
+    if (f.in_pool) {
+      any_pool = true;
+      EXPECT_EQ(f.unseen, 0) << f.text;
+    }
+  EXPECT_TRUE(any_pool);
 }
 
 TEST(Search, BadInputIsAClearError) {
@@ -225,7 +236,7 @@ TEST(Search, Cli) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("5.2e9 raw configs"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("scorer model:gemm_half_h200"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("rank  score        in_pool  config"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rank  score        in_pool  unseen  config"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("# pool best 0.043228 | best found "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("| best outside the pool "), std::string::npos) << r.out;
   std::ifstream in(out);

@@ -97,14 +97,15 @@ void search_problem(const SearchArgs& a, const Selector& selector, const NamedPr
   std::stable_sort(all.begin(), all.end(), [](const search::Found& x, const search::Found& y) {
     if (x.score != y.score) return x.score > y.score;
     if (x.in_pool != y.in_pool) return x.in_pool;
+    if (x.unseen != y.unseen) return x.unseen < y.unseen;
     return x.text < y.text;
   });
   if (all.size() > static_cast<std::size_t>(a.opt.top_k)) all.resize(static_cast<std::size_t>(a.opt.top_k));
-  std::cout << "rank  score        in_pool  config\n";
+  std::cout << "rank  score        in_pool  unseen  config\n";
   int rank = 0, outside = 0;
   for (const auto& f : all) {
     std::cout << fmt(++rank, "%-4.0f") << "  " << fmt(f.score, "%-11.5g") << "  " << (f.in_pool ? "yes    " : "no     ")
-              << "  " << f.text << "\n";
+              << "  " << fmt(f.unseen, "%-6.0f") << "  " << f.text << "\n";
     outside += !f.in_pool;
     proposals.push_back({to_string(p), f.text});
   }

@@ -36,6 +36,7 @@ struct Axis {
   int component;                           // -1: the whole field (values hold every component)
   std::vector<std::array<int, 3>> values;  // the axis domain, by index
   std::string name() const;                // "tile_m", or the field name for a whole-field axis
+  std::array<int, 3> value_of(const KernelConfig& c) const;  // the config's value on this axis
 };
 
 struct Space {
@@ -89,11 +90,13 @@ struct Found {
   std::string text;     // to_string(config)
   double score = 0;
   bool in_pool = false;  // in Registry::default_registry().lookup(problem, arch)
+  int unseen = 0;        // axes whose value no pool config of the problem uses (where the model extrapolates)
 };
 
 struct Result {
   std::string method;            // "random" or "de"
-  std::vector<Found> top;        // best first (ties: pool configs first, then by text), distinct, legal, <= top_k
+  // Best first; equal scores: pool configs, then fewer unseen values, then by text. Distinct, legal, <= top_k.
+  std::vector<Found> top;
   std::size_t evaluations = 0;   // distinct configs scored
   std::size_t illegal = 0;       // draws rejected by config_error, a filter or legal()
   std::size_t generations = 0;   // DE generations run (0 for random)

@@ -46,14 +46,17 @@ void apply(KernelConfig& c, const Axis& a, const std::array<int, 3>& v) {
   for (int i = 0; i < a.field->arity; ++i) c.*a.field->slots[i] = v[i];
 }
 
-std::array<int, 3> read(const KernelConfig& c, const Axis& a) {
+std::array<int, 3> read(const KernelConfig& c, const Axis& a) { return a.value_of(c); }
+
+}  // namespace
+
+std::array<int, 3> Axis::value_of(const KernelConfig& c) const {
+  const Axis& a = *this;
   if (a.component >= 0) return {c.*a.field->slots[a.component], 0, 0};
   std::array<int, 3> v{0, 0, 0};
   for (int i = 0; i < a.field->arity; ++i) v[i] = c.*a.field->slots[i];
   return v;
 }
-
-}  // namespace
 
 std::string Axis::name() const { return std::string(component < 0 ? field->name : field->vars[component]); }
 

@@ -102,14 +102,24 @@ class Evaluator {
 
   Result result(const std::string& method) const {
     std::set<std::string> pool;
-    for (const auto& e : Registry::default_registry().lookup(p_, arch_)) pool.insert(to_string(e.config));
+    std::vector<std::set<std::array<int, 3>>> pool_values(space_.axes.size());
+    for (const auto& e : Registry::default_registry().lookup(p_, arch_)) {
+      pool.insert(to_string(e.config));
+      for (std::size_t a = 0; a < space_.axes.size(); ++a) pool_values[a].insert(space_.axes[a].value_of(e.config));
+    }
     std::vector<Found> ranked;
-    for (const auto& e : entries_)
-      if (e.score != kIllegal) ranked.push_back(Found{e.config, e.text, e.score, pool.count(e.text) > 0});
-    // Among equal scores a pool config comes first: a new config must score higher to lead.
+    for (const auto& e : entries_) {
+      if (e.score == kIllegal) continue;
+      Found f{e.config, e.text, e.score, pool.count(e.text) > 0, 0};
+      for (std::size_t a = 0; a < space_.axes.size(); ++a) f.unseen += !pool_values[a].count(space_.axes[a].value_of(e.config));
+      ranked.push_back(std::move(f));
+    }
+    // Among equal scores a pool config comes first (a new config must score higher to lead), then
+    // the config with fewer values the pool never uses: the model cannot tell those apart.
     std::sort(ranked.begin(), ranked.end(), [](const Found& a, const Found& b) {
       if (a.score != b.score) return a.score > b.score;
       if (a.in_pool != b.in_pool) return a.in_pool;
+      if (a.unseen != b.unseen) return a.unseen < b.unseen;
       return a.text < b.text;
     });
     Result r;
