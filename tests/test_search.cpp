@@ -254,6 +254,11 @@ TEST(Search, Cli) {
   EXPECT_EQ(pairs, 4);
   std::filesystem::remove(out);
 
+  r = test::run_cli(std::string("search -p '") + kGemm + "' --budget 200 --warm 4 --exclude-pool --top 3");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("population 32 (4 from the pool)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3 of the 3 listed are outside the pool"), std::string::npos) << r.out;
+
   r = test::run_cli(std::string("search -p '") + kGemm + "' --method anneal");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("unknown method 'anneal'"), std::string::npos) << r.out;

@@ -63,15 +63,16 @@ void search_problem(const SearchArgs& a, const Selector& selector, const NamedPr
             << " | scorer " << source << " | pool " << pool_size << " legal";
   if (!pool.empty()) std::cout << ", best " << fmt(pool[0].score, "%.5g") << " (" << pool[0].text << ")";
   std::cout << "\n";
-  search::DeOptions opt = a.opt;
-  if (a.warm > 0)
-    for (const auto& r : selector.rank(p, arch, a.warm)) opt.initial.push_back(r.config);
+  const std::vector<Ranked> ranked_pool = a.warm > 0 ? selector.rank(p, arch) : std::vector<Ranked>{};
   std::vector<search::Found> all;
   bool any_best = false;
   search::Found best;
   std::optional<search::Found> best_outside;
   for (Family fam : families_for(a, p, arch)) {
     const search::Space space = a.space.empty() ? search::full_space(fam) : search::narrowed_space(find_space(a.space), fam);
+    search::DeOptions opt = a.opt;  // warm start: the model's best pool configs of this family
+    for (const auto& r : ranked_pool)
+      if (r.config.fam() == fam && static_cast<int>(opt.initial.size()) < a.warm) opt.initial.push_back(r.config);
     const auto t0 = std::chrono::steady_clock::now();
     search::Result r;
     try {

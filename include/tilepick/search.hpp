@@ -72,7 +72,8 @@ struct Options {
   std::uint64_t seed = 1;
   int top_k = 10;              // distinct legal configs returned
   bool exclude_pool = false;   // leave configs of the default pool out of `top`
-  double max_illegal_ratio = 50;  // give up after budget x this many illegal draws in a row...
+  // Draws in a row that add no new legal config before giving up: max(10000, budget x this).
+  double max_illegal_ratio = 50;
 };
 
 struct DeOptions : Options {
