@@ -180,6 +180,21 @@ TEST(Search, WarmStartNeverEndsBelowThePoolBest) {
   EXPECT_EQ(warm.evaluations, 500u);
 }
 
+// Without a usable model the scorer is the analytic fallback, scoring exactly as rank_fallback.
+TEST(Search, FallbackScorerWithoutModels) {
+  const Selector none("");
+  const Problem p = parse_problem(kGemm);
+  const ArchSpec& arch = test::arch("h200");
+  std::string source;
+  const auto scorer = search::selector_scorer(none, p, arch, &source);
+  EXPECT_EQ(source, "fallback");
+  const auto r = search::differential_evolution(p, arch, search::full_space(Family::sm80), scorer, small_opts(300, 1));
+  ASSERT_FALSE(r.top.empty());
+  const std::vector<KernelConfig> best{r.top[0].config};
+  EXPECT_DOUBLE_EQ(r.top[0].score, none.rank_fallback(p, arch, best).at(0).score);
+  EXPECT_GT(r.top[0].score, 0);  // estimated TFLOP/s
+}
+
 TEST(Search, ExcludePoolListsOnlyNewConfigs) {
   const Problem p = parse_problem(kGemm);
   const ArchSpec& arch = test::arch("h200");
