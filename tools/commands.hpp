@@ -34,5 +34,6 @@ void add_gbdt_commands(CLI::App& app);      // gbdt predict|info (hidden)
 void add_select_commands(CLI::App& app);    // select
 void add_eval_commands(CLI::App& app);      // eval
 void add_plan_commands(CLI::App& app);      // plan, run (the dispatcher)
+void add_search_commands(CLI::App& app);    // search (surrogate search over full field domains)
 
 }  // namespace tilepick::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   tilepick::cli::add_select_commands(app);
   tilepick::cli::add_eval_commands(app);
   tilepick::cli::add_plan_commands(app);
+  tilepick::cli::add_search_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Error& e) {
