@@ -22,14 +22,15 @@ __all__ = ["gemm_problem", "conv_problem", "canonical_problem", "problem_op", "s
 Ints = Union[int, Sequence[int]]
 
 
-def _core():
-    from tilepick import _core as core  # noqa: PLC0415 (lazy: training tools import tilepick without it)
-    return core
+def _ext():
+    """tilepick._core, imported on first use (training tools import tilepick without it)."""
+    import importlib
+    return importlib.import_module("tilepick._core")
 
 
 def __getattr__(name: str) -> Any:
     if name == "Plan":
-        return _core().Plan
+        return _ext().Plan
     raise AttributeError(f"module 'tilepick' has no attribute {name!r}")
 
 
@@ -40,12 +41,12 @@ def _epilogue(bias: bool, activation: Optional[str]) -> str:
 
 def canonical_problem(text: str) -> str:
     """The canonical string of a problem (parse errors name the bad token: ValueError)."""
-    return _core().canonical_problem(text)
+    return _ext().canonical_problem(text)
 
 
 def problem_op(text: str) -> str:
     """gemm, conv_fwd, conv_bwd_data or conv_bwd_weight."""
-    return _core().problem_op(text)
+    return _ext().problem_op(text)
 
 
 def gemm_problem(m: int, n: int, k: int, dtype: str = "bf16", layout: str = "rcr", batch: int = 1,
@@ -119,7 +120,7 @@ class Selection:
 def select(problem: str, arch: str = "h200", k: int = 4) -> Selection:
     """Rank the legal kernels of `problem` for `arch` with the learned model (or the analytic fallback).
     No GPU needed; the same ranking as `tilepick select`."""
-    s = _core().select(problem, arch, k)
+    s = _ext().select(problem, arch, k)
     s["top"] = [Ranked(**r) for r in s["top"]]
     return Selection(**s)
 
@@ -137,7 +138,7 @@ class TensorSpec:
 
 def operand_specs(problem: str) -> list:
     """The operands of `problem` in run() order: a, b, [c], d, [bias]."""
-    return [TensorSpec(**{**s, "shape": tuple(s["shape"])}) for s in _core().operand_specs(problem)]
+    return [TensorSpec(**{**s, "shape": tuple(s["shape"])}) for s in _ext().operand_specs(problem)]
 
 
 def plan(problem: str, strategy: str = "heuristic", k: int = 4, config: str = "", vendor: Optional[str] = None,
@@ -147,13 +148,13 @@ def plan(problem: str, strategy: str = "heuristic", k: int = 4, config: str = ""
     strategy: heuristic (model top-1), top_k (time the best k on the GPU), exhaustive, fixed (config names
     the kernel); vendor: off | auto | only (None: TILEPICK_VENDOR, default auto); device: CUDA ordinal,
     -1 = current; arch ("h200", "sm_90"): plan offline for that arch without a GPU (not runnable)."""
-    return _core().plan(problem, strategy, k, config, vendor, device, arch or "")
+    return _ext().plan(problem, strategy, k, config, vendor, device, arch or "")
 
 
 def check(problem: str, strategy: str = "heuristic", k: int = 4, config: str = "", vendor: Optional[str] = None,
           device: int = -1, arch: Optional[str] = None) -> dict:
     """{ok, reason, tilepick_candidates, vendor_candidate}: whether plan() with these options can succeed."""
-    return _core().check(problem, strategy, k, config, vendor, device, arch or "")
+    return _ext().check(problem, strategy, k, config, vendor, device, arch or "")
 
 
 def _workspace_for(p, tensors: Sequence[Any]):
@@ -185,9 +186,9 @@ def run(problem_or_plan, *tensors, workspace=None, stream=None, strategy: str = 
 
 def dispatcher_stats() -> dict:
     """Plan-cache counters: new_plans, memory_hits, file_hits, file_entries, rejected_entries, cache_file."""
-    return _core().dispatcher_stats()
+    return _ext().dispatcher_stats()
 
 
 def save_plan_cache() -> None:
     """Write the plans made so far to TILEPICK_PLAN_CACHE (no-op when it is unset)."""
-    _core().save_plan_cache()
+    _ext().save_plan_cache()
