@@ -32,5 +32,6 @@ void add_features_commands(CLI::App& app);  // features
 void add_gbdt_commands(CLI::App& app);      // gbdt predict|info (hidden)
 void add_select_commands(CLI::App& app);    // select
 void add_eval_commands(CLI::App& app);      // eval
+void add_plan_commands(CLI::App& app);      // plan, run (the dispatcher)
 
 }  // namespace tilepick::cli

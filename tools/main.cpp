@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   tilepick::cli::add_gbdt_commands(app);
   tilepick::cli::add_select_commands(app);
   tilepick::cli::add_eval_commands(app);
+  tilepick::cli::add_plan_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Error& e) {

@@ -160,9 +160,9 @@ class Dispatcher {
   std::shared_ptr<const Plan> plan(const Problem& p, const PlanOptions& opt = {});
   Applicability check(const Problem& p, const PlanOptions& opt = {}) const;
 
-  // Writes every persistable plan (not fixed, not offline) to the cache file, merged with what
+  // Writes every persistable plan (all strategies but fixed) to the cache file, merged with what
   // other processes wrote there since (under an advisory lock; written to a temp file, renamed).
-  // Called after each new timed plan; no-op without a cache file.
+  // Called after each new plan; no-op without a cache file.
   void save() const;
   PlanCacheStats stats() const;
   void clear_memory();  // forgets plans kept in memory (the file is untouched)

@@ -26,5 +26,9 @@ Shard slurm_array_shard();
 // is tried), or "" when unset (run/vendor_lib.cpp searches the usual places).
 std::string cublaslt_lib();
 std::string cudnn_lib();
+// TILEPICK_VENDOR: off | auto | only (dispatch.hpp VendorMode), "" when unset (the caller's default).
+std::string vendor_mode();
+// TILEPICK_PLAN_CACHE: the dispatcher's plan-cache JSON file, "" when unset (memory only).
+std::string plan_cache_file();
 
 }  // namespace tilepick::env

@@ -72,6 +72,15 @@ namespace tilepick::cuda {
 bool driver_available(std::string* why = nullptr);
 void init_device(int ordinal);  // retains the primary context and makes it current on this thread
 std::string target_for_current_device();  // "sm_80", "sm_86", "sm_89", "sm_90a"
+// The ordinal of the device whose context is current on this thread, or -1 when none is.
+int current_device();
+
+// Where a pointer lives, from cuPointerGetAttribute: device memory (or managed) and its ordinal.
+struct PointerInfo {
+  bool device_memory = false;  // false: host memory the driver does not know, or an invalid pointer
+  int device = -1;
+};
+PointerInfo pointer_info(const void* p);
 
 class DeviceBuffer {
  public:

@@ -53,6 +53,7 @@ struct ModelSpec {
   int feature_version = 0;
   std::vector<std::string> feature_names;
   nlohmann::json manifest;      // manifest.json, or null when absent
+  std::string version;          // "<name>@<FNV-1a 64 of the model file's bytes>": plan caches key on it
 };
 
 // One model folder found under the models dir; `rejected` says why it is not used ("" = usable).

@@ -95,4 +95,18 @@ std::string cudnn_lib() {
   return v ? v : "";
 }
 
+std::string vendor_mode() {
+  const char* v = get("TILEPICK_VENDOR");
+  if (!v) return "";
+  const std::string_view s(v);
+  if (s != "off" && s != "auto" && s != "only")
+    throw Error(Status::invalid_argument, std::string("TILEPICK_VENDOR='") + v + "' is not one of off, auto, only");
+  return v;
+}
+
+std::string plan_cache_file() {
+  const char* v = get("TILEPICK_PLAN_CACHE");
+  return v ? v : "";
+}
+
 }  // namespace tilepick::env

@@ -71,6 +71,31 @@ std::string target_for_current_device() {
   return "sm_" + std::to_string(major) + std::to_string(minor) + (major == 9 && minor == 0 ? "a" : "");
 }
 
+int current_device() {
+  const auto& d = detail::require_driver("current_device");
+  CUcontext ctx = nullptr;
+  check(d.ctx_get_current(&ctx), "cuCtxGetCurrent");
+  if (!ctx) return -1;
+  CUdevice dev = 0;
+  check(d.ctx_get_device(&dev), "cuCtxGetDevice");
+  return static_cast<int>(dev);
+}
+
+PointerInfo pointer_info(const void* p) {
+  const auto& d = detail::require_driver("pointer_info");
+  PointerInfo info;
+  if (!d.pointer_get_attribute || !p) return info;
+  unsigned type = 0;
+  const auto ptr = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p));
+  if (d.pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr) != CUDA_SUCCESS) return info;
+  int managed = 0;
+  d.pointer_get_attribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, ptr);
+  info.device_memory = type == CU_MEMORYTYPE_DEVICE || managed;
+  int ordinal = -1;
+  if (d.pointer_get_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr) == CUDA_SUCCESS) info.device = ordinal;
+  return info;
+}
+
 void synchronize() {
   detail::ensure_context("synchronize");
   check(driver().ctx_synchronize(), "cuCtxSynchronize");

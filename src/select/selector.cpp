@@ -146,7 +146,11 @@ ModelEntry load_model_folder(const std::string& dir) {
     e.spec = parse_spec(dir);
     const fs::path gz = fs::path(dir) / "model.txt.gz", txt = fs::path(dir) / "model.txt";
     if (!fs::exists(gz) && !fs::exists(txt)) throw NotFound("model " + e.spec.name + ": no model.txt.gz or model.txt");
-    e.model = GbdtModel::load((fs::exists(gz) ? gz : txt).string());
+    const fs::path file = fs::exists(gz) ? gz : txt;
+    e.model = GbdtModel::load(file.string());
+    std::ifstream in(file, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    e.spec.version = e.spec.name + "@" + hex16(fnv1a64(bytes));
     e.rejected = mismatch(e);
   } catch (const Error& err) {
     e.rejected = std::string("model folder ") + dir + " cannot be used: " + err.what();

@@ -1,0 +1,401 @@
+// Dispatcher: makes plans (selection, optional timing on the device, compilation) and caches them.
+#include <chrono>
+#include <future>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "dispatch/plan_cache.hpp"
+#include "dispatch/plan_impl.hpp"
+#include "sweep/backend.hpp"
+#include "tilepick/env.hpp"
+#include "tilepick/error.hpp"
+#include "tilepick/legality.hpp"
+#include "tilepick/registry.hpp"
+#include "tilepick/selector.hpp"
+
+namespace tilepick {
+
+namespace {
+
+struct Target {
+  ArchSpec arch;
+  int device = -1;          // -1: offline
+  std::string device_name;  // "offline" when offline
+};
+
+// Makes `device`'s primary context current for a scope, restoring the caller's device after.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    prev_ = cuda::current_device();
+    if (prev_ != device) cuda::init_device(device);
+  }
+  ~DeviceScope() {
+    if (prev_ >= 0 && prev_ != cuda::current_device()) cuda::init_device(prev_);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int prev_ = -1;
+};
+
+// The vendor library is loaded and can express the problem (no library call besides loading it).
+bool vendor_can(const Problem& p) {
+  namespace v = run::vendor;
+  if (auto* g = std::get_if<GemmProblem>(&p)) return v::cublaslt_unsupported(*g).empty() && v::library(v::Lib::cublaslt).loaded;
+  return v::cudnn_unsupported(std::get<ConvProblem>(p)).empty() && v::library(v::Lib::cudnn).loaded;
+}
+
+bool is_vendor_kernel(const std::string& k) { return k.rfind("cublaslt:", 0) == 0 || k.rfind("cudnn:", 0) == 0; }
+std::string vendor_lib(const Problem& p) { return std::holds_alternative<GemmProblem>(p) ? "cublaslt" : "cudnn"; }
+
+VendorMode resolve_vendor(const PlanOptions& opt) {
+  if (opt.vendor) return *opt.vendor;
+  const std::string v = env::vendor_mode();
+  return v.empty() ? VendorMode::automatic : *parse_vendor_mode(v);
+}
+
+void check_options(const PlanOptions& opt) {
+  if (opt.strategy == Strategy::top_k && opt.k < 1)
+    throw InvalidArgument("strategy top_k needs k >= 1, got " + std::to_string(opt.k));
+  if (opt.strategy == Strategy::fixed && opt.config.empty())
+    throw InvalidArgument("strategy fixed needs PlanOptions::config (a config string or a vendor algorithm name)");
+  if (opt.strategy != Strategy::fixed && !opt.config.empty())
+    throw InvalidArgument("PlanOptions::config is only used by strategy fixed, not " +
+                          std::string(to_string(opt.strategy)));
+  if (!opt.offline_arch.empty() && (opt.strategy == Strategy::top_k || opt.strategy == Strategy::exhaustive))
+    throw InvalidArgument("strategy " + std::string(to_string(opt.strategy)) +
+                          " times kernels on a GPU and cannot plan offline (offline_arch '" + opt.offline_arch + "')");
+}
+
+// The vendor algorithm index of a set by name ("cublaslt:algo2"), -1 when absent.
+int vendor_index(const run::vendor::VendorSet& set, const std::string& name) {
+  for (std::size_t i = 0; i < set.algos().size(); ++i)
+    if (set.algos()[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+}  // namespace
+
+struct Dispatcher::State {
+  const Selector* selector = nullptr;
+  std::string file;
+  mutable std::mutex mutex;
+  std::unordered_map<std::string, std::shared_future<std::shared_ptr<const Plan>>> plans;  // memory key
+  std::map<int, Target> targets;                                                             // by ordinal
+  PlanCacheFile disk;
+  bool disk_loaded = false;
+  PlanCacheStats stats;
+
+  Target target(const PlanOptions& opt);
+  std::shared_ptr<Plan::Impl> build(const Problem& p, const PlanOptions& opt, const Target& t, VendorMode mode,
+                                    const std::string& model_version, const PlanCacheEntry* entry);
+  void finish_runnable(Plan::Impl& im, const Target& t, const std::string& kernel, bool vendor);
+  std::vector<Candidate> time_candidates(const Problem& p, const Target& t, const std::vector<std::string>& configs,
+                                         bool with_vendor);
+};
+
+Target Dispatcher::State::target(const PlanOptions& opt) {
+  if (!opt.offline_arch.empty()) return {find_arch(default_arch_specs(), opt.offline_arch), -1, "offline"};
+  std::string why;
+  if (!cuda::driver_available(&why))
+    throw Error(Status::cuda_error, "plan: no CUDA driver (" + why + "); set offline_arch to plan without a GPU");
+  int dev = opt.device >= 0 ? opt.device : cuda::current_device();
+  if (dev < 0) dev = 0;
+  std::lock_guard lock(mutex);
+  if (auto it = targets.find(dev); it != targets.end()) return it->second;
+  auto props = query_device(dev, &why);
+  if (!props) throw Error(Status::cuda_error, "plan: device " + std::to_string(dev) + ": " + why);
+  return targets.emplace(dev, Target{match_arch(default_arch_specs(), *props), dev, props->name}).first->second;
+}
+
+std::vector<Candidate> Dispatcher::State::time_candidates(const Problem& p, const Target& t,
+                                                          const std::vector<std::string>& configs, bool with_vendor) {
+  std::vector<KernelSource> srcs;
+  for (const auto& c : configs)
+    for (auto& k : make_plan(p, parse_config(c)).kernels) srcs.push_back(std::move(k));
+  jit::compile_all(srcs, t.arch.jit_target);  // in parallel, into the caches, before any timing
+
+  sweep::BackendOptions bo;
+  bo.gpu = t.device;
+  bo.min_timed_ms = 2, bo.min_reps = 3, bo.max_reps = 20, bo.prune = 3;
+  auto backend = sweep::make_gpu_backend(bo);
+  const sweep::Beat beat = [] {};
+  backend->begin_problem(p, beat);
+  std::vector<Candidate> out;
+  for (const auto& c : configs) {
+    const auto r = backend->measure(c, beat).front();
+    out.push_back({c, false, 0, r.status == "ok" ? r.median_us : -1, r.status});
+    if (backend->must_restart()) throw Error(Status::cuda_error, "timing " + c + " left the device unusable: " + r.detail);
+  }
+  if (with_vendor) {
+    // The vendor's heuristic choice and its best algorithm (records :heur and :best/:exhaustive).
+    for (const auto& r : backend->measure("vendor=" + vendor_lib(p), beat)) {
+      if (r.status != "ok") continue;
+      const std::string algo = r.detail.substr(0, r.detail.find(' '));
+      bool seen = false;
+      for (const auto& c : out) seen = seen || c.kernel == algo;
+      if (!seen) out.push_back({algo, true, 0, r.median_us, "ok"});
+    }
+  }
+  backend->end_problem();
+  return out;
+}
+
+void Dispatcher::State::finish_runnable(Plan::Impl& im, const Target& t, const std::string& kernel, bool vendor) {
+  if (!vendor) {
+    const KernelConfig cfg = resolve(parse_config(kernel), im.problem);
+    if (Verdict v = legal(im.problem, cfg, t.arch); !v)
+      throw Unsupported("config '" + kernel + "' cannot run '" + im.info.problem + "' on " + t.arch.name + ": " +
+                        v.rule + ": " + v.reason);
+    im.config = cfg;
+    im.align = kernel_alignment(im.problem, cfg);
+    im.info.kernel = to_string(cfg);
+    if (t.device < 0) {
+      im.workspace_bytes = make_plan(im.problem, cfg).workspace_bytes;
+      return;
+    }
+    DeviceScope scope(t.device);
+    im.exe = std::make_unique<cuda::Executable>(make_plan(im.problem, cfg), t.arch.jit_target);
+    im.workspace_bytes = im.exe->workspace_bytes();
+    return;
+  }
+  if (t.device < 0) throw Unsupported("vendor algorithm '" + kernel + "' needs a GPU; this plan is offline");
+  DeviceScope scope(t.device);
+  std::string why;
+  if (!im.vendor_set) im.vendor_set = run::vendor::VendorSet::create(im.problem, &why);
+  if (!im.vendor_set) throw Unsupported("vendor library for '" + im.info.problem + "': " + why);
+  im.vendor_index = kernel.find(':') != std::string::npos && kernel.substr(kernel.find(':')) == ":heur"
+                        ? im.vendor_set->heuristic_index()
+                        : vendor_index(*im.vendor_set, kernel);
+  if (im.vendor_index < 0) {
+    std::string names;
+    for (const auto& a : im.vendor_set->algos()) names += (names.empty() ? "" : ", ") + a.name;
+    throw NotFound("vendor algorithm '" + kernel + "' is not offered for '" + im.info.problem + "' (offered: " +
+                   names + ")");
+  }
+  im.info.kernel = im.vendor_set->algos()[static_cast<std::size_t>(im.vendor_index)].name;
+  im.info.vendor = true;
+  im.workspace_bytes = im.vendor_set->algos()[static_cast<std::size_t>(im.vendor_index)].workspace_bytes;
+  im.align = vendor_alignment(im.problem);
+}
+
+std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const PlanOptions& opt, const Target& t,
+                                                     VendorMode mode, const std::string& model_version,
+                                                     const PlanCacheEntry* entry) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto im = std::make_shared<Plan::Impl>();
+  im->problem = p;
+  im->specs = operand_specs(p);
+  PlanInfo& info = im->info;
+  info.problem = to_string(p);
+  info.strategy = opt.strategy;
+  info.vendor_mode = mode;
+  info.arch = t.arch.name;
+  info.device = t.device;
+  info.device_name = t.device_name;
+  info.model_version = model_version;
+  const bool online = t.device >= 0;
+
+  if (entry) {  // a tuned choice from the plan-cache file
+    info.candidates = entry->candidates;
+    info.selection_source = entry->selection_source;
+    info.pool_size = entry->pool_size;
+    info.cache = "file";
+    finish_runnable(*im, t, entry->kernel, entry->vendor);
+    info.plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return im;
+  }
+  info.cache = "new";
+
+  Selection sel;
+  if (mode != VendorMode::only && opt.strategy != Strategy::fixed) {
+    const int k = opt.strategy == Strategy::exhaustive ? 0 : opt.strategy == Strategy::top_k ? opt.k : 5;
+    sel = selector->select(p, t.arch, k);
+    info.pool_size = sel.pool_size;
+    info.selection_source = sel.from_model ? sel.source : "fallback: " + sel.reason;
+    for (const auto& r : sel.top) info.candidates.push_back({r.text, false, r.score, -1, ""});
+  }
+  const bool vendor_ok = online && mode != VendorMode::off;
+
+  std::string kernel;
+  bool vendor = false;
+  switch (opt.strategy) {
+    case Strategy::fixed:
+      kernel = opt.config, vendor = is_vendor_kernel(opt.config);
+      if (vendor && mode == VendorMode::off)
+        throw InvalidArgument("fixed config '" + kernel + "' is a vendor algorithm but the vendor mode is off");
+      if (!vendor && mode == VendorMode::only)
+        throw InvalidArgument("fixed config '" + kernel + "' is a tilepick kernel but the vendor mode is only");
+      info.selection_source = "fixed";
+      break;
+    case Strategy::heuristic:
+      if (mode == VendorMode::only || (mode == VendorMode::automatic && (sel.top.empty() || !sel.from_model))) {
+        if (vendor_ok && vendor_can(p)) {
+          DeviceScope scope(t.device);
+          im->vendor_set = run::vendor::VendorSet::create(p, nullptr);
+        }
+        if (im->vendor_set) {
+          kernel = vendor_lib(p) + ":heur", vendor = true;
+          info.selection_source = std::string("vendor heuristic") +
+                                  (mode == VendorMode::only ? "" : sel.top.empty() ? " (no legal tilepick kernel)"
+                                                                                   : " (no usable model)");
+          break;
+        }
+        if (mode == VendorMode::only)
+          throw Unsupported("vendor mode only: " + vendor_lib(p) + " cannot run '" + info.problem + "'" +
+                            (online ? "" : " offline (no GPU)"));
+      }
+      if (sel.top.empty())
+        throw Unsupported("no legal tilepick kernel for '" + info.problem + "' on " + t.arch.name +
+                          (mode == VendorMode::off ? " and the vendor mode is off"
+                           : !online             ? " (vendor libraries are not used offline)"
+                                                 : " and no vendor library can run it"));
+      kernel = sel.top.front().text;
+      break;
+    case Strategy::top_k:
+    case Strategy::exhaustive: {
+      std::vector<std::string> configs;
+      for (const auto& c : info.candidates) configs.push_back(c.kernel);
+      const bool with_vendor = vendor_ok && vendor_can(p);
+      if (configs.empty() && !with_vendor)
+        throw Unsupported("no candidate to time for '" + info.problem + "' on " + t.arch.name);
+      std::vector<Candidate> timed;
+      {
+        DeviceScope scope(t.device);
+        timed = time_candidates(p, t, configs, with_vendor);
+      }
+      for (auto& c : timed)  // keep the model scores next to the times
+        for (const auto& s : info.candidates)
+          if (s.kernel == c.kernel) c.score = s.score;
+      std::stable_sort(timed.begin(), timed.end(), [](const Candidate& a, const Candidate& b) {
+        if ((a.time_us >= 0) != (b.time_us >= 0)) return a.time_us >= 0;
+        return a.time_us < b.time_us;
+      });
+      if (timed.empty() || timed.front().time_us < 0)
+        throw Error(Status::cuda_error, "no candidate for '" + info.problem + "' passed the output check");
+      info.candidates = timed;
+      kernel = timed.front().kernel, vendor = timed.front().vendor;
+      break;
+    }
+  }
+  finish_runnable(*im, t, kernel, vendor);
+  info.plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return im;
+}
+
+Dispatcher::Dispatcher(const Selector& selector, std::string cache_file) : state_(std::make_unique<State>()) {
+  state_->selector = &selector;
+  state_->file = std::move(cache_file);
+}
+
+Dispatcher::~Dispatcher() = default;
+
+Dispatcher& Dispatcher::default_dispatcher() {
+  static Dispatcher d(Selector::default_selector(), env::plan_cache_file());
+  return d;
+}
+
+std::shared_ptr<const Plan> Dispatcher::plan(const Problem& p, const PlanOptions& opt) {
+  validate(p);
+  check_options(opt);
+  const VendorMode mode = resolve_vendor(opt);
+  State& s = *state_;
+  const Target t = s.target(opt);
+  const ModelEntry* m = s.selector->model_for(p, t.arch);
+  const std::string model_version = m ? m->spec.version : "none";
+  const std::string file_key = plan_cache_key(to_string(p), t.arch.name, t.device_name, model_version,
+                                              std::string(to_string(opt.strategy)) + (opt.strategy == Strategy::top_k ? std::to_string(opt.k) : "") +
+                                                  (opt.strategy == Strategy::fixed ? "=" + opt.config : ""),
+                                              std::string(to_string(mode)));
+  const std::string key = file_key + "|dev" + std::to_string(t.device);
+  const bool persist = opt.strategy != Strategy::fixed;
+
+  std::promise<std::shared_ptr<const Plan>> promise;
+  std::optional<PlanCacheEntry> entry;
+  {
+    std::unique_lock lock(s.mutex);
+    if (auto it = s.plans.find(key); it != s.plans.end()) {
+      auto fut = it->second;
+      ++s.stats.memory_hits;
+      lock.unlock();
+      return fut.get();  // waits when another thread is still making it
+    }
+    s.plans.emplace(key, promise.get_future().share());
+    if (persist && !s.file.empty()) {
+      if (!s.disk_loaded) {
+        s.disk = PlanCacheFile::load(s.file);
+        s.disk_loaded = true;
+        s.stats.file_entries = s.disk.entries.size();
+        s.stats.rejected_entries = s.disk.rejected;
+      }
+      if (auto it = s.disk.entries.find(file_key); it != s.disk.entries.end() && stamps_match(it->second, p))
+        entry = it->second;
+    }
+  }
+  try {
+    auto impl = s.build(p, opt, t, mode, model_version, entry ? &*entry : nullptr);
+    auto plan = std::make_shared<const Plan>(impl);
+    promise.set_value(plan);
+    std::lock_guard lock(s.mutex);
+    if (entry) ++s.stats.file_hits;
+    else ++s.stats.new_plans;
+    if (persist && !entry) s.disk.entries[file_key] = make_entry(file_key, impl->info, p);
+    if (persist && !entry && !s.file.empty()) s.disk.save(s.file);
+    return plan;
+  } catch (...) {
+    promise.set_exception(std::current_exception());
+    std::lock_guard lock(s.mutex);
+    s.plans.erase(key);  // a later call may try again
+    throw;
+  }
+}
+
+Applicability Dispatcher::check(const Problem& p, const PlanOptions& opt) const {
+  Applicability a;
+  try {
+    validate(p);
+    check_options(opt);
+    const VendorMode mode = resolve_vendor(opt);
+    const Target t = state_->target(opt);
+    if (mode != VendorMode::only) a.tilepick_candidates = Registry::default_registry().lookup(p, t.arch).size();
+    if (mode != VendorMode::off) {
+      const std::string why = std::holds_alternative<GemmProblem>(p)
+                                  ? run::vendor::cublaslt_unsupported(std::get<GemmProblem>(p))
+                                  : run::vendor::cudnn_unsupported(std::get<ConvProblem>(p));
+      const auto lib = std::holds_alternative<GemmProblem>(p) ? run::vendor::Lib::cublaslt : run::vendor::Lib::cudnn;
+      a.vendor_candidate = why.empty() && t.device >= 0 && run::vendor::library(lib).loaded;
+      if (!a.vendor_candidate && a.tilepick_candidates == 0)
+        a.reason = vendor_lib(p) + ": " + (!why.empty() ? why : t.device < 0 ? "not used offline" : run::vendor::library(lib).error);
+    }
+    a.ok = a.tilepick_candidates > 0 || a.vendor_candidate;
+    if (!a.ok)
+      a.reason = "no legal tilepick kernel for '" + to_string(p) + "' on " + t.arch.name +
+                 (a.reason.empty() ? "" : "; vendor " + a.reason);
+  } catch (const Error& e) {
+    a.ok = false;
+    a.reason = e.what();
+  }
+  return a;
+}
+
+void Dispatcher::save() const {
+  std::lock_guard lock(state_->mutex);
+  if (!state_->file.empty()) state_->disk.save(state_->file);
+}
+
+PlanCacheStats Dispatcher::stats() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->stats;
+}
+
+void Dispatcher::clear_memory() {
+  std::lock_guard lock(state_->mutex);
+  state_->plans.clear();
+}
+
+const std::string& Dispatcher::cache_file() const { return state_->file; }
+
+}  // namespace tilepick

@@ -1,0 +1,175 @@
+// Plan: runs the chosen kernel (or vendor algorithm) after checking where and what it runs on.
+#include <algorithm>
+#include <cstdint>
+#include <sstream>
+
+#include "dispatch/plan_impl.hpp"
+#include "tilepick/error.hpp"
+
+namespace tilepick {
+
+std::string_view to_string(Strategy s) {
+  switch (s) {
+    case Strategy::heuristic: return "heuristic";
+    case Strategy::top_k: return "top_k";
+    case Strategy::exhaustive: return "exhaustive";
+    case Strategy::fixed: return "fixed";
+  }
+  return "?";
+}
+
+std::optional<Strategy> parse_strategy(std::string_view s) {
+  for (Strategy v : {Strategy::heuristic, Strategy::top_k, Strategy::exhaustive, Strategy::fixed})
+    if (s == to_string(v)) return v;
+  if (s == "topk") return Strategy::top_k;
+  return std::nullopt;
+}
+
+std::string_view to_string(VendorMode v) {
+  switch (v) {
+    case VendorMode::off: return "off";
+    case VendorMode::automatic: return "auto";
+    case VendorMode::only: return "only";
+  }
+  return "?";
+}
+
+std::optional<VendorMode> parse_vendor_mode(std::string_view s) {
+  for (VendorMode v : {VendorMode::off, VendorMode::automatic, VendorMode::only})
+    if (s == to_string(v)) return v;
+  return std::nullopt;
+}
+
+nlohmann::json to_json(const PlanInfo& i) {
+  nlohmann::json cands = nlohmann::json::array();
+  for (const auto& c : i.candidates) {
+    nlohmann::json j{{"kernel", c.kernel}, {"vendor", c.vendor}, {"score", c.score}};
+    if (c.time_us >= 0) j["time_us"] = c.time_us;
+    if (!c.status.empty()) j["status"] = c.status;
+    cands.push_back(std::move(j));
+  }
+  return {{"problem", i.problem},
+          {"kernel", i.kernel},
+          {"vendor", i.vendor},
+          {"strategy", to_string(i.strategy)},
+          {"vendor_mode", to_string(i.vendor_mode)},
+          {"arch", i.arch},
+          {"device", i.device},
+          {"device_name", i.device_name},
+          {"selection_source", i.selection_source},
+          {"model_version", i.model_version},
+          {"pool_size", i.pool_size},
+          {"cache", i.cache},
+          {"plan_seconds", i.plan_seconds},
+          {"workspace_bytes", i.workspace_bytes},
+          {"candidates", cands}};
+}
+
+std::size_t slot_index(std::string_view slot) {
+  static constexpr std::string_view names[] = {"a", "b", "c", "d", "bias"};
+  for (std::size_t i = 0; i < 5; ++i)
+    if (slot == names[i]) return i;
+  throw InvalidArgument("unknown operand slot '" + std::string(slot) + "' (a, b, c, d or bias)");
+}
+
+std::array<std::size_t, 5> kernel_alignment(const Problem& p, const KernelConfig& c) {
+  std::array<std::size_t, 5> out{1, 1, 1, 1, 1};
+  for (const auto& s : operand_specs(p)) {
+    const std::size_t i = slot_index(s.slot), bytes = static_cast<std::size_t>(size_bytes(s.dtype));
+    int elems = 1;
+    if (c.fam() == Family::dw) elems = i == 4 ? 1 : c.dw_cpt;
+    else if (i == 0) elems = c.align_a;
+    else if (i == 1) elems = c.align_b;
+    else if (i == 2 || i == 3) elems = c.align_c;
+    out[i] = bytes * static_cast<std::size_t>(std::max(elems, 1));
+  }
+  return out;
+}
+
+std::array<std::size_t, 5> vendor_alignment(const Problem& p) {
+  // cuBLASLt's heuristic assumes 256-byte aligned buffers unless told otherwise (its default
+  // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES); cuDNN's tensor-core paths need 16 bytes.
+  const std::size_t a = std::holds_alternative<GemmProblem>(p) ? 256 : 16;
+  return {a, a, a, a, 16};
+}
+
+Plan::Plan(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+const PlanInfo& Plan::info() const { return impl_->info; }
+std::size_t Plan::workspace_bytes() const { return impl_->workspace_bytes; }
+bool Plan::runnable() const { return impl_->exe || impl_->vendor_set; }
+std::size_t Plan::alignment(std::string_view slot) const { return impl_->align[slot_index(slot)]; }
+
+namespace {
+
+std::string hex(const void* p) {
+  std::ostringstream s;
+  s << p;
+  return s.str();
+}
+
+void check_pointer(const char* name, const void* p, int device, std::size_t align) {
+  const std::string who = std::string("operand ") + name + ": ";
+  const cuda::PointerInfo info = cuda::pointer_info(p);
+  if (!info.device_memory)
+    throw InvalidArgument(who + "pointer " + hex(p) + " is not device memory (a host pointer?)");
+  if (info.device >= 0 && info.device != device)
+    throw InvalidArgument(who + "pointer is memory of device " + std::to_string(info.device) +
+                          ", the plan runs on device " + std::to_string(device));
+  if (align > 1 && reinterpret_cast<std::uintptr_t>(p) % align != 0)
+    throw InvalidArgument(who + "pointer " + hex(p) + " is not aligned to " + std::to_string(align) + " bytes");
+}
+
+}  // namespace
+
+void Plan::run(const Operands& ops, void* stream) const {
+  const Impl& im = *impl_;
+  if (!runnable())
+    throw Error(Status::unsupported, "plan for '" + im.info.problem + "' was made offline for arch " + im.info.arch +
+                                         " (selection only); plan it on a GPU to run it");
+  const int cur = cuda::current_device();
+  if (cur < 0) cuda::init_device(im.info.device);
+  else if (cur != im.info.device)
+    throw InvalidArgument("plan for device " + std::to_string(im.info.device) + " (" + im.info.device_name +
+                          ") run while device " + std::to_string(cur) + " is current; plan again for that device");
+  const void* ptr[5] = {ops.a, ops.b, ops.c, ops.d, ops.bias};
+  for (const auto& s : im.specs) {
+    const std::size_t i = slot_index(s.slot);
+    if (!ptr[i]) throw InvalidArgument("operand " + s.name + " (Operands::" + s.slot + ") is null");
+    check_pointer(s.name.c_str(), ptr[i], im.info.device, im.align[i]);
+  }
+  if (im.workspace_bytes > 0) {
+    if (!ops.workspace)
+      throw InvalidArgument("the plan needs a workspace of " + std::to_string(im.workspace_bytes) +
+                            " bytes (Plan::workspace_bytes) and none was given");
+    check_pointer("workspace", ops.workspace, im.info.device, 16);
+  }
+  if (im.exe) {
+    im.exe->run(ops, stream);
+    return;
+  }
+  std::lock_guard lock(impl_->vendor_mutex);
+  impl_->vendor_set->run(im.vendor_index, ops, ops.workspace, stream);
+}
+
+void Plan::run(const std::vector<TensorArg>& tensors, void* workspace, void* stream) const {
+  const Impl& im = *impl_;
+  if (tensors.size() != im.specs.size()) {
+    std::string names;
+    for (const auto& s : im.specs) names += (names.empty() ? "" : ", ") + s.name;
+    throw InvalidArgument("plan for '" + im.info.problem + "' takes " + std::to_string(im.specs.size()) +
+                          " tensors (" + names + "), got " + std::to_string(tensors.size()));
+  }
+  if (!runnable()) run(Operands{}, stream);  // throws the offline error
+  Operands ops;
+  void** slot[5] = {const_cast<void**>(&ops.a), const_cast<void**>(&ops.b), const_cast<void**>(&ops.c), &ops.d,
+                    const_cast<void**>(&ops.bias)};
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const std::size_t s = slot_index(im.specs[i].slot);
+    check_tensor(im.specs[i], tensors[i], im.info.device, im.align[s]);
+    *slot[s] = tensors[i].data;
+  }
+  ops.workspace = workspace;
+  run(ops, stream);
+}
+
+}  // namespace tilepick
