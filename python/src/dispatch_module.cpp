@@ -81,7 +81,9 @@ TensorArg to_tensor_arg(const AnyArray& a, const std::string& label) {
     case nb::device::cuda::value:
     case nb::device::cuda_managed::value: t.device = a.device_id(); break;
     case nb::device::cpu::value:
-    case nb::device::cuda_host::value: t.device = -1; break;  // refused by the plan's check, by name
+    case nb::device::cuda_host::value:
+      throw InvalidArgument(label + ": host memory (a numpy array or CPU tensor); tilepick runs on CUDA device "
+                            "memory (torch: .cuda(), cupy: cupy.asarray)");
     default:
       throw InvalidArgument(label + ": DLPack device type " + std::to_string(a.device_type()) +
                             " is neither CUDA nor host memory");
