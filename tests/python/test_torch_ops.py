@@ -179,12 +179,12 @@ def ref_run(plan, views, device):
             name, order = "y", yo
         elif j["dir"] == "bwd_data":
             fn = grad.conv2d_input if nd == 2 else grad.conv3d_input
-            xs = [j["n"], j["c"], *j["in"][sl]]
+            xs = [j["mb"], j["ic"], *j["in"][sl]]
             out = fn(xs, logical(t["w"], dims["w"], wo), logical(t["dy"], dims["dy"], yo), stride, pad, dil, g)
             name, order = "dx", xo
         else:
             fn = grad.conv2d_weight if nd == 2 else grad.conv3d_weight
-            ws = [j["k"], j["c"] // g, *j["filter"][sl]]
+            ws = [j["oc"], j["ic"] // g, *j["filter"][sl]]
             out = fn(logical(t["x"], dims["x"], xo), ws, logical(t["dy"], dims["dy"], yo), stride, pad, dil, g)
             name, order = "dw", wo
     i = [s.name for s in specs].index(name)
@@ -204,6 +204,7 @@ def reference_executor(monkeypatch):
     monkeypatch.setattr(tpt, "_plan_or_fallback", plan_or_fallback)
     monkeypatch.setattr(tpt, "_run", ref_run)
     monkeypatch.setattr(tpt, "_unsupported_reason", lambda tensors, names=None: None)
+    monkeypatch.setitem(tpt._DTYPES, torch.float32, "f32")  # problems in f32 (tf32 on a GPU): exact here
     return made
 
 
@@ -211,7 +212,7 @@ def rand(*shape, dtype=torch.float32, requires_grad=True):
     return torch.randn(*shape, dtype=dtype).requires_grad_(requires_grad)
 
 
-def check_grads(out, ref, inputs, ref_inputs, atol=1e-5, rtol=1e-4):
+def check_grads(out, ref, inputs, ref_inputs, atol=2e-4, rtol=1e-3):
     torch.testing.assert_close(out, ref, atol=atol, rtol=rtol)
     g = torch.randn_like(ref)
     out.backward(g)
