@@ -70,8 +70,10 @@ def build(name, s, seed=0):
         target = None
     else:
         import torchvision
-        ctor = {"resnet50": torchvision.models.resnet50, "convnext_t": torchvision.models.convnext_tiny}[name]
-        model = ctor(num_classes=1000)
+        if name == "resnet50":
+            model = torchvision.models.resnet50(num_classes=1000)
+        else:  # stochastic depth off: the compared runs must drop the same blocks (none)
+            model = torchvision.models.convnext_tiny(num_classes=1000, stochastic_depth_prob=0.0)
         x = torch.randn(s["batch"], 3, s["image"], s["image"], device="cuda", dtype=DTYPE)
         x = x.contiguous(memory_format=torch.channels_last)
         target = torch.randint(0, 1000, (s["batch"],), device="cuda")

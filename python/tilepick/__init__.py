@@ -171,17 +171,37 @@ def _workspace_for(p, tensors: Sequence[Any]):
                      "pass workspace= (a device array or pointer)")
 
 
+_TORCH_DTYPES = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float8_e4m3fn": "e4m3",
+                 "float8_e5m2": "e5m2"}
+
+
+def _torch_raw(t) -> tuple:
+    """(data_ptr, dtype, shape, strides, device) of a torch tensor, for Plan.run_raw (no DLPack)."""
+    name = str(t.dtype).replace("torch.", "")
+    return (t.data_ptr(), _TORCH_DTYPES.get(name, name), list(t.shape), list(t.stride()),
+            t.device.index if t.device.type == "cuda" else -1)
+
+
 def run(problem_or_plan, *tensors, workspace=None, stream=None, strategy: str = "heuristic", k: int = 4,
         vendor: Optional[str] = None, device: int = -1) -> None:
-    """Run a problem (planned here with the given options) or a Plan on DLPack device tensors given in
-    operand_specs order. A workspace is allocated through torch or cupy when the plan needs one and
-    none is given; stream: None, a CUstream int or an object with .cuda_stream (torch / cupy streams)."""
+    """Run a problem (planned here with the given options) or a Plan on device tensors given in
+    operand_specs order: torch tensors (read directly; stream None = torch's current stream) or any
+    DLPack array (cupy, jax, ...; stream None = the default stream). A workspace is allocated through
+    torch or cupy when the plan needs one and none is given; stream: None, a CUstream int or an object
+    with .cuda_stream (torch / cupy streams)."""
     p = problem_or_plan
     if isinstance(p, str):
         p = plan(p, strategy=strategy, k=k, vendor=vendor, device=device)
     if workspace is None and p.workspace_bytes > 0:
         workspace = _workspace_for(p, tensors)
-    p.run(list(tensors), workspace, stream)
+    if tensors and all(type(t).__module__.startswith("torch") and hasattr(t, "data_ptr") for t in tensors):
+        import torch
+        if stream is None and tensors[0].device.type == "cuda":
+            stream = torch.cuda.current_stream(tensors[0].device)
+        ws = workspace if workspace is None or isinstance(workspace, int) else workspace.data_ptr()
+        p.run_raw([_torch_raw(t) for t in tensors], ws or 0, stream)
+    else:
+        p.run(list(tensors), workspace, stream)
 
 
 def dispatcher_stats() -> dict:

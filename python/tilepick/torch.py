@@ -117,28 +117,45 @@ def _plan(key: tuple, make_problem, device: int):
     return plan
 
 
-def _run(plan, views: Sequence[Tensor], device: torch.device) -> None:
-    """Runs a plan on dense memory-order views (checked by tilepick against operand_specs)."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    args = [(v.data_ptr(), _DTYPES[v.dtype], list(v.shape), [] if v.is_contiguous() else list(v.stride()), index)
-            for v in views]
-    workspace = None
-    if plan.workspace_bytes:
-        workspace = torch.empty(plan.workspace_bytes, dtype=torch.uint8, device=device)
-    stream = torch.cuda.current_stream(device).cuda_stream
-    ptr = workspace.data_ptr() if workspace is not None else 0
+_workspaces: Dict[tuple, Tensor] = {}
+
+
+def _current_stream(index: int) -> int:
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(index) if raw is not None else torch.cuda.current_stream(index).cuda_stream
+
+
+def _workspace(nbytes: int, index: int, stream: int) -> int:
+    """A device buffer of at least nbytes, kept per (device, stream): kernels on one stream run in
+    order, so consecutive calls can share it."""
+    buf = _workspaces.get((index, stream))
+    if buf is None or buf.numel() < nbytes:
+        buf = torch.empty(max(nbytes, 1 << 20), dtype=torch.uint8, device=torch.device("cuda", index))
+        _workspaces[(index, stream)] = buf
+    return buf.data_ptr()
+
+
+def _run(plan, tensors: Sequence[Tensor], index: int) -> None:
+    """Runs a plan on tensors in operand_specs order, passed with their logical shapes and strides:
+    tilepick checks that each one's memory is the dense layout its operand needs."""
+    args = [(t.data_ptr(), _DTYPES[t.dtype], list(t.shape), list(t.stride()), index) for t in tensors]
+    stream = _current_stream(index)
+    ws = _workspace(plan.workspace_bytes, index, stream) if plan.workspace_bytes else 0
     if torch.cuda.current_device() != index:
         with torch.cuda.device(index):
-            plan.run_raw(args, ptr, stream)
+            plan.run_raw(args, ws, stream)
     else:
-        plan.run_raw(args, ptr, stream)
+        plan.run_raw(args, ws, stream)
+
+
+def _index(device: torch.device) -> int:
+    return device.index if device.index is not None else torch.cuda.current_device()
 
 
 def _plan_or_fallback(op: str, key: tuple, make_problem, device: torch.device):
     """The plan, or None when planning found no kernel and fallback is on."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
     try:
-        return _plan(key, make_problem, index)
+        return _plan(key, make_problem, _index(device))
     except (NotImplementedError, ValueError) as e:
         _fallback_or_raise(op, f"no kernel: {e}")
         return None
@@ -147,11 +164,12 @@ def _plan_or_fallback(op: str, key: tuple, make_problem, device: torch.device):
 # ---------------------------------------------------------------------------------------------- GEMM
 
 def _mat_operand(t: Tensor) -> Tuple[str, Tensor]:
-    """(layout letter, dense memory-order view) of the last two dims; a copy when neither is dense."""
+    """(layout letter, tensor): row-major when t is contiguous, column-major when its transpose is (a
+    transposed view is read in place), else a row-major copy."""
     if t.is_contiguous():
         return "r", t
     if t.mT.is_contiguous():
-        return "c", t.mT
+        return "c", t
     return "r", t.contiguous()
 
 
@@ -173,7 +191,7 @@ def _gemm(a: Tensor, b: Tensor, bias: Optional[Tensor], op: str) -> Optional[Ten
                                                                    bias=bias is not None), a.device)
     if plan is None:
         return None
-    _run(plan, [va, vb, out] + ([bias.contiguous()] if bias is not None else []), a.device)
+    _run(plan, [va, vb, out] + ([bias.contiguous()] if bias is not None else []), _index(a.device))
     return out
 
 
@@ -286,19 +304,14 @@ def _memory_format(ndim: int):
     return torch.channels_last if ndim == 4 else torch.channels_last_3d
 
 
-def _channels_last(t: Tensor) -> Tuple[Tensor, Tensor]:
-    """(t in channels-last memory, its memory-order view [N, spatial..., C]); a copy when t is not."""
-    perm = (0, *range(2, t.dim()), 1)
-    view = t.permute(perm)
-    if not view.is_contiguous():
-        t = t.contiguous(memory_format=_memory_format(t.dim()))
-        view = t.permute(perm)
-    return t, view
+def _channels_last(t: Tensor) -> Tensor:
+    """t in channels-last memory (tilepick's NHWC / NDHWC, and KYXC for weights); a copy when it is not."""
+    fmt = _memory_format(t.dim())
+    return t if t.is_contiguous(memory_format=fmt) else t.contiguous(memory_format=fmt)
 
 
-def _new_channels_last(shape, like: Tensor) -> Tuple[Tensor, Tensor]:
-    t = torch.empty(shape, dtype=like.dtype, device=like.device, memory_format=_memory_format(len(shape)))
-    return t, t.permute((0, *range(2, len(shape)), 1))
+def _new_channels_last(shape, like: Tensor) -> Tensor:
+    return torch.empty(shape, dtype=like.dtype, device=like.device, memory_format=_memory_format(len(shape)))
 
 
 def _out_size(i: int, k: int, s: int, p: int, d: int) -> int:
@@ -336,7 +349,7 @@ def _conv_args(op, x_shape, w_shape, stride, padding, dilation, groups):
 def _torch_conv(x, w, bias, stride, padding, dilation, groups):
     fn = F.conv2d if x.dim() == 4 else F.conv3d
     y = fn(x, w, bias, stride, padding, dilation, groups)
-    return _new_channels_last(y.shape, y)[0].copy_(y)  # the same strides as the fake kernel's
+    return _new_channels_last(y.shape, y).copy_(y)  # the same strides as the fake kernel's
 
 
 def _conv_fwd(op, x, weight, bias, stride, padding, dilation, groups) -> Tensor:
@@ -345,7 +358,7 @@ def _conv_fwd(op, x, weight, bias, stride, padding, dilation, groups) -> Tensor:
     if reason is not None:
         _fallback_or_raise(op, reason)
         return _torch_conv(x, weight, bias, stride, padding, dilation, groups)
-    y, yv = _new_channels_last(_conv_shape(x.shape, weight.shape, stride, padding, dilation), x)
+    y = _new_channels_last(_conv_shape(x.shape, weight.shape, stride, padding, dilation), x)
     if y.numel() == 0:
         return y
     dtype = _DTYPES[x.dtype]
@@ -353,9 +366,8 @@ def _conv_fwd(op, x, weight, bias, stride, padding, dilation, groups) -> Tensor:
     plan = _plan_or_fallback(op, _conv_key("fwd", *args), _conv_problem_fn("fwd", *args), x.device)
     if plan is None:
         return _torch_conv(x, weight, bias, stride, padding, dilation, groups)
-    _, xv = _channels_last(x)
-    _, wv = _channels_last(weight)
-    _run(plan, [xv, wv, yv] + ([bias.contiguous()] if bias is not None else []), x.device)
+    tensors = [_channels_last(x), _channels_last(weight), y] + ([bias.contiguous()] if bias is not None else [])
+    _run(plan, tensors, _index(x.device))
     return y
 
 
@@ -373,7 +385,7 @@ def _conv3d_op(x: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[i
 
 def _conv_fake(x, weight, bias, stride, padding, dilation, groups):
     _conv_args("conv", x.shape, weight.shape, stride, padding, dilation, groups)
-    return _new_channels_last(_conv_shape(x.shape, weight.shape, stride, padding, dilation), x)[0]
+    return _new_channels_last(_conv_shape(x.shape, weight.shape, stride, padding, dilation), x)
 
 
 _conv2d_op.register_fake(_conv_fake)
@@ -386,7 +398,7 @@ def _conv_bwd_data_op(dy: Tensor, weight: Tensor, input_size: List[int], stride:
     """dx of a convolution: the bwd_data problem (a = dy, b = w, d = dx), channels-last."""
     op = "conv_bwd_data"
     reason = _unsupported_reason([dy, weight], names=("grad", "weight"))
-    dx, dxv = _new_channels_last(list(input_size), dy)
+    dx = _new_channels_last(list(input_size), dy)
     plan = None
     if reason is None and dx.numel():
         dtype = _DTYPES[dy.dtype]
@@ -399,15 +411,13 @@ def _conv_bwd_data_op(dy: Tensor, weight: Tensor, input_size: List[int], stride:
             grad = torch.nn.grad.conv2d_input if dy.dim() == 4 else torch.nn.grad.conv3d_input
             dx.copy_(grad(list(input_size), weight, dy, stride, padding, dilation, groups))
         return dx
-    _, dyv = _channels_last(dy)
-    _, wv = _channels_last(weight)
-    _run(plan, [dyv, wv, dxv], dy.device)
+    _run(plan, [_channels_last(dy), _channels_last(weight), dx], _index(dy.device))
     return dx
 
 
 @_conv_bwd_data_op.register_fake
 def _(dy, weight, input_size, stride, padding, dilation, groups):
-    return _new_channels_last(list(input_size), dy)[0]
+    return _new_channels_last(list(input_size), dy)
 
 
 @torch.library.custom_op("tilepick::conv_bwd_weight", mutates_args=())
@@ -416,7 +426,7 @@ def _conv_bwd_weight_op(x: Tensor, dy: Tensor, weight_size: List[int], stride: L
     """dw of a convolution: the bwd_weight problem (a = x, b = dy, d = dw [K][Y][X][C/G]), channels-last."""
     op = "conv_bwd_weight"
     reason = _unsupported_reason([x, dy], names=("input", "grad"))
-    dw, dwv = _new_channels_last(list(weight_size), x)
+    dw = _new_channels_last(list(weight_size), x)
     plan = None
     if reason is None and dw.numel():
         if dy.numel() == 0:
@@ -431,15 +441,13 @@ def _conv_bwd_weight_op(x: Tensor, dy: Tensor, weight_size: List[int], stride: L
             grad = torch.nn.grad.conv2d_weight if x.dim() == 4 else torch.nn.grad.conv3d_weight
             dw.copy_(grad(x, list(weight_size), dy, stride, padding, dilation, groups))
         return dw
-    _, xv = _channels_last(x)
-    _, dyv = _channels_last(dy)
-    _run(plan, [xv, dyv, dwv], x.device)
+    _run(plan, [_channels_last(x), _channels_last(dy), dw], _index(x.device))
     return dw
 
 
 @_conv_bwd_weight_op.register_fake
 def _(x, dy, weight_size, stride, padding, dilation, groups):
-    return _new_channels_last(list(weight_size), x)[0]
+    return _new_channels_last(list(weight_size), x)
 
 
 def _conv_setup(ctx, inputs, output):

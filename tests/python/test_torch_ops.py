@@ -149,12 +149,27 @@ class RefPlan:
         self.workspace_bytes = 0
 
 
-def ref_run(plan, views, device):
-    """Checks the views against operand_specs, then computes the problem in fp64 from them."""
+def memory_view(t, spec):
+    """The spec-shaped dense view of t's memory, after checking what tilepick's check_tensor checks: the
+    dims of size > 1, by decreasing stride, are the spec's dims of size > 1, with dense strides."""
+    have = sorted(((st, n) for st, n in zip(t.stride(), t.shape) if n != 1), key=lambda p: -p[0])
+    assert [n for _, n in have] == [n for n in spec.shape if n != 1], (spec, t.shape, t.stride())
+    expect = 1
+    for st, n in reversed(have):
+        assert st == expect, (spec, t.shape, t.stride())
+        expect *= n
+    dense = [1] * len(spec.shape)
+    for i in range(len(spec.shape) - 2, -1, -1):
+        dense[i] = dense[i + 1] * spec.shape[i + 1]
+    return t.as_strided(spec.shape, dense, t.storage_offset())
+
+
+def ref_run(plan, tensors, index):
+    """Checks the tensors against operand_specs, then computes the problem in fp64 from their memory."""
     specs = tilepick.operand_specs(plan.problem)
-    assert len(views) == len(specs), plan.problem
+    assert len(tensors) == len(specs), plan.problem
+    views = [memory_view(t, s) for t, s in zip(tensors, specs)]
     for v, s in zip(views, specs):
-        assert tuple(v.shape) == s.shape and v.is_contiguous(), (plan.problem, s, v.shape, v.stride())
         assert tpt._DTYPES[v.dtype] == s.dtype
     t = {s.name: v.double() for v, s in zip(views, specs)}
     dims = {s.name: s.dims for s in specs}
@@ -204,6 +219,7 @@ def reference_executor(monkeypatch):
 
     monkeypatch.setattr(tpt, "_plan_or_fallback", plan_or_fallback)
     monkeypatch.setattr(tpt, "_run", ref_run)
+    monkeypatch.setattr(tpt, "_index", lambda device: -1)
     monkeypatch.setattr(tpt, "_unsupported_reason", lambda tensors, names=None: None)
     monkeypatch.setitem(tpt._DTYPES, torch.float32, "f32")  # problems in f32 (tf32 on a GPU): exact here
     return made
@@ -365,11 +381,11 @@ def test_gpu_errors():
     b = torch.randn(96, 128, device="cuda", dtype=torch.bfloat16)
     d = torch.empty(64, 128, device="cuda", dtype=torch.bfloat16)
     with pytest.raises(ValueError, match="operand B"):
-        plan.run([a, b, d])  # B must be column-major: memory [N][K]
-    with pytest.raises(ValueError, match="operand 2 'D'.*host memory"):
-        plan.run([a, b.mT, d.cpu()])
-    plan.run([a, b.mT.contiguous(), d], stream=torch.cuda.current_stream())
-    assert_close_to_fp64(d, a.double() @ b.double(), a @ b, "Plan.run on torch tensors")
+        tilepick.run(plan, a, b, d)  # B must be column-major: memory [N][K]
+    with pytest.raises(ValueError, match="operand D.*host memory"):
+        tilepick.run(plan, a, b.mT, d.cpu())
+    tilepick.run(plan, a, b.mT, d)  # a transposed view of a row-major [K, N] is [N][K] memory
+    assert_close_to_fp64(d, a.double() @ b.double(), a @ b, "tilepick.run on torch tensors")
 
 
 class SmallNet(torch.nn.Module):
