@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -131,9 +132,19 @@ void* workspace_pointer(const nb::object& w, const Plan& plan) {
   return const_cast<void*>(a.data());
 }
 
+// Runs without the GIL; an error is rethrown only after the GIL is taken back, so that no exception
+// unwinds through the release (a tensor-check error crashed the process that way on the GPU machine).
 void run_checked(const Plan& plan, const std::vector<TensorArg>& args, void* workspace, void* stream) {
-  nb::gil_scoped_release unlocked;
-  plan.run(args, workspace, stream);
+  std::exception_ptr error;
+  {
+    nb::gil_scoped_release unlocked;
+    try {
+      plan.run(args, workspace, stream);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 void run_arrays(const Plan& plan, const std::vector<nb::object>& tensors, const nb::object& workspace,
@@ -191,8 +202,18 @@ std::shared_ptr<const Plan> plan_py(const std::string& problem, const std::strin
                                     const std::string& offline_arch) {
   const Problem p = parse_problem(problem);
   const PlanOptions o = make_options(strategy, k, config, vendor, device, offline_arch);
-  nb::gil_scoped_release unlocked;  // timing and compiling take long; other Python threads go on
-  return Dispatcher::default_dispatcher().plan(p, o);
+  std::shared_ptr<const Plan> plan;
+  std::exception_ptr error;
+  {
+    nb::gil_scoped_release unlocked;  // timing and compiling take long; other Python threads go on
+    try {
+      plan = Dispatcher::default_dispatcher().plan(p, o);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  return plan;
 }
 
 nb::dict check_py(const std::string& problem, const std::string& strategy, int k, const std::string& config,

@@ -191,7 +191,10 @@ def _gemm(a: Tensor, b: Tensor, bias: Optional[Tensor], op: str) -> Optional[Ten
                                                                    bias=bias is not None), a.device)
     if plan is None:
         return None
-    _run(plan, [va, vb, out] + ([bias.contiguous()] if bias is not None else []), _index(a.device))
+    vo = out
+    if batched and batch == 1:  # a batch of one is a plain GEMM: 2-D operands
+        va, vb, vo = va[0], vb[0], out[0]
+    _run(plan, [va, vb, vo] + ([bias.contiguous()] if bias is not None else []), _index(a.device))
     return out
 
 

@@ -150,18 +150,14 @@ class RefPlan:
 
 
 def memory_view(t, spec):
-    """The spec-shaped dense view of t's memory, after checking what tilepick's check_tensor checks: the
-    dims of size > 1, by decreasing stride, are the spec's dims of size > 1, with dense strides."""
-    have = sorted(((st, n) for st, n in zip(t.stride(), t.shape) if n != 1), key=lambda p: -p[0])
-    assert [n for _, n in have] == [n for n in spec.shape if n != 1], (spec, t.shape, t.stride())
-    expect = 1
-    for st, n in reversed(have):
-        assert st == expect, (spec, t.shape, t.stride())
-        expect *= n
-    dense = [1] * len(spec.shape)
-    for i in range(len(spec.shape) - 2, -1, -1):
-        dense[i] = dense[i + 1] * spec.shape[i + 1]
-    return t.as_strided(spec.shape, dense, t.storage_offset())
+    """The spec-shaped memory of t, accepted as tilepick's check_tensor does: t in memory order, or its
+    logical view (a matrix as rows x cols, a conv tensor as N C spatial with channels-last strides)."""
+    n = t.dim()
+    logical_to_memory = t.permute(0, *range(2, n), 1) if n >= 4 else t.mT if n >= 2 else t
+    for v in (t, logical_to_memory):
+        if tuple(v.shape) == spec.shape and v.is_contiguous():
+            return v
+    raise AssertionError(f"{spec.name}: shape {tuple(t.shape)} strides {t.stride()} is not {spec}")
 
 
 def ref_run(plan, tensors, index):
@@ -264,7 +260,8 @@ def test_linear_and_matmul_plumbing_matches_torch(reference_executor):
     assert layouts == ["rcr", "rrr", "crr"], reference_executor
     for a_shape, b_shape, ta, tb in [((6, 9), (9, 4), False, False), ((6, 9), (4, 9), False, True),
                                      ((9, 6), (9, 4), True, False), ((3, 6, 9), (3, 9, 4), False, False),
-                                     ((3, 9, 6), (3, 4, 9), True, True), ((2, 3, 6, 9), (9, 4), False, False)]:
+                                     ((3, 9, 6), (3, 4, 9), True, True), ((2, 3, 6, 9), (9, 4), False, False),
+                                     ((1, 6, 9), (1, 4, 9), False, True)]:
         a, bb = rand(*a_shape), rand(*b_shape)
         ar, br2 = clone_leaves(a, bb)
         op_a = a.mT if ta else a
@@ -380,12 +377,16 @@ def test_gpu_errors():
     a = torch.randn(64, 96, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(96, 128, device="cuda", dtype=torch.bfloat16)
     d = torch.empty(64, 128, device="cuda", dtype=torch.bfloat16)
+    bt = b.mT.contiguous()  # B column-major: memory [N][K]
     with pytest.raises(ValueError, match="operand B"):
-        tilepick.run(plan, a, b, d)  # B must be column-major: memory [N][K]
+        tilepick.run(plan, a, b, d)  # row-major [K][N] memory
     with pytest.raises(ValueError, match="operand D.*host memory"):
-        tilepick.run(plan, a, b.mT, d.cpu())
-    tilepick.run(plan, a, b.mT, d)  # a transposed view of a row-major [K, N] is [N][K] memory
+        tilepick.run(plan, a, bt, d.cpu())
+    tilepick.run(plan, a, bt.mT, d)  # the logical K x N view of column-major memory
     assert_close_to_fp64(d, a.double() @ b.double(), a @ b, "tilepick.run on torch tensors")
+    d.zero_()
+    plan.run([a, bt, d])  # DLPack, memory order
+    assert_close_to_fp64(d, a.double() @ b.double(), a @ b, "Plan.run on DLPack tensors")
 
 
 class SmallNet(torch.nn.Module):
