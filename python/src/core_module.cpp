@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/hash.hpp"
+#include "dispatch_module.hpp"
 #include "tilepick/arch.hpp"
 #include "tilepick/config.hpp"
 #include "tilepick/error.hpp"
@@ -133,7 +134,7 @@ std::vector<std::tuple<std::string, std::string>> problem_file_py(const std::str
 NB_MODULE(_core, m) {
   using namespace tilepick;
   using namespace tilepick::py;
-  m.doc() = "tilepick C++ core: problems, configs, the feature function, the GBDT evaluator.";
+  m.doc() = "tilepick C++ core: problems, configs, the feature function, the GBDT evaluator, the dispatcher.";
 
   // tilepick errors keep their message: parse errors, invalid problems, unknown names (NotFound) and
   // model mismatches are ValueError; Unsupported is NotImplementedError; I/O errors are OSError.
@@ -145,6 +146,7 @@ NB_MODULE(_core, m) {
     } catch (const Error& e) {
       switch (e.status()) {
         case Status::unsupported: PyErr_SetString(PyExc_NotImplementedError, e.what()); break;
+        case Status::invalid_argument: PyErr_SetString(PyExc_ValueError, e.what()); break;
         case Status::io_error: PyErr_SetString(PyExc_OSError, e.what()); break;
         case Status::cuda_error:
         case Status::internal: PyErr_SetString(PyExc_RuntimeError, e.what()); break;
@@ -183,4 +185,7 @@ NB_MODULE(_core, m) {
   m.def("config_space_hash", &config_space_hash_py, "op"_a,
         "FNV-1a 64 of 'name=hash\\n' of the default spaces covering op (sorted by name); models record it.");
   m.def("problem_file", &problem_file_py, "path"_a, "(name, canonical problem) of each problem in the file.");
+  m.def("problem_json", [](const std::string& s) { return to_json_text(parse_problem(s)); }, "text"_a,
+        "All fields of a problem plus derived sizes (out, gemm view, flops) as JSON text.");
+  bind_dispatch(m);
 }

@@ -1,0 +1,593 @@
+"""PyTorch ops backed by tilepick kernels: linear, matmul, conv2d, conv3d (forward and backward).
+
+    import tilepick.torch as tpt
+    y = tpt.linear(x, w, b)              # torch.ops.tilepick.linear, x @ w.T + b
+    y = tpt.conv2d(x, w, b, stride=2, padding=1, groups=32)
+    tpt.swap_modules(model)              # nn.Linear / nn.Conv2d / nn.Conv3d -> tilepick subclasses
+    tpt.set_strategy("top_k", k=4)       # time the model's best 4 on first use of each shape
+
+The ops are torch.library custom ops (namespace `tilepick`) with fake kernels (torch.compile) and
+autograd: linear backward runs the GEMMs dy @ W (rrr) and dy^T @ x (crr), conv backward runs the
+bwd_data and bwd_weight problems; bias gradients are torch sums. Inputs are f16 or bf16 CUDA tensors.
+Convolutions work on channels-last memory (torch channels_last == tilepick x NHWGC, a weight
+[K, C/G, kh, kw] in channels_last memory == tilepick w [K][Y][X][C/G]); other inputs are copied
+into it, and outputs are channels-last. Kernels run on torch.cuda.current_stream().
+
+Unsupported inputs (dtype, device, a shape with no kernel) raise an error naming the op and the
+reason. With set_fallback(True) they run through torch instead, with one warning per reason.
+"""
+import threading
+import warnings
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+import tilepick
+
+__all__ = ["linear", "matmul", "conv2d", "conv3d", "set_strategy", "get_strategy", "set_vendor",
+           "set_fallback", "swap_modules", "Linear", "Conv2d", "Conv3d", "plan_count"]
+
+_DTYPES = {torch.float16: "f16", torch.bfloat16: "bf16"}
+
+
+class _Settings:
+    strategy = "heuristic"
+    k = 4
+    vendor: Optional[str] = None  # None: TILEPICK_VENDOR (default auto)
+    fallback = False
+
+
+_settings = _Settings()
+_plans: Dict[tuple, object] = {}
+_plans_lock = threading.Lock()
+_warned = set()
+
+
+def set_strategy(strategy: str, k: Optional[int] = None) -> None:
+    """heuristic (the model's top-1) or top_k (time the model's best k on first use of a shape);
+    exhaustive times every legal kernel. Applies to plans made from now on."""
+    if strategy not in ("heuristic", "top_k", "exhaustive"):
+        raise ValueError(f"set_strategy: '{strategy}' is not one of heuristic, top_k, exhaustive")
+    if k is not None and k < 1:
+        raise ValueError(f"set_strategy: k must be >= 1, got {k}")
+    _settings.strategy = strategy
+    _settings.k = k or _settings.k
+
+
+def get_strategy() -> str:
+    return _settings.strategy
+
+
+def set_vendor(mode: Optional[str]) -> None:
+    """off | auto | only: whether cuBLASLt / cuDNN take part (None: TILEPICK_VENDOR, default auto)."""
+    if mode not in (None, "off", "auto", "only"):
+        raise ValueError(f"set_vendor: '{mode}' is not one of off, auto, only (or None)")
+    _settings.vendor = mode
+
+
+def set_fallback(enabled: bool) -> None:
+    """When True, inputs tilepick cannot run (dtype, device, no kernel for the shape) go to torch with a
+    warning instead of raising."""
+    _settings.fallback = bool(enabled)
+
+
+def plan_count() -> int:
+    """Plans made by this module so far (one per distinct problem and strategy)."""
+    return len(_plans)
+
+
+class Unsupported(ValueError):
+    """tilepick cannot run these inputs (the message says why)."""
+
+
+def _fallback_or_raise(op: str, reason: str) -> None:
+    if not _settings.fallback:
+        raise Unsupported(f"tilepick.{op}: {reason} (tilepick.torch.set_fallback(True) runs such inputs in torch)")
+    if (op, reason) not in _warned:
+        _warned.add((op, reason))
+        warnings.warn(f"tilepick.{op}: {reason}; running torch instead", stacklevel=3)
+
+
+def _unsupported_reason(tensors: Sequence[Optional[Tensor]], names=("input", "weight", "bias")) -> Optional[str]:
+    first = tensors[0]
+    for name, t in zip(names, tensors):
+        if t is None:
+            continue
+        if t.device.type != "cuda":
+            return f"{name} is on {t.device}; tilepick runs on CUDA devices"
+        if t.dtype not in _DTYPES:
+            return f"{name} has dtype {t.dtype}; tilepick ops take float16 or bfloat16"
+        if t.dtype != first.dtype or t.device != first.device:
+            return f"{name} is {t.dtype} on {t.device} but {names[0]} is {first.dtype} on {first.device}"
+    return None
+
+
+def _plan(key: tuple, make_problem, device: int):
+    """The Plan for a problem key under the current strategy (made once per key and strategy)."""
+    full = key + (device, _settings.strategy, _settings.k, _settings.vendor)
+    plan = _plans.get(full)
+    if plan is None:
+        problem = make_problem()
+        plan = tilepick.plan(problem, strategy=_settings.strategy, k=_settings.k, vendor=_settings.vendor,
+                             device=device)
+        with _plans_lock:
+            _plans[full] = plan
+    return plan
+
+
+_workspaces: Dict[tuple, Tensor] = {}
+
+
+def _current_stream(index: int) -> int:
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(index) if raw is not None else torch.cuda.current_stream(index).cuda_stream
+
+
+def _workspace(nbytes: int, index: int, stream: int) -> int:
+    """A device buffer of at least nbytes, kept per (device, stream): kernels on one stream run in
+    order, so consecutive calls can share it."""
+    buf = _workspaces.get((index, stream))
+    if buf is None or buf.numel() < nbytes:
+        buf = torch.empty(max(nbytes, 1 << 20), dtype=torch.uint8, device=torch.device("cuda", index))
+        _workspaces[(index, stream)] = buf
+    return buf.data_ptr()
+
+
+def _run(plan, tensors: Sequence[Tensor], index: int) -> None:
+    """Runs a plan on tensors in operand_specs order, passed with their logical shapes and strides:
+    tilepick checks that each one's memory is the dense layout its operand needs."""
+    args = [(t.data_ptr(), _DTYPES[t.dtype], list(t.shape), list(t.stride()), index) for t in tensors]
+    stream = _current_stream(index)
+    ws = _workspace(plan.workspace_bytes, index, stream) if plan.workspace_bytes else 0
+    if torch.cuda.current_device() != index:
+        with torch.cuda.device(index):
+            plan.run_raw(args, ws, stream)
+    else:
+        plan.run_raw(args, ws, stream)
+
+
+def _index(device: torch.device) -> int:
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+def _plan_or_fallback(op: str, key: tuple, make_problem, device: torch.device):
+    """The plan, or None when planning found no kernel and fallback is on."""
+    try:
+        return _plan(key, make_problem, _index(device))
+    except (NotImplementedError, ValueError) as e:
+        _fallback_or_raise(op, f"no kernel: {e}")
+        return None
+
+
+# ---------------------------------------------------------------------------------------------- GEMM
+
+def _mat_operand(t: Tensor) -> Tuple[str, Tensor]:
+    """(layout letter, tensor): row-major when t is contiguous, column-major when its transpose is (a
+    transposed view is read in place), else a row-major copy."""
+    if t.is_contiguous():
+        return "r", t
+    if t.mT.is_contiguous():
+        return "c", t
+    return "r", t.contiguous()
+
+
+def _gemm(a: Tensor, b: Tensor, bias: Optional[Tensor], op: str) -> Optional[Tensor]:
+    """a [B?, M, K] @ b [B?, K, N] (+ bias [N]) -> [B?, M, N] row-major; None when it fell back."""
+    batched = a.dim() == 3
+    M, K, N = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch = a.shape[0] if batched else 1
+    out = torch.empty((batch, M, N) if batched else (M, N), dtype=a.dtype, device=a.device)
+    if out.numel() == 0:
+        return out
+    if K == 0:
+        return out.zero_() if bias is None else out.copy_(bias.expand_as(out))
+    la, va = _mat_operand(a)
+    lb, vb = _mat_operand(b)
+    dtype = _DTYPES[a.dtype]
+    key = ("gemm", la + lb + "r", batch, M, N, K, dtype, bias is not None)
+    plan = _plan_or_fallback(op, key, lambda: tilepick.gemm_problem(M, N, K, dtype, la + lb + "r", batch=batch,
+                                                                   bias=bias is not None), a.device)
+    if plan is None:
+        return None
+    vo = out
+    if batched and batch == 1:  # a batch of one is a plain GEMM: 2-D operands
+        va, vb, vo = va[0], vb[0], out[0]
+    _run(plan, [va, vb, vo] + ([bias.contiguous()] if bias is not None else []), _index(a.device))
+    return out
+
+
+def _linear_shapes(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> None:
+    if weight.dim() != 2 or x.dim() < 1 or x.shape[-1] != weight.shape[1] or \
+            (bias is not None and tuple(bias.shape) != (weight.shape[0],)):
+        raise ValueError(f"tilepick.linear: input {tuple(x.shape)}, weight {tuple(weight.shape)} and bias "
+                         f"{None if bias is None else tuple(bias.shape)} do not fit (weight [out, in], bias [out])")
+
+
+@torch.library.custom_op("tilepick::linear", mutates_args=())
+def _linear_op(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    _linear_shapes(x, weight, bias)
+    x2 = x.reshape(-1, x.shape[-1])
+    reason = _unsupported_reason([x, weight, bias])
+    out = None
+    if reason is None:
+        out = _gemm(x2, weight.mT, bias, "linear")
+    else:
+        _fallback_or_raise("linear", reason)
+    if out is None:
+        out = F.linear(x2, weight, bias).contiguous()
+    return out.reshape(*x.shape[:-1], weight.shape[0])
+
+
+@_linear_op.register_fake
+def _(x, weight, bias=None):
+    _linear_shapes(x, weight, bias)
+    return x.new_empty((*x.shape[:-1], weight.shape[0]))
+
+
+def _linear_setup(ctx, inputs, output):
+    x, weight, bias = inputs
+    ctx.save_for_backward(x, weight)
+    ctx.has_bias = bias is not None
+
+
+def _linear_backward(ctx, grad):
+    x, weight = ctx.saved_tensors
+    g2 = grad.reshape(-1, grad.shape[-1])
+    dx = dw = db = None
+    if ctx.needs_input_grad[0]:
+        dx = torch.ops.tilepick.matmul(g2, weight).reshape(x.shape)  # rrr
+    if ctx.needs_input_grad[1]:
+        dw = torch.ops.tilepick.matmul(g2.mT, x.reshape(-1, x.shape[-1]))  # crr
+    if ctx.has_bias and ctx.needs_input_grad[2]:
+        db = g2.sum(0, dtype=torch.float32).to(grad.dtype)
+    return dx, dw, db
+
+
+_linear_op.register_autograd(_linear_backward, setup_context=_linear_setup)
+
+
+def _matmul_shapes(a: Tensor, b: Tensor) -> Optional[str]:
+    if a.dim() < 2 or b.dim() < 2 or a.shape[-1] != b.shape[-2]:
+        return f"shapes {tuple(a.shape)} and {tuple(b.shape)} do not multiply as matrices"
+    if b.dim() == 2 or (a.dim() == 3 and b.dim() == 3 and a.shape[0] == b.shape[0]):
+        return None
+    return f"shapes {tuple(a.shape)} @ {tuple(b.shape)}: only 2-D @ 2-D, [B,M,K] @ [B,K,N] and [...,M,K] @ [K,N]"
+
+
+@torch.library.custom_op("tilepick::matmul", mutates_args=())
+def _matmul_op(a: Tensor, b: Tensor) -> Tensor:
+    shape_error = _matmul_shapes(a, b)
+    if shape_error:
+        raise ValueError(f"tilepick.matmul: {shape_error}")
+    flat = a.reshape(-1, a.shape[-1]) if (b.dim() == 2 and a.dim() > 2) else a
+    reason = _unsupported_reason([a, b], names=("a", "b"))
+    out = None
+    if reason is None:
+        out = _gemm(flat, b, None, "matmul")
+    else:
+        _fallback_or_raise("matmul", reason)
+    if out is None:
+        out = torch.matmul(flat, b).contiguous()
+    return out.reshape(*a.shape[:-1], b.shape[-1])
+
+
+@_matmul_op.register_fake
+def _(a, b):
+    shape_error = _matmul_shapes(a, b)
+    if shape_error:
+        raise ValueError(f"tilepick.matmul: {shape_error}")
+    return a.new_empty((*a.shape[:-1], b.shape[-1]))
+
+
+def _matmul_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _matmul_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    da = db = None
+    if ctx.needs_input_grad[0]:
+        da = torch.ops.tilepick.matmul(grad, b.mT)
+    if ctx.needs_input_grad[1]:
+        if b.dim() == 2:  # a was flattened: db = a2^T @ g2
+            db = torch.ops.tilepick.matmul(a.reshape(-1, a.shape[-1]).mT, grad.reshape(-1, grad.shape[-1]))
+        else:
+            db = torch.ops.tilepick.matmul(a.mT, grad)
+    return da, db
+
+
+_matmul_op.register_autograd(_matmul_backward, setup_context=_matmul_setup)
+
+
+# ---------------------------------------------------------------------------------------- convolution
+
+def _memory_format(ndim: int):
+    return torch.channels_last if ndim == 4 else torch.channels_last_3d
+
+
+def _channels_last(t: Tensor) -> Tensor:
+    """t in channels-last memory (tilepick's NHWC / NDHWC, and KYXC for weights); a copy when it is not."""
+    fmt = _memory_format(t.dim())
+    return t if t.is_contiguous(memory_format=fmt) else t.contiguous(memory_format=fmt)
+
+
+def _new_channels_last(shape, like: Tensor) -> Tensor:
+    return torch.empty(shape, dtype=like.dtype, device=like.device, memory_format=_memory_format(len(shape)))
+
+
+def _out_size(i: int, k: int, s: int, p: int, d: int) -> int:
+    return (i + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def _conv_shape(x_shape, w_shape, stride, padding, dilation) -> List[int]:
+    spatial = [_out_size(i, k, s, p, d) for i, k, s, p, d in zip(x_shape[2:], w_shape[2:], stride, padding, dilation)]
+    return [x_shape[0], w_shape[0], *spatial]
+
+
+def _conv_key(direction, x_shape, w_shape, stride, padding, dilation, groups, dtype, bias):
+    return ("conv", direction, tuple(x_shape), tuple(w_shape), tuple(stride), tuple(padding), tuple(dilation),
+            groups, dtype, bias)
+
+
+def _conv_problem_fn(direction, x_shape, w_shape, stride, padding, dilation, groups, dtype, bias):
+    return lambda: tilepick.conv_problem(x_shape[0], x_shape[1], w_shape[0], list(x_shape[2:]), list(w_shape[2:]),
+                                         list(stride), list(padding), list(dilation), groups, dtype, direction,
+                                         bias=bias)
+
+
+def _conv_args(op, x_shape, w_shape, stride, padding, dilation, groups):
+    nd = len(x_shape) - 2
+    if len(w_shape) != nd + 2:
+        raise ValueError(f"tilepick.{op}: input {tuple(x_shape)} and weight {tuple(w_shape)} differ in rank")
+    for name, v in (("stride", stride), ("padding", padding), ("dilation", dilation)):
+        if len(v) != nd:
+            raise ValueError(f"tilepick.{op}: {name} {tuple(v)} needs {nd} values")
+    if groups < 1 or x_shape[1] != w_shape[1] * groups or w_shape[0] % groups:
+        raise ValueError(f"tilepick.{op}: input {tuple(x_shape)}, weight {tuple(w_shape)} and groups={groups} "
+                         "do not fit (input channels = weight.shape[1] * groups, groups divides out channels)")
+
+
+def _torch_conv(x, w, bias, stride, padding, dilation, groups):
+    fn = F.conv2d if x.dim() == 4 else F.conv3d
+    y = fn(x, w, bias, stride, padding, dilation, groups)
+    return _new_channels_last(y.shape, y).copy_(y)  # the same strides as the fake kernel's
+
+
+def _conv_fwd(op, x, weight, bias, stride, padding, dilation, groups) -> Tensor:
+    _conv_args(op, x.shape, weight.shape, stride, padding, dilation, groups)
+    reason = _unsupported_reason([x, weight, bias])
+    if reason is not None:
+        _fallback_or_raise(op, reason)
+        return _torch_conv(x, weight, bias, stride, padding, dilation, groups)
+    y = _new_channels_last(_conv_shape(x.shape, weight.shape, stride, padding, dilation), x)
+    if y.numel() == 0:
+        return y
+    dtype = _DTYPES[x.dtype]
+    args = (x.shape, weight.shape, stride, padding, dilation, groups, dtype, bias is not None)
+    plan = _plan_or_fallback(op, _conv_key("fwd", *args), _conv_problem_fn("fwd", *args), x.device)
+    if plan is None:
+        return _torch_conv(x, weight, bias, stride, padding, dilation, groups)
+    tensors = [_channels_last(x), _channels_last(weight), y] + ([bias.contiguous()] if bias is not None else [])
+    _run(plan, tensors, _index(x.device))
+    return y
+
+
+@torch.library.custom_op("tilepick::conv2d", mutates_args=())
+def _conv2d_op(x: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int],
+               dilation: List[int], groups: int) -> Tensor:
+    return _conv_fwd("conv2d", x, weight, bias, stride, padding, dilation, groups)
+
+
+@torch.library.custom_op("tilepick::conv3d", mutates_args=())
+def _conv3d_op(x: Tensor, weight: Tensor, bias: Optional[Tensor], stride: List[int], padding: List[int],
+               dilation: List[int], groups: int) -> Tensor:
+    return _conv_fwd("conv3d", x, weight, bias, stride, padding, dilation, groups)
+
+
+def _conv_fake(x, weight, bias, stride, padding, dilation, groups):
+    _conv_args("conv", x.shape, weight.shape, stride, padding, dilation, groups)
+    return _new_channels_last(_conv_shape(x.shape, weight.shape, stride, padding, dilation), x)
+
+
+_conv2d_op.register_fake(_conv_fake)
+_conv3d_op.register_fake(_conv_fake)
+
+
+@torch.library.custom_op("tilepick::conv_bwd_data", mutates_args=())
+def _conv_bwd_data_op(dy: Tensor, weight: Tensor, input_size: List[int], stride: List[int], padding: List[int],
+                      dilation: List[int], groups: int) -> Tensor:
+    """dx of a convolution: the bwd_data problem (a = dy, b = w, d = dx), channels-last."""
+    op = "conv_bwd_data"
+    reason = _unsupported_reason([dy, weight], names=("grad", "weight"))
+    dx = _new_channels_last(list(input_size), dy)
+    plan = None
+    if reason is None and dx.numel():
+        dtype = _DTYPES[dy.dtype]
+        args = (input_size, weight.shape, stride, padding, dilation, groups, dtype, False)
+        plan = _plan_or_fallback(op, _conv_key("bwd_data", *args), _conv_problem_fn("bwd_data", *args), dy.device)
+    elif reason is not None:
+        _fallback_or_raise(op, reason)
+    if plan is None:
+        if dx.numel():
+            grad = torch.nn.grad.conv2d_input if dy.dim() == 4 else torch.nn.grad.conv3d_input
+            dx.copy_(grad(list(input_size), weight, dy, stride, padding, dilation, groups))
+        return dx
+    _run(plan, [_channels_last(dy), _channels_last(weight), dx], _index(dy.device))
+    return dx
+
+
+@_conv_bwd_data_op.register_fake
+def _(dy, weight, input_size, stride, padding, dilation, groups):
+    return _new_channels_last(list(input_size), dy)
+
+
+@torch.library.custom_op("tilepick::conv_bwd_weight", mutates_args=())
+def _conv_bwd_weight_op(x: Tensor, dy: Tensor, weight_size: List[int], stride: List[int], padding: List[int],
+                        dilation: List[int], groups: int) -> Tensor:
+    """dw of a convolution: the bwd_weight problem (a = x, b = dy, d = dw [K][Y][X][C/G]), channels-last."""
+    op = "conv_bwd_weight"
+    reason = _unsupported_reason([x, dy], names=("input", "grad"))
+    dw = _new_channels_last(list(weight_size), x)
+    plan = None
+    if reason is None and dw.numel():
+        if dy.numel() == 0:
+            return dw.zero_()
+        dtype = _DTYPES[x.dtype]
+        args = (x.shape, weight_size, stride, padding, dilation, groups, dtype, False)
+        plan = _plan_or_fallback(op, _conv_key("bwd_weight", *args), _conv_problem_fn("bwd_weight", *args), x.device)
+    elif reason is not None:
+        _fallback_or_raise(op, reason)
+    if plan is None:
+        if dw.numel():
+            grad = torch.nn.grad.conv2d_weight if x.dim() == 4 else torch.nn.grad.conv3d_weight
+            dw.copy_(grad(x, list(weight_size), dy, stride, padding, dilation, groups))
+        return dw
+    _run(plan, [_channels_last(x), _channels_last(dy), dw], _index(x.device))
+    return dw
+
+
+@_conv_bwd_weight_op.register_fake
+def _(x, dy, weight_size, stride, padding, dilation, groups):
+    return _new_channels_last(list(weight_size), x)
+
+
+def _conv_setup(ctx, inputs, output):
+    x, weight, bias, stride, padding, dilation, groups = inputs
+    ctx.save_for_backward(x, weight)
+    ctx.params = (list(stride), list(padding), list(dilation), groups)
+    ctx.has_bias = bias is not None
+
+
+def _conv_backward(ctx, grad):
+    x, weight = ctx.saved_tensors
+    stride, padding, dilation, groups = ctx.params
+    dx = dw = db = None
+    if ctx.needs_input_grad[0]:
+        dx = torch.ops.tilepick.conv_bwd_data(grad, weight, list(x.shape), stride, padding, dilation, groups)
+    if ctx.needs_input_grad[1]:
+        dw = torch.ops.tilepick.conv_bwd_weight(x, grad, list(weight.shape), stride, padding, dilation, groups)
+    if ctx.has_bias and ctx.needs_input_grad[2]:
+        db = grad.sum([0, *range(2, grad.dim())], dtype=torch.float32).to(grad.dtype)
+    return dx, dw, db, None, None, None, None
+
+
+_conv2d_op.register_autograd(_conv_backward, setup_context=_conv_setup)
+_conv3d_op.register_autograd(_conv_backward, setup_context=_conv_setup)
+
+
+# ------------------------------------------------------------------------------------- public wrappers
+
+IntOrTuple = Union[int, Sequence[int]]
+
+
+def _tuple(v: IntOrTuple, n: int, name: str) -> List[int]:
+    values = [int(v)] * n if isinstance(v, int) else [int(i) for i in v]
+    if len(values) != n:
+        raise ValueError(f"{name}: expected an int or {n} values, got {v!r}")
+    return values
+
+
+def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """x @ weight.T + bias through the tilepick GEMM (layout rcr, bias epilogue)."""
+    return torch.ops.tilepick.linear(x, weight, bias)
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """a @ b for 2-D @ 2-D, [B,M,K] @ [B,K,N] and [...,M,K] @ [K,N]; transposed views are read in place."""
+    return torch.ops.tilepick.matmul(a, b)
+
+
+def conv2d(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntOrTuple = 1,
+           padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
+    """F.conv2d (zero padding) through tilepick; the result is in channels_last memory."""
+    return torch.ops.tilepick.conv2d(x, weight, bias, _tuple(stride, 2, "stride"), _tuple(padding, 2, "padding"),
+                                     _tuple(dilation, 2, "dilation"), groups)
+
+
+def conv3d(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntOrTuple = 1,
+           padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
+    """F.conv3d (zero padding) through tilepick; the result is in channels_last_3d memory."""
+    return torch.ops.tilepick.conv3d(x, weight, bias, _tuple(stride, 3, "stride"), _tuple(padding, 3, "padding"),
+                                     _tuple(dilation, 3, "dilation"), groups)
+
+
+# ---------------------------------------------------------------------------------------- module swap
+
+class Linear(nn.Linear):
+    """nn.Linear whose forward runs tilepick.linear (made by swap_modules; same parameters)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.ops.tilepick.linear(x, self.weight, self.bias)
+
+
+class _ConvMixin:
+    _tilepick_padding: List[int]
+
+    def forward(self, x: Tensor) -> Tensor:
+        op = torch.ops.tilepick.conv2d if x.dim() == 4 else torch.ops.tilepick.conv3d
+        return op(x, self.weight, self.bias, list(self.stride), self._tilepick_padding, list(self.dilation),
+                  self.groups)
+
+
+class Conv2d(_ConvMixin, nn.Conv2d):
+    """nn.Conv2d whose forward runs tilepick.conv2d (made by swap_modules; same parameters)."""
+
+
+class Conv3d(_ConvMixin, nn.Conv3d):
+    """nn.Conv3d whose forward runs tilepick.conv3d (made by swap_modules; same parameters)."""
+
+
+def _numeric_padding(m: nn.Module) -> Optional[List[int]]:
+    """The symmetric zero padding of a conv module, or None when it has none (asymmetric 'same')."""
+    if isinstance(m.padding, str):
+        if m.padding == "valid":
+            return [0] * len(m.kernel_size)
+        total = [d * (k - 1) for d, k in zip(m.dilation, m.kernel_size)]  # 'same' (stride 1)
+        return [t // 2 for t in total] if all(t % 2 == 0 for t in total) else None
+    return list(m.padding)
+
+
+def swap_modules(model: nn.Module, linear: bool = True, conv: bool = True,
+                 skipped: Optional[list] = None) -> int:
+    """Make every nn.Linear (linear=True) and nn.Conv2d / nn.Conv3d (conv=True) in `model` run tilepick,
+    in place: each module's class becomes the tilepick subclass, parameters and hooks stay as they are.
+    Convolutions with padding_mode other than 'zeros', transposed convolutions, and asymmetric 'same'
+    padding are left alone; they are appended to `skipped` as (name, reason) when it is given and
+    reported in one warning. Returns the number of modules swapped."""
+    count = 0
+    left = []
+    for name, m in model.named_modules():
+        if type(m) is nn.Linear and linear:
+            m.__class__ = Linear
+            count += 1
+        elif type(m) in (nn.Conv2d, nn.Conv3d) and conv:
+            if m.padding_mode != "zeros":
+                left.append((name, f"padding_mode '{m.padding_mode}' (tilepick pads with zeros only)"))
+                continue
+            padding = _numeric_padding(m)
+            if padding is None:
+                left.append((name, f"padding='same' with kernel {m.kernel_size} and dilation {m.dilation} "
+                                   "is asymmetric"))
+                continue
+            m._tilepick_padding = padding
+            m.__class__ = Conv2d if type(m) is nn.Conv2d else Conv3d
+            count += 1
+    if skipped is not None:
+        skipped.extend(left)
+    if left:
+        warnings.warn("tilepick.torch.swap_modules left " + ", ".join(f"{n or '<root>'} ({r})" for n, r in left)
+                      + " to torch", stacklevel=2)
+    return count
+
+
+def unswap_modules(model: nn.Module) -> int:
+    """Undo swap_modules: tilepick modules go back to nn.Linear / nn.Conv2d / nn.Conv3d."""
+    back = {Linear: nn.Linear, Conv2d: nn.Conv2d, Conv3d: nn.Conv3d}
+    count = 0
+    for m in model.modules():
+        if type(m) in back:
+            m.__class__ = back[type(m)]
+            count += 1
+    return count
