@@ -68,7 +68,7 @@ tp_status guarded(const char* fn, F&& body) noexcept {
     return tp_status_ok;
   } catch (const Error& e) {
     set_error(fn, e.what());
-    return static_cast<tp_status>(e.status());
+    return e.status() == Status::ok ? tp_status_internal : static_cast<tp_status>(e.status());
   } catch (const std::bad_alloc&) {
     set_error(fn, "out of host memory");
   } catch (const std::exception& e) {
