@@ -36,6 +36,13 @@ BUILD_DIR="${BUILD_DIR:-build}"
 # The python3 that got requirements.txt (nanobind) builds tilepick._core and runs the Python tests.
 PYTHON="$(command -v python3)"
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DCUDAToolkit_ROOT="$CUDA_HOME" \
-  -DPython_EXECUTABLE="$PYTHON" -DPython3_EXECUTABLE="$PYTHON" >/dev/null
+  -DPython_EXECUTABLE="$PYTHON" -DPython3_EXECUTABLE="$PYTHON" -DTILEPICK_TSAN_TESTS="${TILEPICK_TSAN_TESTS:-ON}" >/dev/null
 cmake --build "$BUILD_DIR" -j "$(nproc)"
+# The dispatcher's concurrency tests also run under ThreadSanitizer (ctest dispatch_tsan): a second
+# build of the tests in $BUILD_DIR/tsan. TILEPICK_TSAN_TESTS=OFF skips it.
+if [ "${TILEPICK_TSAN_TESTS:-ON}" = "ON" ]; then
+  cmake -S . -B "$BUILD_DIR/tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUDAToolkit_ROOT="$CUDA_HOME" -DTILEPICK_TSAN=ON \
+    -DTILEPICK_PYTHON=OFF >/dev/null
+  cmake --build "$BUILD_DIR/tsan" -j "$(nproc)" --target tilepick_tests
+fi
 echo "setup: built $BUILD_DIR/tilepick"

@@ -281,6 +281,7 @@ void add_selftest_commands(CLI::App& app) {
   auto* selftest = app.add_subcommand("selftest", "self-checks on a GPU machine (no GoogleTest there)");
   selftest->group("");  // hidden from --help
   selftest->require_subcommand(1);
+  add_selftest_dispatch(selftest);
   auto args = std::make_shared<SelftestArgs>();
   auto* cmd = selftest->add_subcommand("gpu-ref", "GPU references (fill, fp64 reference, compare) against the CPU");
   cmd->add_option("-p,--problem", args->problems, "problem string (repeatable)");

@@ -26,7 +26,8 @@ void add_jit_commands(CLI::App& app);  // jit build|headers, cache ls|clear
 void add_verify_commands(CLI::App& app);
 void add_sweep_commands(CLI::App& app);  // sweep, sweep merge, sweep-worker
 void add_report_commands(CLI::App& app);  // python3 -m tilepick.report, arguments forwarded
-void add_selftest_commands(CLI::App& app);  // hidden: selftest gpu-ref
+void add_selftest_commands(CLI::App& app);  // hidden: selftest gpu-ref, selftest dispatch
+void add_selftest_dispatch(CLI::App* selftest);  // tools/cmd_selftest_dispatch.cpp
 void add_vendor_commands(CLI::App& app);  // vendor list|check (cuBLASLt, cuDNN)
 void add_features_commands(CLI::App& app);  // features
 void add_gbdt_commands(CLI::App& app);      // gbdt predict|info (hidden)

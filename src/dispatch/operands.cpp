@@ -85,23 +85,47 @@ std::string describe(const TensorSpec& s) {
   return o.str();
 }
 
-// True when the tensor's memory is exactly the dense spec layout: its dimensions of size > 1,
-// ordered by decreasing stride, equal the spec's dimensions of size > 1, with dense strides.
-bool dense_match(const Shape& spec_shape, const Shape& shape, const Shape& strides) {
-  Shape want;
-  for (auto v : spec_shape)
-    if (v != 1) want.push_back(v);
-  std::vector<std::pair<std::int64_t, std::int64_t>> have;  // (stride, size)
-  for (std::size_t i = 0; i < shape.size(); ++i)
-    if (shape[i] != 1) have.push_back({strides[i], shape[i]});
-  if (have.size() != want.size()) return false;
-  std::stable_sort(have.begin(), have.end(), [](auto& a, auto& b) { return a.first > b.first; });
-  std::int64_t expect = 1;
-  for (std::size_t i = have.size(); i-- > 0;) {
-    if (have[i].second != want[i] || have[i].first != expect) return false;
-    expect *= have[i].second;
+// The orders, as permutations of the memory dims, in which a caller may present an operand: memory
+// order, and the logical order frameworks use: a matrix as rows x cols however it is stored (torch's
+// transposed view of a column-major matrix), a conv tensor as N C (D) H W (torch's channels_last).
+std::vector<std::vector<std::size_t>> accepted_orders(const TensorSpec& s) {
+  const std::size_t n = s.shape.size();
+  std::vector<std::size_t> id(n);
+  for (std::size_t i = 0; i < n; ++i) id[i] = i;
+  std::vector<std::vector<std::size_t>> out{id};
+  if (n >= 4) {  // conv: channels (last in memory) second
+    std::vector<std::size_t> p{0, n - 1};
+    for (std::size_t i = 1; i + 1 < n; ++i) p.push_back(i);
+    out.push_back(p);
+  } else if (n >= 2) {  // matrix: the two inner dims swapped
+    auto p = id;
+    std::swap(p[n - 2], p[n - 1]);
+    out.push_back(p);
+  }
+  return out;
+}
+
+// True when the tensor, read in `order`, is the spec's dense memory (strides of size-1 dims are free).
+bool matches(const TensorSpec& s, const std::vector<std::size_t>& order, const Shape& shape, const Shape& strides) {
+  if (shape.size() != s.shape.size()) return false;
+  Shape dense(s.shape.size(), 1);
+  for (std::size_t i = s.shape.size(); i-- > 1;) dense[i - 1] = dense[i] * s.shape[i];
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] != s.shape[order[i]]) return false;
+    if (shape[i] != 1 && strides[i] != dense[order[i]]) return false;
   }
   return true;
+}
+
+std::string alternatives(const TensorSpec& s) {
+  std::string out = describe(s);
+  const auto orders = accepted_orders(s);
+  if (orders.size() > 1) {
+    out += ", or its logical view [";
+    for (std::size_t i = 0; i < orders[1].size(); ++i) out += (i ? ", " : "") + std::string(1, s.dims[orders[1][i]]);
+    out += s.shape.size() >= 4 ? "] with channels-last strides" : "] with the transposed strides";
+  }
+  return out;
 }
 
 }  // namespace
@@ -137,11 +161,13 @@ void check_tensor(const TensorSpec& s, const TensorArg& t, int device, std::size
   if (numel != want)
     throw InvalidArgument(who + "shape " + list(t.shape) + " has " + std::to_string(numel) + " elements, expected " +
                           describe(s));
-  if (!dense_match(s.shape, t.shape, strides))
+  bool ok = false;
+  for (const auto& order : accepted_orders(s)) ok = ok || matches(s, order, t.shape, strides);
+  if (!ok)
     throw InvalidArgument(who + "shape " + list(t.shape) + " with strides " + list(strides) +
-                          " is not the dense memory layout " + describe(s) +
+                          " is not the dense memory layout " + alternatives(s) +
                           (s.dims.size() >= 4 ? "; conv tensors must be channels-last" : "") +
-                          " (a transposed or sliced view needs a contiguous copy)");
+                          " (a sliced or permuted view needs a contiguous copy)");
   if (align_bytes > 1 && reinterpret_cast<std::uintptr_t>(t.data) % align_bytes != 0)
     throw InvalidArgument(who + "data pointer is not aligned to " + std::to_string(align_bytes) +
                           " bytes, as the kernel's vector loads need");
