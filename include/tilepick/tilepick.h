@@ -187,7 +187,10 @@ TP_API tp_status tp_plan_run(const tp_plan* plan, const void* a, const void* b, 
                              const void* bias, void* workspace, void* stream);
 
 /* A tensor as the caller holds it (DLPack-like). Shape and strides are in elements; strides NULL
- * means dense row-major. device: CUDA ordinal, -1 for host memory. */
+ * means dense row-major. Accepted: the memory order of tp_problem_operand with dense strides, or the
+ * logical view: a matrix as rows x cols however it is stored (a transposed view of a column-major
+ * B), a conv tensor as N C (D) H W with channels-last strides (torch's channels_last).
+ * device: CUDA ordinal, -1 for host memory. */
 typedef struct tp_tensor {
   void* data;
   tp_dtype dtype;

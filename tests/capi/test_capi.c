@@ -241,6 +241,14 @@ static void test_offline_plan(const char* cli) {
     t[0].ndim = 2; /* shape NULL */
     CHECK_STATUS(tp_plan_run_tensors(plan, t, 3, NULL, NULL), tp_status_invalid_argument);
     expect_error("tensors[0].shape is NULL");
+    t[0].ndim = 0;
+    t[1].ndim = 9;
+    CHECK_STATUS(tp_plan_run_tensors(plan, t, 3, NULL, NULL), tp_status_invalid_argument);
+    expect_error("tensors[1].ndim 9 is outside 0..8");
+    t[1].ndim = 0;
+    t[2].dtype = (tp_dtype)11;
+    CHECK_STATUS(tp_plan_run_tensors(plan, t, 3, NULL, NULL), tp_status_invalid_argument);
+    expect_error("tensors[2].dtype 11 is not a tp_dtype");
     tp_plan_destroy(plan);
     tp_problem_destroy(p);
   }
