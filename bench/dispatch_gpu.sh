@@ -44,8 +44,8 @@ for phase in "$@"; do
         sed -E 's/\bbf16\b/f16/g' data/problems/sweep/$f.txt >"$OUT/${f}_f16.txt"
       done
       D="--min-timed-ms 5 --max-reps 50 --gpus ${F16_GPUS:-all} -q"
-      $T sweep -f "$OUT/gemm_val_f16.txt" --sample 96 $D --time-limit 100 -o "$OUT/gemm_val_f16.csv.gz"
-      $T sweep -f "$OUT/conv_val_f16.txt" --sample 40 $D --time-limit 120 -o "$OUT/conv_val_f16.csv.gz" ;;
+      $T sweep -f "$OUT/gemm_val_f16.txt" --sample 96 $D --time-limit ${F16_GEMM_S:-100} -o "$OUT/gemm_val_f16.csv.gz"
+      $T sweep -f "$OUT/conv_val_f16.txt" --sample 40 $D --time-limit ${F16_CONV_S:-120} -o "$OUT/conv_val_f16.csv.gz" ;;
     *) echo "unknown phase $phase" >&2; exit 2 ;;
   esac
 done
