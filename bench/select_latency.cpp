@@ -143,6 +143,20 @@ void BM_rank(benchmark::State& state, const char* text) {
   label(state, p, n);
 }
 
+// The dispatch path: select(k=1), the best config and its confidence; only the top configs'
+// strings are made (plus tied runs that reach them).
+void BM_select_top1(benchmark::State& state, const char* text) {
+  const Problem p = parse_problem(text);
+  const Selector& s = selector();
+  std::size_t n = 0;
+  for (auto _ : state) {
+    auto r = s.select(p, h200(), 1);
+    n = r.pool_size;
+    benchmark::DoNotOptimize(r.top.data());
+  }
+  label(state, p, n);
+}
+
 // Scoring a precomputed legal pool: features + predict + sort.
 void BM_score_pool(benchmark::State& state, const char* text) {
   const Problem p = parse_problem(text);
@@ -212,6 +226,8 @@ void BM_lookup(benchmark::State& state, const char* text) {
 
 BENCHMARK_CAPTURE(BM_rank, gemm, kGemm)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_rank, conv, kConv)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select_top1, gemm, kGemm)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select_top1, conv, kConv)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_score_pool, gemm, kGemm)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_score_pool, conv, kConv)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_features, gemm, kGemm)->Unit(benchmark::kMicrosecond);
