@@ -143,6 +143,20 @@ void BM_rank(benchmark::State& state, const char* text) {
   label(state, p, n);
 }
 
+// The dispatch path: select(k=1), the best config and its confidence; only the top configs'
+// strings are made (plus tied runs that reach them).
+void BM_select_top1(benchmark::State& state, const char* text) {
+  const Problem p = parse_problem(text);
+  const Selector& s = selector();
+  std::size_t n = 0;
+  for (auto _ : state) {
+    auto r = s.select(p, h200(), 1);
+    n = r.pool_size;
+    benchmark::DoNotOptimize(r.top.data());
+  }
+  label(state, p, n);
+}
+
 // Scoring a precomputed legal pool: features + predict + sort.
 void BM_score_pool(benchmark::State& state, const char* text) {
   const Problem p = parse_problem(text);
@@ -168,6 +182,35 @@ void BM_features(benchmark::State& state, const char* text) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * configs.size()));
 }
 
+// GBDT predict over precomputed feature rows of the pool (the model part of BM_score_pool).
+void BM_predict(benchmark::State& state, const char* text) {
+  const Problem p = parse_problem(text);
+  const ModelEntry* m = selector().model_for(p, h200());
+  if (!m) return state.SkipWithError("no model");
+  const auto configs = pool(p);
+  const std::size_t width = feature_schema().size();
+  std::vector<double> rows(configs.size() * width), scores(configs.size());
+  features_batch(p, configs, h200(), rows.data(), 1);
+  for (auto _ : state) {
+    m->model->predict(rows.data(), configs.size(), width, scores.data());
+    benchmark::DoNotOptimize(scores.data());
+  }
+  label(state, p, configs.size());
+}
+
+// The config strings (tie-break key and Ranked::text) of the pool alone.
+void BM_config_text(benchmark::State& state, const char* text) {
+  const Problem p = parse_problem(text);
+  const auto configs = pool(p);
+  for (auto _ : state) {
+    std::vector<std::string> t;
+    t.reserve(configs.size());
+    for (const auto& c : configs) t.push_back(to_string(c));
+    benchmark::DoNotOptimize(t.data());
+  }
+  state.counters["pool"] = static_cast<double>(configs.size());
+}
+
 // The legal pool alone (registry lookup).
 void BM_lookup(benchmark::State& state, const char* text) {
   const Problem p = parse_problem(text);
@@ -183,10 +226,16 @@ void BM_lookup(benchmark::State& state, const char* text) {
 
 BENCHMARK_CAPTURE(BM_rank, gemm, kGemm)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_rank, conv, kConv)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select_top1, gemm, kGemm)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select_top1, conv, kConv)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_score_pool, gemm, kGemm)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_score_pool, conv, kConv)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_features, gemm, kGemm)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_features, conv, kConv)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_predict, gemm, kGemm)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_predict, conv, kConv)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_config_text, gemm, kGemm)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_config_text, conv, kConv)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_lookup, gemm, kGemm)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_lookup, conv, kConv)->Unit(benchmark::kMicrosecond);
 

@@ -45,8 +45,12 @@ class GbdtModel {
   void check_schema(const FeatureSchema& schema) const;  // check_feature_names(schema.names)
 
   double predict_row(const double* row) const;  // num_features() values
-  // Row-major rows (n_cols must equal num_features()); out[i] = raw score of row i.
+  // Row-major rows (n_cols must equal num_features()); out[i] = raw score of row i, bit-identical to
+  // predict_row. Batches run the forest specialized to the columns that are constant over the batch
+  // (one problem's candidates share every problem and device term), tree by tree over the rows.
   void predict(const double* rows, std::size_t n_rows, std::size_t n_cols, double* out) const;
+  // Feature indices some split uses, ascending.
+  const std::vector<int>& used_features() const { return used_features_; }
 
   struct Node {
     double threshold = 0;     // numerical: value; categorical: index into the model's bitsets
@@ -65,6 +69,8 @@ class GbdtModel {
   std::vector<std::string> feature_names_;
   std::string objective_;
   std::vector<Tree> trees_;
+  std::vector<int> used_features_;
+  void predict_batch(const double* rows, std::size_t n_rows, std::size_t n_cols, double* out) const;
 };
 
 }  // namespace tilepick

@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 
+#include "select/gbdt_internal.hpp"
 #include "tilepick/features.hpp"
 
 namespace tilepick {
@@ -174,8 +175,10 @@ bool in_bitset(const std::uint32_t* bits, std::uint32_t words, int pos) {
   return word < words && ((bits[word] >> (pos % 32)) & 1u);
 }
 
+}  // namespace
+
 // LightGBM's node decision for one feature value; returns the child.
-int decide(const GbdtModel::Tree& t, const GbdtModel::Node& n, double v) {
+int gbdt_decide(const GbdtModel::Tree& t, const GbdtModel::Node& n, double v) {
   if (n.decision & kCategoricalMask) {
     if (std::isnan(v) || v < 0 || v >= 2147483648.0) return n.right;
     const int cat = static_cast<int>(v);
@@ -191,12 +194,16 @@ int decide(const GbdtModel::Tree& t, const GbdtModel::Node& n, double v) {
   return v <= n.threshold ? n.left : n.right;
 }
 
+double gbdt_zero_band(double v) { return !(std::fabs(v) > kZeroThreshold) && !std::isnan(v) ? 0.0 : v; }
+
+namespace {
+
 double tree_value(const GbdtModel::Tree& t, const double* row) {
   if (t.nodes.empty()) return t.leaves[0];
   int node = 0;
   while (node >= 0) {
     const GbdtModel::Node& n = t.nodes[static_cast<std::size_t>(node)];
-    node = decide(t, n, row[n.feature]);
+    node = gbdt_decide(t, n, row[n.feature]);
   }
   return t.leaves[static_cast<std::size_t>(~node)];
 }
@@ -285,6 +292,11 @@ GbdtModel GbdtModel::parse(std::string_view text, const std::string& source) {
   }
   if (cur.pos >= cur.lines.size())
     cur.fail(cur.lines.back(), "", "missing 'end of trees' (truncated model?)");
+  std::vector<bool> used(m.feature_names_.size(), false);
+  for (const Tree& t : m.trees_)
+    for (const Node& n : t.nodes) used[static_cast<std::size_t>(n.feature)] = true;
+  for (std::size_t f = 0; f < used.size(); ++f)
+    if (used[f]) m.used_features_.push_back(static_cast<int>(f));
   return m;
 }
 
@@ -312,8 +324,7 @@ double GbdtModel::predict_row(const double* row) const {
   // LightGBM reads a dense row as sparse pairs: values inside the zero band become exact zeros.
   thread_local std::vector<double> x;
   x.assign(row, row + feature_names_.size());
-  for (double& v : x)
-    if (!(std::fabs(v) > kZeroThreshold) && !std::isnan(v)) v = 0.0;
+  for (double& v : x) v = gbdt_zero_band(v);
   double sum = 0.0;
   for (const Tree& t : trees_) sum += tree_value(t, x.data());
   return sum;
@@ -323,7 +334,8 @@ void GbdtModel::predict(const double* rows, std::size_t n_rows, std::size_t n_co
   if (n_cols != feature_names_.size())
     throw ModelMismatch("rows have " + std::to_string(n_cols) + " columns but the model has " +
                         std::to_string(feature_names_.size()) + " features");
-  for (std::size_t i = 0; i < n_rows; ++i) out[i] = predict_row(rows + i * n_cols);
+  if (n_rows == 1) out[0] = predict_row(rows);
+  else if (n_rows > 1) predict_batch(rows, n_rows, n_cols, out);
 }
 
 }  // namespace tilepick

@@ -97,14 +97,29 @@ std::string mismatch(const ModelEntry& e) {
   return "";
 }
 
-// Best first; NaN last; ties by config string.
-void sort_ranked(std::vector<Ranked>& r) {
-  std::sort(r.begin(), r.end(), [](const Ranked& a, const Ranked& b) {
-    const bool an = std::isnan(a.score), bn = std::isnan(b.score);
+// Indices best first: NaN last, higher score first, ties by config string. The order of the first
+// `keep` is exact; config strings are made (into texts) only for the tied runs that reach them.
+std::vector<std::size_t> ranked_order(const std::vector<KernelConfig>& configs, const std::vector<double>& scores,
+                                      std::size_t keep, std::vector<std::string>& texts) {
+  std::vector<std::size_t> order(scores.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto before = [&](std::size_t a, std::size_t b) {  // by score alone
+    const bool an = std::isnan(scores[a]), bn = std::isnan(scores[b]);
     if (an != bn) return bn;
-    if (!an && a.score != b.score) return a.score > b.score;
-    return a.text < b.text;
-  });
+    return !an && scores[a] > scores[b];
+  };
+  std::sort(order.begin(), order.end(), before);
+  for (std::size_t begin = 0; begin < keep;) {
+    std::size_t end = begin + 1;
+    while (end < order.size() && !before(order[begin], order[end])) ++end;  // a run of equal scores
+    if (end - begin > 1) {
+      for (std::size_t r = begin; r < end; ++r) texts[order[r]] = to_string(configs[order[r]]);
+      std::sort(order.begin() + static_cast<std::ptrdiff_t>(begin), order.begin() + static_cast<std::ptrdiff_t>(end),
+                [&](std::size_t a, std::size_t b) { return texts[a] < texts[b]; });
+    }
+    begin = end;
+  }
+  return order;
 }
 
 }  // namespace
@@ -190,34 +205,35 @@ const ModelEntry* Selector::model_for(const Problem& p, const ArchSpec& arch, st
 
 std::vector<Ranked> Selector::score(const Problem& p, const ArchSpec& arch, std::vector<KernelConfig> configs,
                                     int k, bool allow_model, std::string* reason) const {
-  std::vector<Ranked> out(configs.size());
-  for (std::size_t i = 0; i < configs.size(); ++i) {
-    out[i].config = configs[i];
-    out[i].text = to_string(configs[i]);
-  }
-  std::string why = "fallback requested";
+  const std::size_t n = configs.size();
+  std::vector<double> scores(n);
+  std::string why = "fallback requested", source = "fallback";
   const ModelEntry* m = allow_model ? model_for(p, arch, &why) : nullptr;
   if (m) {
     const std::size_t width = feature_schema().size();
-    std::vector<double> rows(configs.size() * width), scores(configs.size());
+    std::vector<double> rows(n * width);
     features_batch(p, configs, arch, rows.data(), threads_);
-    m->model->predict(rows.data(), configs.size(), width, scores.data());
-    const std::string source = "model:" + m->spec.name;
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      out[i].score = m->spec.higher_is_better ? scores[i] : -scores[i];
-      out[i].source = source;
-    }
+    m->model->predict(rows.data(), n, width, scores.data());
+    if (!m->spec.higher_is_better)
+      for (double& v : scores) v = -v;
+    source = "model:" + m->spec.name;
     why.clear();
   } else {
-    if (allow_model && !configs.empty()) warn_fallback_once(op_name(p), why);
-    for (auto& r : out) {
-      r.score = heuristic_score(p, r.config, arch);
-      r.source = "fallback";
-    }
+    if (allow_model && n > 0) warn_fallback_once(op_name(p), why);
+    for (std::size_t i = 0; i < n; ++i) scores[i] = heuristic_score(p, configs[i], arch);
   }
   if (reason) *reason = why;
-  sort_ranked(out);
-  if (k > 0 && out.size() > static_cast<std::size_t>(k)) out.resize(static_cast<std::size_t>(k));
+  const std::size_t keep = k > 0 ? std::min(n, static_cast<std::size_t>(k)) : n;
+  std::vector<std::string> texts(n);
+  const std::vector<std::size_t> order = ranked_order(configs, scores, keep, texts);
+  std::vector<Ranked> out(keep);
+  for (std::size_t r = 0; r < keep; ++r) {
+    const std::size_t i = order[r];
+    out[r].config = configs[i];
+    out[r].text = texts[i].empty() ? to_string(configs[i]) : std::move(texts[i]);
+    out[r].score = scores[i];
+    out[r].source = source;
+  }
   return out;
 }
 
@@ -246,7 +262,8 @@ Selection Selector::select(const Problem& p, const ArchSpec& arch, int k) const 
   for (auto& e : Registry::default_registry().lookup(p, arch)) configs.push_back(e.config);
   Selection s;
   s.pool_size = configs.size();
-  std::vector<Ranked> all = score(p, arch, std::move(configs), 0, true, &s.reason);
+  const int need = k > 0 ? std::max(k, 2) : 0;  // the confidence needs the runner-up
+  std::vector<Ranked> all = score(p, arch, std::move(configs), need, true, &s.reason);
   s.from_model = s.reason.empty();
   s.source = all.empty() ? (s.from_model ? "" : "fallback") : all.front().source;
   if (s.from_model) {

@@ -1,0 +1,89 @@
+// The selector's fast paths (batch predict, config strings only for tied runs, select's top-k)
+// against a plain reference: features_batch, predict_row per row, a full sort by (NaN last, score,
+// config string). Rankings and scores must be identical, on the shipped models.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tilepick/features.hpp"
+#include "tilepick/registry.hpp"
+#include "tilepick/selector.hpp"
+
+namespace tilepick {
+namespace {
+
+const std::string kModels = (std::filesystem::path(TILEPICK_TEST_GOLDEN_DIR) / ".." / ".." / "models").string();
+
+struct Ref {
+  std::string text;
+  double score;
+};
+
+std::vector<Ref> reference(const Selector& s, const Problem& p, const ArchSpec& arch) {
+  std::vector<KernelConfig> configs;
+  for (auto& e : Registry::default_registry().lookup(p, arch)) configs.push_back(e.config);
+  const ModelEntry* m = s.model_for(p, arch);
+  const std::size_t width = feature_schema().size();
+  std::vector<double> rows(configs.size() * width);
+  features_batch(p, configs, arch, rows.data(), 1);
+  std::vector<Ref> out;
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    const double v = m->model->predict_row(rows.data() + i * width);
+    out.push_back({to_string(configs[i]), m->spec.higher_is_better ? v : -v});
+  }
+  std::sort(out.begin(), out.end(), [](const Ref& a, const Ref& b) {
+    const bool an = std::isnan(a.score), bn = std::isnan(b.score);
+    if (an != bn) return bn;
+    if (!an && a.score != b.score) return a.score > b.score;
+    return a.text < b.text;
+  });
+  return out;
+}
+
+bool identical(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+TEST(SelectorFast, RankingsEqualThePlainReference) {
+  const Selector s(kModels);
+  const ArchSpec& h200 = find_arch(default_arch_specs(), "h200");
+  const char* problems[] = {
+      "gemm rcr m4096 n4096 k4096 bf16",
+      "gemm rrr m77 n1000 k333 f16",
+      "gemm crr m8 n8192 k1024 bf16",
+      "fwd g1 mb32 ic256 ih56 iw56 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16",
+      "fwd g1 mb1 ic3 ih224 iw224 oc64 kh7 kw7 sh2 sw2 ph3 pw3 f16",
+      "fwd g64 mb8 ic64 ih28 iw28 oc64 kh3 kw3 sh1 sw1 ph1 pw1 f16",
+  };
+  int with_model = 0;
+  for (const char* text : problems) {
+    const Problem p = parse_problem(text);
+    if (!s.model_for(p, h200)) continue;
+    ++with_model;
+    const auto want = reference(s, p, h200);
+    const auto got = s.rank(p, h200);
+    ASSERT_EQ(got.size(), want.size()) << text;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i].text, want[i].text) << text << " rank " << i;
+      ASSERT_TRUE(identical(got[i].score, want[i].score)) << text << " rank " << i;
+      ASSERT_EQ(to_string(got[i].config), got[i].text);
+    }
+    for (int k : {1, 2, 5}) {
+      const Selection sel = s.select(p, h200, k);
+      ASSERT_EQ(sel.top.size(), std::min<std::size_t>(k, want.size())) << text;
+      for (std::size_t i = 0; i < sel.top.size(); ++i) EXPECT_EQ(sel.top[i].text, want[i].text) << text << " k=" << k;
+      EXPECT_EQ(sel.pool_size, want.size());
+      if (want.size() >= 2) EXPECT_TRUE(identical(sel.confidence, want[0].score - want[1].score)) << text;
+      const auto top = s.rank(p, h200, k);
+      ASSERT_EQ(top.size(), sel.top.size());
+      for (std::size_t i = 0; i < top.size(); ++i) EXPECT_EQ(top[i].text, want[i].text);
+    }
+  }
+  EXPECT_GE(with_model, 2);  // the shipped gemm and conv_fwd models
+}
+
+}  // namespace
+}  // namespace tilepick
