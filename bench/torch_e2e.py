@@ -252,6 +252,9 @@ def environment():
         return "unknown"
 
     def commit():
+        # .commit (written next to a copied tree, as for the GPU machine) wins over git, as in CMake.
+        if (ROOT / ".commit").is_file():
+            return (ROOT / ".commit").read_text().strip()
         try:
             return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"], capture_output=True,
                                   text=True, check=True).stdout.strip()
