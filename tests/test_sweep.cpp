@@ -20,6 +20,7 @@
 #include "tilepick/error.hpp"
 #include "sweep/records.hpp"
 #include "test_util.hpp"
+#include "tilepick/legality.hpp"
 
 namespace fs = std::filesystem;
 using namespace tilepick;
@@ -69,6 +70,32 @@ class SweepTest : public ::testing::Test {
 
   fs::path dir_;
 };
+
+TEST_F(SweepTest, PairsFileGivesEachProblemItsOwnConfigs) {
+  const std::string pairs = (dir_ / "pairs.txt").string();
+  std::ofstream(pairs) << "# tilepick search proposals\n"
+                          "gemm rcr m33 n64 k40 bf16|fam=sm80 tile=64x64x32 warps=2x2 stages=3\n"
+                          "gemm rcr m33 n64 k40 bf16|fam=sm80 tile=32x64x32 warps=1x2 stages=4\n"
+                          "gemm rcr m33 n64 k40 bf16|fam=sm80 tile=64x64x32 warps=2x2 stages=3\n"  // repeated
+                          "gemm rrr m50 n70 k90 f16|fam=sm80 tile=64x64x32 warps=2x2 stages=3\n"
+                          "gemm rrr m50 n70 k90 f16|fam=sm80 tile=256x256x64 warps=1x1 stages=8\n";  // illegal
+  const auto got = planned("--pairs " + pairs);
+  std::map<std::string, std::set<std::string>> by_problem;
+  for (const auto& [p, item] : got) by_problem[p].insert(item);
+  const Problem a = parse_problem("gemm rcr m33 n64 k40 bf16"), b = parse_problem("gemm rrr m50 n70 k90 f16");
+  auto resolved = [](const Problem& p, const char* c) { return to_string(resolve(parse_config(c), p)); };
+  EXPECT_EQ(by_problem[to_string(a)],
+            (std::set<std::string>{resolved(a, "fam=sm80 tile=64x64x32 warps=2x2 stages=3"),
+                                   resolved(a, "fam=sm80 tile=32x64x32 warps=1x2 stages=4"), "vendor=cublaslt"}));
+  EXPECT_EQ(by_problem[to_string(b)],
+            (std::set<std::string>{resolved(b, "fam=sm80 tile=64x64x32 warps=2x2 stages=3"), "vendor=cublaslt"}));
+  EXPECT_EQ(by_problem[to_string(parse_problem("gemm rcr m128 n96 k256 f16"))].size(), 7u);  // -f: sample 6 + vendor
+
+  std::ofstream(pairs) << "gemm rcr m33 n64 k40 bf16 fam=sm80\n";
+  auto r = test::run_cli(base() + " -o " + out("bad.csv.gz") + " --dry-run --pairs " + pairs);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("pairs.txt:1: expected 'problem|config'"), std::string::npos) << r.out;
+}
 
 Record sample_record(int i) {
   Record r;

@@ -21,7 +21,7 @@ namespace {
 
 struct SweepArgs {
   std::vector<std::string> problems;
-  std::string file, output, shard, arch;
+  std::string file, output, shard, arch, pairs;
   std::string gpus = "0";
   sweep::PlanOptions plan;
   sweep::BackendOptions backend;
@@ -96,7 +96,9 @@ void add_backend_options(CLI::App* cmd, sweep::BackendOptions& b) {
 
 int run_sweep(SweepArgs a) {
   std::vector<NamedProblem> problems = gather_problems(a.problems, a.file);
-  if (problems.empty()) throw Error(Status::parse_error, "sweep: give problems (-p) or --file");
+  if (!a.pairs.empty())
+    for (auto& np : sweep::load_pairs_file(a.pairs, &a.plan.pair_configs)) problems.push_back(std::move(np));
+  if (problems.empty()) throw Error(Status::parse_error, "sweep: give problems (-p), --file or --pairs");
   if (a.output.empty()) throw Error(Status::parse_error, "sweep: give the record file (-o out.csv.gz)");
   env::Shard slurm = env::slurm_array_shard();
   if (!a.shard.empty()) sweep::parse_shard(a.shard, &a.plan.shard_index, &a.plan.shard_count);
@@ -160,7 +162,8 @@ int run_sweep(SweepArgs a) {
                             {"prune", a.backend.prune},    {"launch_timeout_s", a.launch_timeout},
                             {"spaces", a.plan.spaces},     {"families", a.plan.families},
                             {"gpus", gpus},                {"inject_faults", a.plan.inject_faults},
-                            {"repeat", a.plan.repeat},     {"time_limit_s", a.time_limit}};
+                            {"repeat", a.plan.repeat},     {"time_limit_s", a.time_limit},
+                            {"pairs_file", a.pairs}};
   sweep::SupervisorOptions so;
   so.output = a.output;
   so.gpus = gpus;
@@ -194,6 +197,8 @@ void add_sweep_commands(CLI::App& app) {
   cmd->add_option("-f,--file", args->file, "problem file");
   cmd->add_option("-o,--output", args->output, "record file (.csv.gz); an existing one is resumed");
   cmd->add_option("-c,--config", args->plan.configs, "config string (repeatable; default: the legal pool)");
+  cmd->add_option("--pairs", args->pairs, "file of 'problem|config' lines (tilepick search --out): those configs "
+                                          "on those problems");
   cmd->add_option("--space", args->plan.spaces, "only configs of this space (repeatable)");
   cmd->add_option("--family", args->plan.families, "only configs of this family (repeatable)");
   cmd->add_option("--sample", args->plan.sample, "measure this many configs per problem (seeded; 0 = all)")

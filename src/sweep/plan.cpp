@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -24,8 +25,9 @@ bool wanted(const std::vector<std::string>& filter, const std::string& value) {
 std::vector<std::string> config_items(const Problem& p, const ArchSpec& arch, const PlanOptions& opt,
                                       std::vector<std::string>* notes) {
   std::vector<std::string> items;
-  if (!opt.configs.empty()) {
-    for (const auto& s : opt.configs) {
+  const auto pairs = opt.pair_configs.find(to_string(p));
+  if (pairs != opt.pair_configs.end() || !opt.configs.empty()) {
+    for (const auto& s : pairs != opt.pair_configs.end() ? pairs->second : opt.configs) {
       KernelConfig c = parse_config(s);
       if (Verdict v = legal(p, c, arch); !v) {
         if (notes) notes->push_back("skip " + s + " for " + to_string(p) + ": [" + v.rule + "] " + v.reason);
@@ -84,6 +86,34 @@ std::vector<SweepJob> plan_jobs(const std::vector<NamedProblem>& problems, const
     items.insert(items.begin() + static_cast<std::ptrdiff_t>(items.size() / 2), "fault=" + kind);
   }
   return jobs;
+}
+
+std::vector<NamedProblem> load_pairs_file(const std::string& path,
+                                          std::map<std::string, std::vector<std::string>>* out) {
+  std::ifstream in(path);
+  if (!in) throw NotFound("sweep --pairs: cannot read " + path);
+  std::vector<NamedProblem> problems;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const auto bar = line.find('|');
+    const std::string where = path + ":" + std::to_string(n) + ": ";
+    if (bar == std::string::npos) throw ParseError(line, where + "expected 'problem|config'");
+    Problem p;
+    KernelConfig c;
+    try {
+      p = parse_problem(line.substr(0, bar));
+      c = parse_config(line.substr(bar + 1));
+    } catch (const Error& e) {
+      throw ParseError(line, where + e.what());
+    }
+    const std::string key = to_string(p), config = to_string(c);
+    auto [it, fresh] = out->try_emplace(key);
+    if (fresh) problems.push_back({"", p, n});
+    if (std::find(it->second.begin(), it->second.end(), config) == it->second.end()) it->second.push_back(config);
+  }
+  return problems;
 }
 
 std::size_t drop_done(std::vector<SweepJob>& jobs, const RecordFile& existing) {

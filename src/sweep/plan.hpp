@@ -2,6 +2,7 @@
 // record files.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@ namespace tilepick::sweep {
 
 struct PlanOptions {
   std::vector<std::string> configs;   // explicit config strings (default: the legal pool)
+  // Per-problem explicit configs (--pairs): canonical problem -> config strings. A problem listed
+  // here gets exactly these items (illegal ones skipped with a note); others follow the options above.
+  std::map<std::string, std::vector<std::string>> pair_configs;
   std::vector<std::string> spaces;    // only these spaces (names as in data/spaces)
   std::vector<std::string> families;  // only these families (sm80, dw, ...)
   int sample = 0;                     // > 0: this many configs per problem (a seeded hash; 4 groups of problems share samples)
@@ -29,6 +33,11 @@ struct PlanOptions {
 // configs are skipped with a note.
 std::vector<SweepJob> plan_jobs(const std::vector<NamedProblem>& problems, const ArchSpec& arch,
                                 const PlanOptions& opt, std::vector<std::string>* notes);
+
+// Reads a pairs file (`tilepick search --out`): one `problem|config` per line, '#' comments. Adds
+// each config to out[canonical problem] (in file order, unique) and returns the problems in first-
+// seen order. Errors name "<path>:<line>".
+std::vector<NamedProblem> load_pairs_file(const std::string& path, std::map<std::string, std::vector<std::string>>* out);
 
 // Removes the pairs that `existing` already holds (any status); returns how many were removed.
 std::size_t drop_done(std::vector<SweepJob>& jobs, const RecordFile& existing);
