@@ -46,12 +46,6 @@ PlanOptions options(const PlanArgs& a) {
   return o;
 }
 
-std::string fmt(double v, const char* f) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 void print_plan(const NamedProblem& np, const Plan& plan) {
   const PlanInfo& i = plan.info();
   std::cout << "# " << (np.name.empty() ? "" : np.name + ": ") << i.problem << "\n"

@@ -22,12 +22,6 @@ struct SearchArgs {
   search::DeOptions opt;
 };
 
-std::string fmt(double v, const char* f) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 Family parse_family(const std::string& name) {
   for (Family f : {Family::sm80, Family::sm90, Family::dw})
     if (to_string(f) == name) return f;

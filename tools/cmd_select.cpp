@@ -60,12 +60,6 @@ Measurements read_measurements(const std::vector<std::string>& files) {
   return out;
 }
 
-std::string fmt(double v, const char* f) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 void print_problem(const SelectArgs& a, const Selector& selector, const NamedProblem& np, const ArchSpec& arch,
                    const Measurements& measured) {
   const Problem& p = np.problem;

@@ -1,11 +1,21 @@
 // Subcommand registration for the tilepick CLI; each cmd_*.cpp adds one command group.
 #pragma once
+#include <cstdio>
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 #include "tilepick/error.hpp"
 #include "tilepick/problem.hpp"
 
 namespace tilepick::cli {
+
+// printf-style formatting of one number (table cells).
+inline std::string fmt(double v, const char* format) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
 
 // Problems from strings (-p) and a problem file (--file), in that order; [] when none is given.
 std::vector<NamedProblem> gather_problems(const std::vector<std::string>& strings, const std::string& file);

@@ -41,11 +41,22 @@ class DeviceScope {
   int prev_ = -1;
 };
 
-// The vendor library is loaded and can express the problem (no library call besides loading it).
-bool vendor_can(const Problem& p) {
-  namespace v = run::vendor;
-  if (auto* g = std::get_if<GemmProblem>(&p)) return v::cublaslt_unsupported(*g).empty() && v::library(v::Lib::cublaslt).loaded;
-  return v::cudnn_unsupported(std::get<ConvProblem>(p)).empty() && v::library(v::Lib::cudnn).loaded;
+// The vendor library is loaded and can express the problem (no library call besides loading it);
+// otherwise the reason goes to *why.
+std::string vendor_unsupported(const Problem& p) {
+  if (auto* g = std::get_if<GemmProblem>(&p)) return run::vendor::cublaslt_unsupported(*g);
+  return run::vendor::cudnn_unsupported(std::get<ConvProblem>(p));
+}
+
+bool vendor_can(const Problem& p, std::string* why = nullptr) {
+  std::string no = vendor_unsupported(p);
+  if (no.empty()) {
+    const auto& lib = run::vendor::library(std::holds_alternative<GemmProblem>(p) ? run::vendor::Lib::cublaslt
+                                                                                  : run::vendor::Lib::cudnn);
+    if (!lib.loaded) no = lib.error;
+  }
+  if (why) *why = no;
+  return no.empty();
 }
 
 bool is_vendor_kernel(const std::string& k) { return k.rfind("cublaslt:", 0) == 0 || k.rfind("cudnn:", 0) == 0; }
@@ -362,13 +373,10 @@ Applicability Dispatcher::check(const Problem& p, const PlanOptions& opt) const 
     const Target t = state_->target(opt);
     if (mode != VendorMode::only) a.tilepick_candidates = Registry::default_registry().lookup(p, t.arch).size();
     if (mode != VendorMode::off) {
-      const std::string why = std::holds_alternative<GemmProblem>(p)
-                                  ? run::vendor::cublaslt_unsupported(std::get<GemmProblem>(p))
-                                  : run::vendor::cudnn_unsupported(std::get<ConvProblem>(p));
-      const auto lib = std::holds_alternative<GemmProblem>(p) ? run::vendor::Lib::cublaslt : run::vendor::Lib::cudnn;
-      a.vendor_candidate = why.empty() && t.device >= 0 && run::vendor::library(lib).loaded;
+      std::string why = vendor_unsupported(p);
+      a.vendor_candidate = why.empty() && t.device >= 0 && vendor_can(p, &why);
       if (!a.vendor_candidate && a.tilepick_candidates == 0)
-        a.reason = vendor_lib(p) + ": " + (!why.empty() ? why : t.device < 0 ? "not used offline" : run::vendor::library(lib).error);
+        a.reason = vendor_lib(p) + ": " + (why.empty() ? "not used offline" : why);
     }
     a.ok = a.tilepick_candidates > 0 || a.vendor_candidate;
     if (!a.ok)
