@@ -177,8 +177,12 @@ def host_overhead(calls=2000):
     x, w = torch.randn(16, 64, **dev), torch.randn(64, 64, **dev)
     xc, wc = torch.randn(1, 64, 8, 8, **dev).contiguous(memory_format=torch.channels_last), torch.randn(64, 64, 3, 3, **dev)
     wc = wc.contiguous(memory_format=torch.channels_last)
+    wg, wcg = w.clone().requires_grad_(), wc.clone().requires_grad_()  # training: autograd records the call
     cases = {"torch linear": lambda: F.linear(x, w), "tilepick linear": lambda: tpt.linear(x, w),
-             "torch conv2d": lambda: F.conv2d(xc, wc, None, 1, 1), "tilepick conv2d": lambda: tpt.conv2d(xc, wc, None, 1, 1)}
+             "torch conv2d": lambda: F.conv2d(xc, wc, None, 1, 1), "tilepick conv2d": lambda: tpt.conv2d(xc, wc, None, 1, 1),
+             "torch linear (grad)": lambda: F.linear(x, wg), "tilepick linear (grad)": lambda: tpt.linear(x, wg),
+             "torch conv2d (grad)": lambda: F.conv2d(xc, wcg, None, 1, 1),
+             "tilepick conv2d (grad)": lambda: tpt.conv2d(xc, wcg, None, 1, 1)}
     out = {}
     for name, fn in cases.items():
         for _ in range(20):
@@ -189,7 +193,7 @@ def host_overhead(calls=2000):
             fn()
         out[name] = (time.perf_counter() - t0) / calls * 1e6
         torch.cuda.synchronize()
-        print(f"  host time per call: {name:16s} {out[name]:7.1f} us", flush=True)
+        print(f"  host time per call: {name:24s} {out[name]:7.1f} us", flush=True)
     return out
 
 

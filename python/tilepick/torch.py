@@ -1,14 +1,16 @@
 """PyTorch ops backed by tilepick kernels: linear, matmul, conv2d, conv3d (forward and backward).
 
     import tilepick.torch as tpt
-    y = tpt.linear(x, w, b)              # torch.ops.tilepick.linear, x @ w.T + b
+    y = tpt.linear(x, w, b)              # x @ w.T + b (torch.ops.tilepick.linear under torch.compile)
     y = tpt.conv2d(x, w, b, stride=2, padding=1, groups=32)
     tpt.swap_modules(model)              # nn.Linear / nn.Conv2d / nn.Conv3d -> tilepick subclasses
     tpt.set_strategy("top_k", k=4)       # time the model's best 4 on first use of each shape
 
 The ops are torch.library custom ops (namespace `tilepick`) with fake kernels (torch.compile) and
 autograd: linear backward runs the GEMMs dy @ W (rrr) and dy^T @ x (crr), conv backward runs the
-bwd_data and bwd_weight problems; bias gradients are torch sums. Inputs are f16 or bf16 CUDA tensors.
+bwd_data and bwd_weight problems; bias gradients are torch sums. In eager mode the same code runs
+through torch.autograd.Function (no torch.library dispatch on the host path); torch.compile, fake and
+meta tensors go through the custom ops. Inputs are f16 or bf16 CUDA tensors.
 Convolutions work on channels-last memory (torch channels_last == tilepick x NHWGC, a weight
 [K, C/G, kh, kw] in channels_last memory == tilepick w [K][Y][X][C/G]); other inputs are copied
 into it, and outputs are channels-last. Kernels run on torch.cuda.current_stream().
@@ -205,8 +207,7 @@ def _linear_shapes(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> None:
                          f"{None if bias is None else tuple(bias.shape)} do not fit (weight [out, in], bias [out])")
 
 
-@torch.library.custom_op("tilepick::linear", mutates_args=())
-def _linear_op(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+def _linear_impl(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     _linear_shapes(x, weight, bias)
     x2 = x.reshape(-1, x.shape[-1])
     reason = _unsupported_reason([x, weight, bias])
@@ -218,6 +219,11 @@ def _linear_op(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tens
     if out is None:
         out = F.linear(x2, weight, bias).contiguous()
     return out.reshape(*x.shape[:-1], weight.shape[0])
+
+
+@torch.library.custom_op("tilepick::linear", mutates_args=())
+def _linear_op(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    return _linear_impl(x, weight, bias)
 
 
 @_linear_op.register_fake
@@ -232,20 +238,21 @@ def _linear_setup(ctx, inputs, output):
     ctx.has_bias = bias is not None
 
 
-def _linear_backward(ctx, grad):
+def _linear_grads(ctx, grad, mm):
     x, weight = ctx.saved_tensors
     g2 = grad.reshape(-1, grad.shape[-1])
     dx = dw = db = None
     if ctx.needs_input_grad[0]:
-        dx = torch.ops.tilepick.matmul(g2, weight).reshape(x.shape)  # rrr
+        dx = mm(g2, weight).reshape(x.shape)  # rrr
     if ctx.needs_input_grad[1]:
-        dw = torch.ops.tilepick.matmul(g2.mT, x.reshape(-1, x.shape[-1]))  # crr
+        dw = mm(g2.mT, x.reshape(-1, x.shape[-1]))  # crr
     if ctx.has_bias and ctx.needs_input_grad[2]:
         db = g2.sum(0, dtype=torch.float32).to(grad.dtype)
     return dx, dw, db
 
 
-_linear_op.register_autograd(_linear_backward, setup_context=_linear_setup)
+_linear_op.register_autograd(lambda ctx, grad: _linear_grads(ctx, grad, torch.ops.tilepick.matmul),
+                             setup_context=_linear_setup)
 
 
 def _matmul_shapes(a: Tensor, b: Tensor) -> Optional[str]:
@@ -256,8 +263,7 @@ def _matmul_shapes(a: Tensor, b: Tensor) -> Optional[str]:
     return f"shapes {tuple(a.shape)} @ {tuple(b.shape)}: only 2-D @ 2-D, [B,M,K] @ [B,K,N] and [...,M,K] @ [K,N]"
 
 
-@torch.library.custom_op("tilepick::matmul", mutates_args=())
-def _matmul_op(a: Tensor, b: Tensor) -> Tensor:
+def _matmul_impl(a: Tensor, b: Tensor) -> Tensor:
     shape_error = _matmul_shapes(a, b)
     if shape_error:
         raise ValueError(f"tilepick.matmul: {shape_error}")
@@ -273,6 +279,11 @@ def _matmul_op(a: Tensor, b: Tensor) -> Tensor:
     return out.reshape(*a.shape[:-1], b.shape[-1])
 
 
+@torch.library.custom_op("tilepick::matmul", mutates_args=())
+def _matmul_op(a: Tensor, b: Tensor) -> Tensor:
+    return _matmul_impl(a, b)
+
+
 @_matmul_op.register_fake
 def _(a, b):
     shape_error = _matmul_shapes(a, b)
@@ -285,20 +296,21 @@ def _matmul_setup(ctx, inputs, output):
     ctx.save_for_backward(*inputs)
 
 
-def _matmul_backward(ctx, grad):
+def _matmul_grads(ctx, grad, mm):
     a, b = ctx.saved_tensors
     da = db = None
     if ctx.needs_input_grad[0]:
-        da = torch.ops.tilepick.matmul(grad, b.mT)
+        da = mm(grad, b.mT)
     if ctx.needs_input_grad[1]:
         if b.dim() == 2:  # a was flattened: db = a2^T @ g2
-            db = torch.ops.tilepick.matmul(a.reshape(-1, a.shape[-1]).mT, grad.reshape(-1, grad.shape[-1]))
+            db = mm(a.reshape(-1, a.shape[-1]).mT, grad.reshape(-1, grad.shape[-1]))
         else:
-            db = torch.ops.tilepick.matmul(a.mT, grad)
+            db = mm(a.mT, grad)
     return da, db
 
 
-_matmul_op.register_autograd(_matmul_backward, setup_context=_matmul_setup)
+_matmul_op.register_autograd(lambda ctx, grad: _matmul_grads(ctx, grad, torch.ops.tilepick.matmul),
+                             setup_context=_matmul_setup)
 
 
 # ---------------------------------------------------------------------------------------- convolution
@@ -395,9 +407,8 @@ _conv2d_op.register_fake(_conv_fake)
 _conv3d_op.register_fake(_conv_fake)
 
 
-@torch.library.custom_op("tilepick::conv_bwd_data", mutates_args=())
-def _conv_bwd_data_op(dy: Tensor, weight: Tensor, input_size: List[int], stride: List[int], padding: List[int],
-                      dilation: List[int], groups: int) -> Tensor:
+def _conv_bwd_data_impl(dy: Tensor, weight: Tensor, input_size: List[int], stride: List[int], padding: List[int],
+                        dilation: List[int], groups: int) -> Tensor:
     """dx of a convolution: the bwd_data problem (a = dy, b = w, d = dx), channels-last."""
     op = "conv_bwd_data"
     reason = _unsupported_reason([dy, weight], names=("grad", "weight"))
@@ -418,14 +429,19 @@ def _conv_bwd_data_op(dy: Tensor, weight: Tensor, input_size: List[int], stride:
     return dx
 
 
+@torch.library.custom_op("tilepick::conv_bwd_data", mutates_args=())
+def _conv_bwd_data_op(dy: Tensor, weight: Tensor, input_size: List[int], stride: List[int], padding: List[int],
+                      dilation: List[int], groups: int) -> Tensor:
+    return _conv_bwd_data_impl(dy, weight, input_size, stride, padding, dilation, groups)
+
+
 @_conv_bwd_data_op.register_fake
 def _(dy, weight, input_size, stride, padding, dilation, groups):
     return _new_channels_last(list(input_size), dy)
 
 
-@torch.library.custom_op("tilepick::conv_bwd_weight", mutates_args=())
-def _conv_bwd_weight_op(x: Tensor, dy: Tensor, weight_size: List[int], stride: List[int], padding: List[int],
-                        dilation: List[int], groups: int) -> Tensor:
+def _conv_bwd_weight_impl(x: Tensor, dy: Tensor, weight_size: List[int], stride: List[int], padding: List[int],
+                          dilation: List[int], groups: int) -> Tensor:
     """dw of a convolution: the bwd_weight problem (a = x, b = dy, d = dw [K][Y][X][C/G]), channels-last."""
     op = "conv_bwd_weight"
     reason = _unsupported_reason([x, dy], names=("input", "grad"))
@@ -448,6 +464,12 @@ def _conv_bwd_weight_op(x: Tensor, dy: Tensor, weight_size: List[int], stride: L
     return dw
 
 
+@torch.library.custom_op("tilepick::conv_bwd_weight", mutates_args=())
+def _conv_bwd_weight_op(x: Tensor, dy: Tensor, weight_size: List[int], stride: List[int], padding: List[int],
+                        dilation: List[int], groups: int) -> Tensor:
+    return _conv_bwd_weight_impl(x, dy, weight_size, stride, padding, dilation, groups)
+
+
 @_conv_bwd_weight_op.register_fake
 def _(x, dy, weight_size, stride, padding, dilation, groups):
     return _new_channels_last(list(weight_size), x)
@@ -460,21 +482,93 @@ def _conv_setup(ctx, inputs, output):
     ctx.has_bias = bias is not None
 
 
-def _conv_backward(ctx, grad):
+def _conv_grads(ctx, grad, bwd_data, bwd_weight):
     x, weight = ctx.saved_tensors
     stride, padding, dilation, groups = ctx.params
     dx = dw = db = None
     if ctx.needs_input_grad[0]:
-        dx = torch.ops.tilepick.conv_bwd_data(grad, weight, list(x.shape), stride, padding, dilation, groups)
+        dx = bwd_data(grad, weight, list(x.shape), stride, padding, dilation, groups)
     if ctx.needs_input_grad[1]:
-        dw = torch.ops.tilepick.conv_bwd_weight(x, grad, list(weight.shape), stride, padding, dilation, groups)
+        dw = bwd_weight(x, grad, list(weight.shape), stride, padding, dilation, groups)
     if ctx.has_bias and ctx.needs_input_grad[2]:
         db = grad.sum([0, *range(2, grad.dim())], dtype=torch.float32).to(grad.dtype)
     return dx, dw, db, None, None, None, None
 
 
+def _conv_backward(ctx, grad):
+    return _conv_grads(ctx, grad, torch.ops.tilepick.conv_bwd_data, torch.ops.tilepick.conv_bwd_weight)
+
+
 _conv2d_op.register_autograd(_conv_backward, setup_context=_conv_setup)
 _conv3d_op.register_autograd(_conv_backward, setup_context=_conv_setup)
+
+
+# ---------------------------------------------------------------------------------------- eager path
+# Outside torch.compile the ops run through these autograd Functions, which call the same code as
+# the custom ops without torch.library's dispatch (about 20 us per call on the host); under
+# torch.compile the custom ops are used, so graphs see tilepick::* nodes with fake kernels.
+
+class _LinearFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        _linear_setup(ctx, (x, weight, bias), None)
+        return _linear_impl(x, weight, bias)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _linear_grads(ctx, grad, _matmul_impl)
+
+
+class _MatmulFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _matmul_impl(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _matmul_grads(ctx, grad, _matmul_impl)
+
+
+class _ConvFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, bias, stride, padding, dilation, groups):
+        _conv_setup(ctx, (x, weight, bias, stride, padding, dilation, groups), None)
+        return _conv_fwd("conv2d" if x.dim() == 4 else "conv3d", x, weight, bias, stride, padding, dilation, groups)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _conv_grads(ctx, grad, _conv_bwd_data_impl, _conv_bwd_weight_impl)
+
+
+def _eager(x: Tensor) -> bool:
+    """True for plain CUDA tensors outside torch.compile (fake, meta and traced tensors take the ops)."""
+    return x.device.type == "cuda" and type(x) in (Tensor, nn.Parameter) and not torch.compiler.is_compiling()
+
+
+def _grad_needed(*tensors) -> bool:
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+def _linear_call(x, weight, bias):
+    if not _eager(x):
+        return torch.ops.tilepick.linear(x, weight, bias)
+    return _LinearFn.apply(x, weight, bias) if _grad_needed(x, weight, bias) else _linear_impl(x, weight, bias)
+
+
+def _matmul_call(a, b):
+    if not _eager(a):
+        return torch.ops.tilepick.matmul(a, b)
+    return _MatmulFn.apply(a, b) if _grad_needed(a, b) else _matmul_impl(a, b)
+
+
+def _conv_call(x, weight, bias, stride, padding, dilation, groups):
+    if not _eager(x):
+        op = torch.ops.tilepick.conv2d if x.dim() == 4 else torch.ops.tilepick.conv3d
+        return op(x, weight, bias, stride, padding, dilation, groups)
+    if _grad_needed(x, weight, bias):
+        return _ConvFn.apply(x, weight, bias, stride, padding, dilation, groups)
+    return _conv_fwd("conv2d" if x.dim() == 4 else "conv3d", x, weight, bias, stride, padding, dilation, groups)
 
 
 # ------------------------------------------------------------------------------------- public wrappers
@@ -491,26 +585,26 @@ def _tuple(v: IntOrTuple, n: int, name: str) -> List[int]:
 
 def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """x @ weight.T + bias through the tilepick GEMM (layout rcr, bias epilogue)."""
-    return torch.ops.tilepick.linear(x, weight, bias)
+    return _linear_call(x, weight, bias)
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     """a @ b for 2-D @ 2-D, [B,M,K] @ [B,K,N] and [...,M,K] @ [K,N]; transposed views are read in place."""
-    return torch.ops.tilepick.matmul(a, b)
+    return _matmul_call(a, b)
 
 
 def conv2d(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntOrTuple = 1,
            padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
     """F.conv2d (zero padding) through tilepick; the result is in channels_last memory."""
-    return torch.ops.tilepick.conv2d(x, weight, bias, _tuple(stride, 2, "stride"), _tuple(padding, 2, "padding"),
-                                     _tuple(dilation, 2, "dilation"), groups)
+    return _conv_call(x, weight, bias, _tuple(stride, 2, "stride"), _tuple(padding, 2, "padding"),
+                      _tuple(dilation, 2, "dilation"), groups)
 
 
 def conv3d(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None, stride: IntOrTuple = 1,
            padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: int = 1) -> Tensor:
     """F.conv3d (zero padding) through tilepick; the result is in channels_last_3d memory."""
-    return torch.ops.tilepick.conv3d(x, weight, bias, _tuple(stride, 3, "stride"), _tuple(padding, 3, "padding"),
-                                     _tuple(dilation, 3, "dilation"), groups)
+    return _conv_call(x, weight, bias, _tuple(stride, 3, "stride"), _tuple(padding, 3, "padding"),
+                      _tuple(dilation, 3, "dilation"), groups)
 
 
 # ---------------------------------------------------------------------------------------- module swap
@@ -519,16 +613,15 @@ class Linear(nn.Linear):
     """nn.Linear whose forward runs tilepick.linear (made by swap_modules; same parameters)."""
 
     def forward(self, x: Tensor) -> Tensor:
-        return torch.ops.tilepick.linear(x, self.weight, self.bias)
+        return _linear_call(x, self.weight, self.bias)
 
 
 class _ConvMixin:
     _tilepick_padding: List[int]
 
     def forward(self, x: Tensor) -> Tensor:
-        op = torch.ops.tilepick.conv2d if x.dim() == 4 else torch.ops.tilepick.conv3d
-        return op(x, self.weight, self.bias, list(self.stride), self._tilepick_padding, list(self.dilation),
-                  self.groups)
+        return _conv_call(x, self.weight, self.bias, list(self.stride), self._tilepick_padding,
+                          list(self.dilation), self.groups)
 
 
 class Conv2d(_ConvMixin, nn.Conv2d):

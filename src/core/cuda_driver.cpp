@@ -63,6 +63,7 @@ Driver load() {
   resolve(lib, "cuDeviceTotalMem_v2", d.device_total_mem);
   resolve(lib, "cuDriverGetVersion", d.driver_get_version);
   resolve(lib, "cuPointerGetAttribute", d.pointer_get_attribute);
+  resolve(lib, "cuPointerGetAttributes", d.pointer_get_attributes);
   for (const auto& r : required)
     if (!r.found) {
       d.error = std::string("libcuda.so.1 has no symbol ") + r.symbol + " (driver too old?)";

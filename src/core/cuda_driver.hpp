@@ -42,6 +42,7 @@ struct Driver {
   decltype(&::cuEventElapsedTime) event_elapsed_time = nullptr;
   decltype(&::cuEventDestroy) event_destroy = nullptr;
   decltype(&::cuPointerGetAttribute) pointer_get_attribute = nullptr;  // optional
+  decltype(&::cuPointerGetAttributes) pointer_get_attributes = nullptr;  // optional
 
   std::string error;  // empty when libcuda is loaded, every required symbol found and cuInit passed
   std::string name_of(CUresult r) const;  // "CUDA_ERROR_INVALID_VALUE"

@@ -84,15 +84,24 @@ int current_device() {
 PointerInfo pointer_info(const void* p) {
   const auto& d = detail::require_driver("pointer_info");
   PointerInfo info;
-  if (!d.pointer_get_attribute || !p) return info;
-  unsigned type = 0;
+  if (!p) return info;
   const auto ptr = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p));
-  if (d.pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr) != CUDA_SUCCESS) return info;
-  int managed = 0;
-  d.pointer_get_attribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, ptr);
+  unsigned type = 0;
+  int managed = 0, ordinal = -1;
+  if (d.pointer_get_attributes) {  // one driver call per pointer on the run path; unknown pointers get zeros
+    CUpointer_attribute which[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    void* out[3] = {&type, &managed, &ordinal};
+    if (d.pointer_get_attributes(3, which, out, ptr) != CUDA_SUCCESS) return info;
+  } else if (d.pointer_get_attribute) {
+    if (d.pointer_get_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr) != CUDA_SUCCESS) return info;
+    d.pointer_get_attribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, ptr);
+    if (d.pointer_get_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr) != CUDA_SUCCESS) ordinal = -1;
+  } else {
+    return info;
+  }
   info.device_memory = type == CU_MEMORYTYPE_DEVICE || managed;
-  int ordinal = -1;
-  if (d.pointer_get_attribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr) == CUDA_SUCCESS) info.device = ordinal;
+  if (info.device_memory && ordinal >= 0) info.device = ordinal;
   return info;
 }
 
