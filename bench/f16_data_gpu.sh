@@ -8,11 +8,7 @@
 # Timing as in data/sweeps/README.md. Everything lands in $OUT/results.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-START=$(date +%s)
-left() { echo $(( ${BUDGET_S:-560} - ($(date +%s) - START) )); }
-W="$OUT/w"; mkdir -p "$W"
-finish() { tar czf "$OUT/results.tgz" -C "$W" . ; rm -rf "$W"; }
-trap finish EXIT
+source bench/gpu_session.sh
 ./scripts/device_build.sh >"$W/build.log" 2>&1 || { tail -30 "$W/build.log"; exit 1; }
 echo "built after $(( $(date +%s) - START )) s"
 T=build-device/tilepick

@@ -8,14 +8,8 @@
 # Everything lands in $OUT/results.tgz (the device tool returns at most 8 files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-START=$(date +%s)
-W="$OUT/w"; mkdir -p "$W"
-left() { echo $(( ${BUDGET_S:-560} - ($(date +%s) - START) )); }
-finish() { tar czf "$OUT/results.tgz" -C "$W" . ; rm -rf "$W"; }
-trap finish EXIT
-DEVICE_BUILD_ALL=1 ./scripts/device_build.sh >"$W/build.log" 2>&1 || { tail -30 "$W/build.log"; exit 1; }
-echo "built after $(( $(date +%s) - START )) s"
-export TILEPICK_CACHE_DIR=/tmp/tp-jit PYTHONPATH="$PWD/python"
+source bench/gpu_session.sh
+build_all
 python3 -c "import torch, torchvision; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'cudnn', torch.backends.cudnn.version(), 'torchvision', torchvision.__version__)" >"$W/versions.txt" 2>&1
 OUT="$W/dispatch" SKIP_BUILD=1 timeout 90 bench/dispatch_gpu.sh selftest run firstcall >"$W/dispatch.log" 2>&1
 echo "dispatch rc=$? after $(( $(date +%s) - START )) s"

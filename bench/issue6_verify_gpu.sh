@@ -4,14 +4,8 @@
 # (ResNet-50, Llama MLP, ConvNeXt-T; steady state and host time per call). Results: $OUT/results.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-START=$(date +%s)
-left() { echo $(( ${BUDGET_S:-560} - ($(date +%s) - START) )); }
-W="$OUT/w"; mkdir -p "$W"
-finish() { tar czf "$OUT/results.tgz" -C "$W" . ; rm -rf "$W"; }
-trap finish EXIT
-DEVICE_BUILD_ALL=1 ./scripts/device_build.sh >"$W/build.log" 2>&1 || { tail -30 "$W/build.log"; exit 1; }
-echo "built after $(( $(date +%s) - START )) s"
-export TILEPICK_CACHE_DIR=/tmp/tp-jit PYTHONPATH="$PWD/python"
+source bench/gpu_session.sh
+build_all
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm --format=csv >"$W/nvidia-smi.csv"
 ldd python/tilepick/_core*.so build-device/libtilepick_c.so | grep -E "^[^ \t]|stdc" >"$W/ldd.txt"
 timeout 90 build-device/tilepick selftest dispatch >"$W/selftest.txt" 2>&1; echo "selftest rc=$?: $(tail -1 "$W/selftest.txt")"
