@@ -1,5 +1,7 @@
 // Selection latency on one CPU thread: every legal candidate of one problem scored by the model
 // (registry lookup + features_batch + GBDT predict + sort), for a GEMM and a conv problem on h200.
+// With a model's candidates.txt (pruned pool) only its legal configs are scored: counters "pool"
+// (the whole legal pool) and "scored" (what the selector scores); *_whole variants ignore the file.
 // Uses the shipped model of the problem's (op, dtype, arch) when one is usable, else a synthetic
 // LightGBM text model written here (300 trees x 63 leaves over the feature schema, thresholds drawn
 // from the pool's own feature values) so the number reflects a realistic model size.
@@ -104,6 +106,14 @@ void write_synthetic_model(const fs::path& root, const Problem& p) {
 }
 
 // The shipped selector when it has usable models for both problems, else a synthetic one.
+const Selector& selector();
+
+// The same models with pruning off (the whole legal pool).
+const Selector& whole_selector() {
+  static const Selector s(selector().models_dir(), 1, false);
+  return s;
+}
+
 const Selector& selector() {
   static std::unique_ptr<Selector> synthetic;
   static const Selector* chosen = [] {
@@ -113,27 +123,32 @@ const Selector& selector() {
     const fs::path root = fs::temp_directory_path() / ("tilepick_bench_models_" + std::to_string(::getpid()));
     write_synthetic_model(root, parse_problem(kGemm));
     write_synthetic_model(root, parse_problem(kConv));
-    synthetic = std::make_unique<Selector>(root.string(), 1);
-    fs::remove_all(root);  // loaded into memory
+    synthetic = std::make_unique<Selector>(root.string(), 1);  // the folder stays for whole_selector()
     return static_cast<const Selector*>(synthetic.get());
   }();
   return *chosen;
 }
 
-void label(benchmark::State& state, const Problem& p, std::size_t pool_size) {
+void label(benchmark::State& state, const Problem& p, std::size_t scored) {
   const ModelEntry* m = selector().model_for(p, h200());
   state.SetLabel(m ? m->spec.name + (m->spec.dir.find("tilepick_bench_models_") != std::string::npos
                                          ? " (synthetic " + std::to_string(kTrees) + "x" + std::to_string(kLeaves) + ")"
                                          : " (shipped, " + std::to_string(m->model->num_trees()) + " trees)")
                    : std::string("fallback"));
-  state.counters["pool"] = static_cast<double>(pool_size);
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * pool_size));
+  state.counters["pool"] = static_cast<double>(pool(p).size());
+  state.counters["scored"] = static_cast<double>(scored);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * scored));
+}
+
+// The configs a selector scores for p (the pruned pool when the model has a candidates.txt).
+std::vector<KernelConfig> scored_pool(const Problem& p, bool whole) {
+  return (whole ? whole_selector() : selector()).pool(p, h200());
 }
 
 // The whole selection: registry lookup (legality) + features + predict + sort.
-void BM_rank(benchmark::State& state, const char* text) {
+void BM_rank(benchmark::State& state, const char* text, bool whole) {
   const Problem p = parse_problem(text);
-  const Selector& s = selector();
+  const Selector& s = whole ? whole_selector() : selector();
   std::size_t n = 0;
   for (auto _ : state) {
     auto r = s.rank(p, h200());
@@ -145,9 +160,9 @@ void BM_rank(benchmark::State& state, const char* text) {
 
 // The dispatch path: select(k=1), the best config and its confidence; only the top configs'
 // strings are made (plus tied runs that reach them).
-void BM_select_top1(benchmark::State& state, const char* text) {
+void BM_select_top1(benchmark::State& state, const char* text, bool whole) {
   const Problem p = parse_problem(text);
-  const Selector& s = selector();
+  const Selector& s = whole ? whole_selector() : selector();
   std::size_t n = 0;
   for (auto _ : state) {
     auto r = s.select(p, h200(), 1);
@@ -157,11 +172,11 @@ void BM_select_top1(benchmark::State& state, const char* text) {
   label(state, p, n);
 }
 
-// Scoring a precomputed legal pool: features + predict + sort.
-void BM_score_pool(benchmark::State& state, const char* text) {
+// Scoring a precomputed pool (the scored one): features + predict + sort.
+void BM_score_pool(benchmark::State& state, const char* text, bool whole) {
   const Problem p = parse_problem(text);
-  const Selector& s = selector();
-  const auto configs = pool(p);
+  const Selector& s = whole ? whole_selector() : selector();
+  const auto configs = scored_pool(p, whole);
   for (auto _ : state) {
     auto r = s.rank_configs(p, h200(), configs);
     benchmark::DoNotOptimize(r.data());
@@ -170,24 +185,25 @@ void BM_score_pool(benchmark::State& state, const char* text) {
 }
 
 // The feature rows of a precomputed pool alone (the rest of BM_score_pool is predict + sort).
-void BM_features(benchmark::State& state, const char* text) {
+void BM_features(benchmark::State& state, const char* text, bool whole) {
   const Problem p = parse_problem(text);
-  const auto configs = pool(p);
+  const auto configs = scored_pool(p, whole);
   std::vector<double> rows(configs.size() * feature_schema().size());
   for (auto _ : state) {
     features_batch(p, configs, h200(), rows.data(), 1);
     benchmark::DoNotOptimize(rows.data());
   }
-  state.counters["pool"] = static_cast<double>(configs.size());
+  state.counters["pool"] = static_cast<double>(pool(p).size());
+  state.counters["scored"] = static_cast<double>(configs.size());
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * configs.size()));
 }
 
 // GBDT predict over precomputed feature rows of the pool (the model part of BM_score_pool).
-void BM_predict(benchmark::State& state, const char* text) {
+void BM_predict(benchmark::State& state, const char* text, bool whole) {
   const Problem p = parse_problem(text);
   const ModelEntry* m = selector().model_for(p, h200());
   if (!m) return state.SkipWithError("no model");
-  const auto configs = pool(p);
+  const auto configs = scored_pool(p, whole);
   const std::size_t width = feature_schema().size();
   std::vector<double> rows(configs.size() * width), scores(configs.size());
   features_batch(p, configs, h200(), rows.data(), 1);
@@ -211,6 +227,19 @@ void BM_config_text(benchmark::State& state, const char* text) {
   state.counters["pool"] = static_cast<double>(configs.size());
 }
 
+// The pool the selector scores (the pruned lookup: legality of the candidate set's configs only).
+void BM_pool(benchmark::State& state, const char* text) {
+  const Problem p = parse_problem(text);
+  std::size_t n = 0;
+  for (auto _ : state) {
+    auto c = selector().pool(p, h200());
+    n = c.size();
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["pool"] = static_cast<double>(pool(p).size());
+  state.counters["scored"] = static_cast<double>(n);
+}
+
 // The legal pool alone (registry lookup).
 void BM_lookup(benchmark::State& state, const char* text) {
   const Problem p = parse_problem(text);
@@ -224,18 +253,26 @@ void BM_lookup(benchmark::State& state, const char* text) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n));
 }
 
-BENCHMARK_CAPTURE(BM_rank, gemm, kGemm)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_rank, conv, kConv)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_select_top1, gemm, kGemm)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_select_top1, conv, kConv)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_score_pool, gemm, kGemm)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_score_pool, conv, kConv)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_features, gemm, kGemm)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_features, conv, kConv)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_predict, gemm, kGemm)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_predict, conv, kConv)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select_top1, gemm, kGemm, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select_top1, conv, kConv, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select_top1, gemm_whole, kGemm, true)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select_top1, conv_whole, kConv, true)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_rank, gemm, kGemm, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_rank, conv, kConv, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_score_pool, gemm, kGemm, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_score_pool, conv, kConv, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_features, gemm, kGemm, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_features, conv, kConv, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_features, gemm_whole, kGemm, true)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_features, conv_whole, kConv, true)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_predict, gemm, kGemm, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_predict, conv, kConv, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_predict, gemm_whole, kGemm, true)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_predict, conv_whole, kConv, true)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_config_text, gemm, kGemm)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_config_text, conv, kConv)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_pool, gemm, kGemm)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_pool, conv, kConv)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_lookup, gemm, kGemm)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_lookup, conv, kConv)->Unit(benchmark::kMicrosecond);
 

@@ -25,9 +25,14 @@ struct Ref {
 };
 
 std::vector<Ref> reference(const Selector& s, const Problem& p, const ArchSpec& arch) {
-  std::vector<KernelConfig> configs;
+  std::vector<KernelConfig> configs, in_set;
   for (auto& e : Registry::default_registry().lookup(p, arch)) configs.push_back(e.config);
   const ModelEntry* m = s.model_for(p, arch);
+  if (m->candidates) {  // a pruned pool: the legal configs of candidates.txt, when there are any
+    for (const auto& c : configs)
+      if (m->candidates->contains(c)) in_set.push_back(c);
+    if (!in_set.empty()) configs = in_set;
+  }
   const std::size_t width = feature_schema().size();
   std::vector<double> rows(configs.size() * width);
   features_batch(p, configs, arch, rows.data(), 1);

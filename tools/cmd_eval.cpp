@@ -29,6 +29,7 @@ struct EvalArgs {
   bool manifest_thresholds = false;
   double margin = 0;
   bool no_plot = false;
+  bool no_prune = false;
 };
 
 constexpr int kThresholdExit = 2;
@@ -113,12 +114,15 @@ void run(const EvalArgs& a) {
     for (const auto& np : load_problem_file(f))
       if (!np.name.empty()) tags.emplace(to_string(np.problem), np.name.substr(0, np.name.find('.')));
 
-  const Selector selector(a.models.empty() ? env::models_dir() : a.models);
+  const Selector selector(a.models.empty() ? env::models_dir() : a.models, 1, !a.no_prune);
   std::cout << "models '" << selector.models_dir() << "' (feature schema " << feature_schema().hash << "):";
   if (selector.models().empty()) std::cout << " none";
   std::cout << "\n";
   for (const auto& m : selector.models())
     std::cout << "  " << m.spec.name << ": " << (m.usable() ? "ok, objective " + m.spec.objective : m.rejected)
+              << (m.candidates && selector.pruning()
+                      ? ", candidates.txt: " + std::to_string(m.candidates->configs.size()) + " configs"
+                      : std::string())
               << "\n";
   const eval::EvalReport report = eval::evaluate(selector, records, arch, tags);
   std::cout << "arch " << arch.name << ", " << records.size() << " records\n" << eval::format_table(report);
@@ -132,7 +136,9 @@ void run(const EvalArgs& a) {
     j["models"] = nlohmann::json::array();
     for (const auto& m : selector.models())
       j["models"].push_back({{"name", m.spec.name}, {"op", m.spec.op}, {"usable", m.usable()},
-                             {"rejected", m.rejected}, {"objective", m.spec.objective}});
+                             {"rejected", m.rejected}, {"objective", m.spec.objective},
+                             {"candidates", m.candidates && selector.pruning() ? m.candidates->configs.size() : 0}});
+    j["pruning"] = selector.pruning();
     write_file(fs::path(a.out) / "eval.json", j.dump(2) + "\n");
     write_file(fs::path(a.out) / "eval.csv", eval::to_csv(report));
     std::cout << "wrote " << (fs::path(a.out) / "eval.json").string() << ", " << (fs::path(a.out) / "eval.csv").string()
@@ -166,6 +172,8 @@ void add_eval_commands(CLI::App& app) {
                 "also check each model's manifest.json \"eval\" numbers on the problems it chose for");
   cmd->add_option("--margin", args->margin, "tolerance subtracted from manifest thresholds")->capture_default_str();
   cmd->add_flag("--no-plot", args->no_plot, "do not run python3 -m tilepick.eval_plot");
+  cmd->add_flag("--no-prune", args->no_prune,
+                "ignore the models' candidates.txt: the model chooses among every measured config");
   cmd->callback([args] { run(*args); });
 }
 

@@ -7,12 +7,16 @@
 //                                               "space_hash", "op", "dtype_family", "arch", "objective",
 //                                               "score": "higher_is_better" | "lower_is_better"}
 //   models/<name>/manifest.json                free-form training record (optional "eval" thresholds)
+//   models/<name>/candidates.txt               optional pruned pool (python -m tilepick.prune): '#'
+//                                               comments, then one config per line (align=auto form);
+//                                               the model then scores only the legal configs listed
 // op is op_name() (gemm, conv_fwd, conv_bwd_data, conv_bwd_weight), dtype_family is dtype_family()
 // below, arch the arch spec name (ArchSpec::name, e.g. "h200"); space_hash is config_space_hash(op).
 // A folder whose schema hash, feature names or space hash differ from this build is refused; its
 // problems go to the fallback (heuristic_score) with one warning per (op, reason) per process.
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -56,11 +60,33 @@ struct ModelSpec {
   std::string version;          // "<name>@<FNV-1a 64 of the model file's bytes>": plan caches key on it
 };
 
+// The pool form of a config: align reset to auto (sm80 family; dw configs have no align), so a
+// record's config (align resolved for its problem) and a registry entry compare equal.
+KernelConfig pool_form(const KernelConfig& c);
+
+// A model's pruned pool: the configs of its candidates.txt, in pool form. Selection scores only the
+// legal configs of the problem that are in the set (the whole legal pool when none is).
+struct CandidateSet {
+  std::string path;
+  std::vector<KernelConfig> configs;  // file order, unique, pool form
+  std::vector<KernelConfig> sorted;   // the same, sorted (membership)
+  bool contains(const KernelConfig& c) const;  // c in any align form
+  bool empty() const { return configs.empty(); }
+};
+// Reads a candidates file. Throws NotFound when it cannot be opened and ParseError naming
+// "<path>:<line>" for a line that is not a config (or a config listed twice).
+CandidateSet load_candidates(const std::string& path);
+
 // One model folder found under the models dir; `rejected` says why it is not used ("" = usable).
 struct ModelEntry {
   ModelSpec spec;
   std::optional<GbdtModel> model;  // set when usable
   std::string rejected;
+  // candidates.txt: set when the file exists, parses and lists at least one config; otherwise
+  // the whole legal pool is scored and, for a file that exists but cannot be used,
+  // candidates_error says why (the Selector warns once).
+  std::optional<CandidateSet> candidates;
+  std::string candidates_error;
   bool usable() const { return rejected.empty(); }
 };
 
@@ -74,6 +100,7 @@ struct Ranked {
 struct Selection {
   std::vector<Ranked> top;      // best first, at most k
   std::size_t pool_size = 0;    // legal candidates scored
+  bool pruned = false;          // pool_size counts only the model's candidates.txt configs
   bool from_model = false;
   std::string source;           // as in Ranked
   std::string reason;           // why the fallback was used ("" with a model)
@@ -90,13 +117,23 @@ class Selector {
   // Loads every folder under `models_dir` that holds a feature_spec.json (a missing dir = no
   // models). Folders that cannot be read or do not match this build are kept with the reason.
   // `threads`: feature threads per call (1 = the caller's thread only; <= 0 = env::num_threads()).
-  explicit Selector(std::string models_dir, int threads = 1);
+  // `prune`: use the models' candidates.txt (false: always the whole legal pool).
+  explicit Selector(std::string models_dir, int threads = 1, bool prune = true);
   // env::models_dir(), loaded once per process.
   static const Selector& default_selector();
 
-  // Every legal candidate (Registry::default_registry().lookup) scored in one batched call
+  // Every legal candidate (Registry::default_registry().lookup; with a model that has a
+  // candidates.txt, only the legal configs in it unless none is) scored in one batched call
   // (features_batch + predict), best first, ties broken by config string; k > 0 keeps the first k.
   std::vector<Ranked> rank(const Problem& p, const ArchSpec& arch, int k = 0) const;
+  // The configs rank() scores, resolved, in registry order; *pruned says whether the candidate
+  // set applied. Same set as lookup() filtered by the candidate set.
+  std::vector<KernelConfig> pool(const Problem& p, const ArchSpec& arch, bool* pruned = nullptr) const;
+  // The subset of given configs that the model's candidate set keeps (all of them when the model
+  // has no set, pruning is off, or none is in the set); `tilepick eval` scores the model on it.
+  std::vector<KernelConfig> prune(const Problem& p, const ArchSpec& arch, std::span<const KernelConfig> configs,
+                                  bool* pruned = nullptr) const;
+  bool pruning() const { return prune_; }
   // The same over given configs (resolved for the problem here); used by `tilepick eval`.
   std::vector<Ranked> rank_configs(const Problem& p, const ArchSpec& arch, std::span<const KernelConfig> configs,
                                    int k = 0) const;
@@ -113,9 +150,14 @@ class Selector {
  private:
   std::vector<Ranked> score(const Problem& p, const ArchSpec& arch, std::vector<KernelConfig> configs, int k,
                             bool allow_model, std::string* reason) const;
+  struct PoolCache;  // per (model, arch target): registry candidates in the model's set
+  const std::vector<KernelConfig>& pruned_candidates(const ModelEntry& m, const ArchSpec& arch,
+                                                     bool* unique_pool_forms) const;
   std::string dir_;
   int threads_ = 1;
+  bool prune_ = true;
   std::vector<ModelEntry> models_;
+  std::shared_ptr<PoolCache> cache_;
 };
 
 // Reads one model folder (feature_spec.json, model.txt[.gz], manifest.json) and checks it against

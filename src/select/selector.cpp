@@ -8,6 +8,8 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -171,10 +173,30 @@ ModelEntry load_model_folder(const std::string& dir) {
     e.rejected = std::string("model folder ") + dir + " cannot be used: " + err.what();
   }
   if (!e.rejected.empty()) e.model.reset();
+  const fs::path candidates = fs::path(dir) / "candidates.txt";
+  if (e.usable() && fs::exists(candidates)) {
+    try {
+      CandidateSet set = load_candidates(candidates.string());
+      if (set.empty()) e.candidates_error = candidates.string() + " lists no config";
+      else e.candidates = std::move(set);
+    } catch (const Error& err) {
+      e.candidates_error = err.what();
+    }
+  }
   return e;
 }
 
-Selector::Selector(std::string models_dir, int threads) : dir_(std::move(models_dir)), threads_(threads) {
+struct Selector::PoolCache {
+  struct Pool {
+    std::vector<KernelConfig> configs;  // registry candidates in the set, registry order
+    bool unique_pool_forms = true;      // then resolving them per problem needs no dedupe
+  };
+  std::mutex mutex;
+  std::map<std::pair<const ModelEntry*, std::string>, std::unique_ptr<Pool>> pools;
+};
+
+Selector::Selector(std::string models_dir, int threads, bool prune)
+    : dir_(std::move(models_dir)), threads_(threads), prune_(prune), cache_(std::make_shared<PoolCache>()) {
   std::error_code ec;
   if (dir_.empty() || !fs::is_directory(dir_, ec)) return;
   std::vector<fs::path> folders;
@@ -182,6 +204,10 @@ Selector::Selector(std::string models_dir, int threads) : dir_(std::move(models_
     if (d.is_directory() && fs::exists(d.path() / "feature_spec.json")) folders.push_back(d.path());
   std::sort(folders.begin(), folders.end());
   for (const auto& f : folders) models_.push_back(load_model_folder(f.string()));
+  for (const auto& m : models_)
+    if (prune_ && !m.candidates_error.empty() && env::log_level() >= 1)
+      std::cerr << "tilepick: warning: model " + m.spec.name + " scores every legal config, its candidates.txt is not used: " +
+                       m.candidates_error + "\n";
 }
 
 const Selector& Selector::default_selector() {
@@ -237,10 +263,59 @@ std::vector<Ranked> Selector::score(const Problem& p, const ArchSpec& arch, std:
   return out;
 }
 
+const std::vector<KernelConfig>& Selector::pruned_candidates(const ModelEntry& m, const ArchSpec& arch,
+                                                             bool* unique_pool_forms) const {
+  std::lock_guard<std::mutex> lock(cache_->mutex);
+  auto& slot = cache_->pools[{&m, arch.sm}];
+  if (!slot) {
+    slot = std::make_unique<PoolCache::Pool>();
+    std::set<KernelConfig> forms;
+    for (const auto& e : Registry::default_registry().candidates(m.spec.op, arch)) {
+      if (!m.candidates->contains(e.config)) continue;
+      slot->configs.push_back(e.config);
+      slot->unique_pool_forms = forms.insert(pool_form(e.config)).second && slot->unique_pool_forms;
+    }
+  }
+  *unique_pool_forms = slot->unique_pool_forms;
+  return slot->configs;
+}
+
+std::vector<KernelConfig> Selector::pool(const Problem& p, const ArchSpec& arch, bool* pruned) const {
+  std::vector<KernelConfig> out;
+  const ModelEntry* m = prune_ ? model_for(p, arch) : nullptr;
+  if (m && m->candidates) {
+    bool unique = true;
+    const std::vector<KernelConfig>& candidates = pruned_candidates(*m, arch, &unique);
+    out.reserve(candidates.size());
+    for (const auto& c : candidates)
+      if (legal(p, c, arch)) out.push_back(resolve(c, p));
+    // Distinct pool forms resolve to distinct configs; otherwise dedupe as Registry::lookup does.
+    if (!unique) {
+      std::set<KernelConfig> seen;
+      std::erase_if(out, [&](const KernelConfig& c) { return !seen.insert(c).second; });
+    }
+    if (pruned) *pruned = !out.empty();
+    if (!out.empty()) return out;
+  }
+  if (pruned) *pruned = false;
+  for (auto& e : Registry::default_registry().lookup(p, arch)) out.push_back(e.config);
+  return out;
+}
+
+std::vector<KernelConfig> Selector::prune(const Problem& p, const ArchSpec& arch,
+                                          std::span<const KernelConfig> configs, bool* pruned) const {
+  std::vector<KernelConfig> out;
+  const ModelEntry* m = prune_ ? model_for(p, arch) : nullptr;
+  if (m && m->candidates)
+    for (const auto& c : configs)
+      if (m->candidates->contains(c)) out.push_back(c);
+  if (pruned) *pruned = !out.empty();
+  if (out.empty()) out.assign(configs.begin(), configs.end());
+  return out;
+}
+
 std::vector<Ranked> Selector::rank(const Problem& p, const ArchSpec& arch, int k) const {
-  std::vector<KernelConfig> configs;
-  for (auto& e : Registry::default_registry().lookup(p, arch)) configs.push_back(e.config);
-  return score(p, arch, std::move(configs), k, true, nullptr);
+  return score(p, arch, pool(p, arch), k, true, nullptr);
 }
 
 std::vector<Ranked> Selector::rank_configs(const Problem& p, const ArchSpec& arch,
@@ -258,9 +333,8 @@ std::vector<Ranked> Selector::rank_fallback(const Problem& p, const ArchSpec& ar
 }
 
 Selection Selector::select(const Problem& p, const ArchSpec& arch, int k) const {
-  std::vector<KernelConfig> configs;
-  for (auto& e : Registry::default_registry().lookup(p, arch)) configs.push_back(e.config);
   Selection s;
+  std::vector<KernelConfig> configs = pool(p, arch, &s.pruned);
   s.pool_size = configs.size();
   const int need = k > 0 ? std::max(k, 2) : 0;  // the confidence needs the runner-up
   std::vector<Ranked> all = score(p, arch, std::move(configs), need, true, &s.reason);

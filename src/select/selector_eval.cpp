@@ -233,7 +233,9 @@ EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& 
     if (!e.tag.empty()) e.slices.push_back("net=" + e.tag);
     std::vector<KernelConfig> configs;
     for (const auto& text : rows.order) configs.push_back(parse_config(text));
-    e.model = score_ranking(selector.rank_configs(rows.problem, arch, configs), rows, e.oracle_config, e.oracle_us);
+    const std::vector<KernelConfig> kept = selector.prune(rows.problem, arch, configs, &e.pruned);
+    e.model_candidates = kept.size();
+    e.model = score_ranking(selector.rank_configs(rows.problem, arch, kept), rows, e.oracle_config, e.oracle_us);
     e.fallback =
         score_ranking(selector.rank_fallback(rows.problem, arch, configs), rows, e.oracle_config, e.oracle_us);
     const bool gemm = e.op == "gemm";
@@ -292,12 +294,13 @@ nlohmann::json to_json(const EvalReport& r) {
 
 std::string to_csv(const EvalReport& r) {
   std::ostringstream out;
-  out << "op,problem,tag,source,candidates,chosen_config,chosen_status,chosen_us,oracle_config,oracle_us,"
+  out << "op,problem,tag,source,candidates,model_candidates,chosen_config,chosen_status,chosen_us,oracle_config,oracle_us,"
          "efficiency,oracle_rank,top1,top5,fallback_config,fallback_us,fallback_efficiency,vendor,"
          "vendor_heur_us,vendor_best_us,vendor_efficiency_own,vendor_efficiency_vs_oracle\n";
   for (const auto& p : r.problems) {
     const bool vendor_ok = p.vendor_heur_status == "ok";
     out << p.op << ',' << quote(p.problem) << ',' << p.tag << ',' << p.model.source << ',' << p.candidates << ','
+        << p.model_candidates << ','
         << quote(p.model.config) << ',' << p.model.status << ',' << fmt(p.model.us) << ','
         << quote(p.oracle_config) << ',' << fmt(p.oracle_us) << ',' << fmt(p.model.efficiency, "%.6f") << ','
         << p.model.oracle_rank << ',' << p.model.top1 << ',' << p.model.top5 << ',' << quote(p.fallback.config)
@@ -332,6 +335,15 @@ std::string format_table(const EvalReport& r) {
                   pct(v.top1).c_str(), pct(vo.mean).c_str());
     out << line;
   }
+  std::size_t pruned = 0, measured = 0, kept = 0;
+  for (const auto& p : r.problems) {
+    pruned += p.pruned;
+    measured += p.candidates;
+    kept += p.model_candidates;
+  }
+  if (pruned)
+    out << "pruned pools (models' candidates.txt): " << pruned << " of " << r.problems.size()
+        << " problems; the model chose among " << kept << " of " << measured << " measured configs\n";
   out << r.problems.size() << " problems evaluated, " << r.skipped << " skipped (no ok timing)";
   if (r.unparsed) out << ", " << r.unparsed << " records ignored (problem or config did not parse)";
   out << "\n";

@@ -3,7 +3,10 @@
 // Per problem, the candidates are the configs measured for it (ok or failed; vendor rows aside);
 // the oracle is the fastest ok one. The model (and, as a baseline, the analytic fallback) picks
 // the argmax over those candidates; efficiency = oracle_us / chosen_us, 0 when the chosen config
-// failed. Top-1: the choice is within the tie band (2%) of the oracle; top-5: one of the first 5
+// failed. With a model candidates.txt (pruned pool), the model picks only among the measured
+// configs in its set, as the selector would (all measured ones when none is in it, its fallback);
+// the oracle stays the fastest of all measured, so a pruned-away winner costs efficiency. The
+// pick is therefore always a measured config. Top-1: the choice is within the tie band (2%) of the oracle; top-5: one of the first 5
 // ranked candidates is. The vendor heuristic's first choice is scored against the vendor's own best
 // (min of the heuristic pick and cuBLASLt best / cuDNN exhaustive) and against our oracle.
 #pragma once
@@ -37,6 +40,8 @@ struct ProblemEval {
   std::string op, problem, tag;      // problem: canonical string; tag: `name:` prefix ("" if none)
   std::vector<std::string> slices;   // problem_slices() plus "net=<tag>"
   std::size_t candidates = 0;        // distinct measured configs (ok or failed)
+  std::size_t model_candidates = 0;  // those the model chose among (fewer when its pool is pruned)
+  bool pruned = false;               // the model's candidate set applied
   std::string oracle_config;
   double oracle_us = kNaN;
   Pick model, fallback;
