@@ -29,6 +29,7 @@ namespace fs = std::filesystem;
 constexpr int kTrees = 300, kLeaves = 63;
 const char* const kGemm = "gemm rcr m4096 n4096 k4096 bf16";
 const char* const kConv = "fwd g1 mb32 ic256 ih56 iw56 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16";
+const char* const kWgrad = "bwd_weight g1 mb32 ic256 ih56 iw56 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16";
 
 const ArchSpec& h200() { return find_arch(default_arch_specs(), "h200"); }
 
@@ -214,6 +215,22 @@ void BM_predict(benchmark::State& state, const char* text, bool whole) {
   label(state, p, configs.size());
 }
 
+// The plain per-row evaluator over the same rows (the reference the batch path must beat).
+void BM_predict_rows(benchmark::State& state, const char* text, bool whole) {
+  const Problem p = parse_problem(text);
+  const ModelEntry* m = selector().model_for(p, h200());
+  if (!m) return state.SkipWithError("no model");
+  const auto configs = scored_pool(p, whole);
+  const std::size_t width = feature_schema().size();
+  std::vector<double> rows(configs.size() * width), scores(configs.size());
+  features_batch(p, configs, h200(), rows.data(), 1);
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < configs.size(); ++i) scores[i] = m->model->predict_row(rows.data() + i * width);
+    benchmark::DoNotOptimize(scores.data());
+  }
+  label(state, p, configs.size());
+}
+
 // The config strings (tie-break key and Ranked::text) of the pool alone.
 void BM_config_text(benchmark::State& state, const char* text) {
   const Problem p = parse_problem(text);
@@ -255,8 +272,10 @@ void BM_lookup(benchmark::State& state, const char* text) {
 
 BENCHMARK_CAPTURE(BM_select_top1, gemm, kGemm, false)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_select_top1, conv, kConv, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select_top1, wgrad, kWgrad, false)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_select_top1, gemm_whole, kGemm, true)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_select_top1, conv_whole, kConv, true)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select_top1, wgrad_whole, kWgrad, true)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_rank, gemm, kGemm, false)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_rank, conv, kConv, false)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_score_pool, gemm, kGemm, false)->Unit(benchmark::kMicrosecond);
@@ -269,10 +288,16 @@ BENCHMARK_CAPTURE(BM_predict, gemm, kGemm, false)->Unit(benchmark::kMicrosecond)
 BENCHMARK_CAPTURE(BM_predict, conv, kConv, false)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_predict, gemm_whole, kGemm, true)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_predict, conv_whole, kConv, true)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_predict, wgrad, kWgrad, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_predict, wgrad_whole, kWgrad, true)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_predict_rows, gemm, kGemm, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_predict_rows, wgrad, kWgrad, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_predict_rows, gemm_whole, kGemm, true)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_config_text, gemm, kGemm)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_config_text, conv, kConv)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_pool, gemm, kGemm)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_pool, conv, kConv)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_pool, wgrad, kWgrad)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_lookup, gemm, kGemm)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_lookup, conv, kConv)->Unit(benchmark::kMicrosecond);
 

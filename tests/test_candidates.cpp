@@ -227,5 +227,23 @@ TEST_F(Candidates, EvalChoosesAmongMeasuredConfigsOfTheSet) {
   EXPECT_EQ(rep_whole.problems.at(0).model.config, ranked[0].text);
 }
 
+// The selection path's lookup (no entry strings, whole families skipped) keeps exactly the legal
+// configs, the same as checking legal() on every registry candidate.
+TEST(RegistryLookup, ConfigsEqualTheLegalCandidates) {
+  const Registry& reg = Registry::default_registry();
+  for (const char* text : {kGemmOdd, "fwd g96 mb8 ic96 ih56 iw56 oc96 kh3 kw3 sh1 sw1 ph1 pw1 bf16",
+                           "bwd_weight g1 mb32 ic256 ih56 iw56 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16"}) {
+    const Problem p = parse_problem(text);
+    std::vector<KernelConfig> want;
+    for (const auto& e : reg.candidates(op_name(p), h200()))
+      if (legal(p, e.config, h200()) && std::find(want.begin(), want.end(), resolve(e.config, p)) == want.end())
+        want.push_back(resolve(e.config, p));
+    EXPECT_EQ(reg.lookup_configs(p, h200()), want) << text;
+    const auto entries = reg.lookup(p, h200());
+    ASSERT_EQ(entries.size(), want.size()) << text;
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(entries[i].config, want[i]) << text;
+  }
+}
+
 }  // namespace
 }  // namespace tilepick

@@ -34,5 +34,8 @@ KernelConfig resolve(const KernelConfig& c, const Problem& p);
 // clusters); `input` sets the element size for the shared-memory budget.
 Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input);
 Verdict legal(const Problem& p, const KernelConfig& c, const ArchSpec& arch);
+// Whether family `f` can run the problem's kind at all (fam=dw: depthwise convolution only); when
+// false, legal() rejects every config of the family. Lookups use it to skip whole families.
+bool family_runs(Family f, const Problem& p);
 
 }  // namespace tilepick

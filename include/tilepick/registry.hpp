@@ -32,11 +32,15 @@ class Registry {
   std::vector<KernelEntry> candidates(const std::string& op, const ArchSpec& arch) const;
   // The legal configs for a problem (align resolved), in space then enumeration order, unique.
   std::vector<KernelEntry> lookup(const Problem& p, const ArchSpec& arch) const;
+  // The same configs, without the entries' space and op (selection's hot path).
+  std::vector<KernelConfig> lookup_configs(const Problem& p, const ArchSpec& arch) const;
   const std::vector<ConfigSpace>& spaces() const { return spaces_; }
   // {"spaces": [...], "kernels": [{"op", "arch", "space", "config", "hash"}...]}; arch "" = all.
   nlohmann::json export_json(const std::vector<ArchSpec>& archs) const;
 
  private:
+  template <class Emit>
+  void each_legal(const Problem& p, const ArchSpec& arch, Emit emit) const;
   std::vector<ConfigSpace> spaces_;
   std::vector<std::vector<KernelConfig>> enumerated_;  // per space
 };

@@ -166,6 +166,12 @@ Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) 
   return {};
 }
 
+bool family_runs(Family f, const Problem& p) {
+  if (f != Family::dw) return true;
+  const auto* conv = std::get_if<ConvProblem>(&p);
+  return conv && conv->depthwise();
+}
+
 Verdict legal(const Problem& p, const KernelConfig& config, const ArchSpec& arch) {
   const DType input = input_dtype(p);
   if (auto v = legal_on_arch(config, arch, input); !v) return v;
@@ -174,7 +180,7 @@ Verdict legal(const Problem& p, const KernelConfig& config, const ArchSpec& arch
   const auto* gemm = std::get_if<GemmProblem>(&p);
 
   if (c.fam() == Family::dw) {
-    if (!conv || !conv->depthwise())
+    if (!family_runs(Family::dw, p))
       return no("family_op", "fam=dw runs depthwise convolution only (G == C == K)");
     if (conv->c % c.dw_cpt != 0)
       return no("align", "channels " + std::to_string(conv->c) + " not divisible by cpt " + std::to_string(c.dw_cpt));

@@ -37,14 +37,33 @@ std::vector<KernelEntry> Registry::candidates(const std::string& op, const ArchS
   return out;
 }
 
+// Calls emit(space index, resolved config) for each legal config, in space then enumeration order,
+// once per resolved config (a space may list explicit alignments next to auto). Families that
+// cannot run the problem are skipped whole (legal() would reject each of their configs).
+template <class Emit>
+void Registry::each_legal(const Problem& p, const ArchSpec& arch, Emit emit) const {
+  const std::string op = op_name(p);
+  std::set<KernelConfig> seen;
+  for (std::size_t i = 0; i < spaces_.size(); ++i) {
+    if (!spaces_[i].has_op(op) || !spaces_[i].has_arch(arch.sm)) continue;
+    for (const auto& c : enumerated_[i]) {
+      if (!family_runs(c.fam(), p) || !legal(p, c, arch)) continue;
+      KernelConfig r = resolve(c, p);
+      if (seen.insert(r).second) emit(i, std::move(r));
+    }
+  }
+}
+
 std::vector<KernelEntry> Registry::lookup(const Problem& p, const ArchSpec& arch) const {
   std::vector<KernelEntry> out;
-  std::set<KernelConfig> seen;  // a space may list explicit alignments next to auto
-  for (auto& e : candidates(op_name(p), arch)) {
-    if (!legal(p, e.config, arch)) continue;
-    e.config = resolve(e.config, p);
-    if (seen.insert(e.config).second) out.push_back(std::move(e));
-  }
+  const std::string op = op_name(p);
+  each_legal(p, arch, [&](std::size_t space, KernelConfig c) { out.push_back({spaces_[space].name, op, std::move(c)}); });
+  return out;
+}
+
+std::vector<KernelConfig> Registry::lookup_configs(const Problem& p, const ArchSpec& arch) const {
+  std::vector<KernelConfig> out;
+  each_legal(p, arch, [&](std::size_t, KernelConfig c) { out.push_back(std::move(c)); });
   return out;
 }
 

@@ -298,8 +298,7 @@ std::vector<KernelConfig> Selector::pool(const Problem& p, const ArchSpec& arch,
     if (!out.empty()) return out;
   }
   if (pruned) *pruned = false;
-  for (auto& e : Registry::default_registry().lookup(p, arch)) out.push_back(e.config);
-  return out;
+  return Registry::default_registry().lookup_configs(p, arch);
 }
 
 std::vector<KernelConfig> Selector::prune(const Problem& p, const ArchSpec& arch,
