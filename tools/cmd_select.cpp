@@ -66,7 +66,8 @@ void print_problem(const SelectArgs& a, const Selector& selector, const NamedPro
   const std::string key = to_string(p);
   Selection s = selector.select(p, arch, a.k);
   std::cout << "# " << (np.name.empty() ? "" : np.name + ": ") << key << " | arch " << arch.name << " | "
-            << s.pool_size << " legal candidates | " << (s.from_model ? s.source : "fallback (analytic)")
+            << s.pool_size << (s.pruned ? " legal candidates of the model's candidates.txt | " : " legal candidates | ")
+            << (s.from_model ? s.source : "fallback (analytic)")
             << " | confidence " << fmt(s.confidence, "%.4g") << " (" << s.units << ")\n";
   if (a.explain) {
     std::cout << "#   op " << op_name(p) << ", dtype family " << dtype_family(p) << ", feature schema "

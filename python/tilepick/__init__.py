@@ -111,6 +111,7 @@ class Selection:
     reason: str
     confidence: float
     units: str
+    pruned: bool = False  # pool_size counts only the model's candidates.txt configs (docs/selection.md)
 
     @property
     def best(self) -> str:
