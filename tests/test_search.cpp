@@ -252,7 +252,7 @@ TEST(Search, Cli) {
   EXPECT_NE(r.out.find("5.2e9 raw configs"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("scorer model:gemm_half_h200"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rank  score        in_pool  unseen  config"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("# pool best 0.043228 | best found "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# pool best 0.1086 | best found "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("| best outside the pool "), std::string::npos) << r.out;
   std::ifstream in(out);
   std::string line;

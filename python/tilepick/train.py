@@ -1,11 +1,16 @@
 """Train the selection models: python -m tilepick.train RECORDS... --out models/
 
 Reads raw sweep records, computes features through the C++ feature function (tilepick._core),
-and trains one LightGBM model per (op, dtype family, arch). Three objectives are compared on the
+and trains one LightGBM model per (op, dtype family, arch); the conv directions of a family share
+one model (--pool-conv), written to each direction's folder. The --objectives are compared on the
 same cross-validation folds, grouped by whole network (real networks) or full problem key
 (synthetic shapes); early stopping uses an inner split of the training folds only. The best
-objective per op is retrained on all rows and written as a model folder:
-model.txt.gz, feature_spec.json, manifest.json.
+objective is retrained on all rows and written as a model folder: model.txt.gz, feature_spec.json,
+manifest.json. A model is a bag of boosters trained with different seeds (BAG, --bag), stored as
+one LightGBM text model whose score is their sum.
+
+Hyperparameters per op (PARAMS) were chosen by grouped cross-validation on the training networks
+only (docs in manifest.json "cv_variants" of each model).
 """
 from __future__ import annotations
 
@@ -24,7 +29,19 @@ import pandas as pd
 from tilepick import records as rec
 
 OBJECTIVES = ("reg_tflops", "reg_rel", "lambdarank")
+# reg_rel won grouped CV for every op (manifest "cv_variants"); the others stay available to compare.
+DEFAULT_OBJECTIVES = ("reg_rel",)
 FOLDS = 5
+# LightGBM settings per op. The conv models see ~5,000 rows (40 configs of ~130 problems): smaller
+# trees, column subsampling and stronger L2 select better in grouped CV than GEMM's settings.
+BASE_PARAMS = dict(learning_rate=0.08, num_leaves=63, min_data_in_leaf=10, feature_fraction=0.9,
+                   bagging_fraction=0.8, bagging_freq=1, lambda_l2=1.0)
+PARAMS = {"gemm": BASE_PARAMS,
+          "conv": {**BASE_PARAMS, "num_leaves": 31, "min_data_in_leaf": 20, "feature_fraction": 0.6, "lambda_l2": 5.0}}
+# Boosters per model (seeds summed): bagging raised grouped-CV mean and P10 of every op (cv_variants).
+BAG = {"gemm": 3, "conv": 3}
+POOL_CONV = True
+THREADS = os.cpu_count() or 2
 
 
 def dtype_family(problem: str) -> str:
@@ -76,10 +93,9 @@ def compute_features(df: pd.DataFrame, arch: str) -> np.ndarray:
     return _core.features_batch(list(df["problem"]), list(df["config"]), arch, 0)
 
 
-def params_for(objective: str, seed: int) -> dict:
-    base = dict(learning_rate=0.08, num_leaves=63, min_data_in_leaf=10, feature_fraction=0.9,
-                bagging_fraction=0.8, bagging_freq=1, lambda_l2=1.0, seed=seed, deterministic=True,
-                force_row_wise=True, num_threads=os.cpu_count() or 2, verbose=-1)
+def params_for(objective: str, seed: int, op: str = "gemm") -> dict:
+    base = dict(PARAMS["gemm" if op == "gemm" else "conv"], seed=seed, deterministic=True,
+                force_row_wise=True, num_threads=THREADS, verbose=-1)
     if objective == "lambdarank":
         base.update(objective="lambdarank", metric="ndcg", eval_at=[1, 5], lambdarank_truncation_level=40,
                     label_gain=[float(i) for i in range(31)])
@@ -111,7 +127,7 @@ def fit(X, df, objective, seed, rounds=None, init_model=None):
     """Early stopping on an inner split (10% of the groups) unless `rounds` is fixed."""
     import lightgbm as lgb
 
-    params = params_for(objective, seed)
+    params = params_for(objective, seed, df["op"].iloc[0])
     if rounds is not None:
         return lgb.train(params, dataset(X, df, objective, lgb), num_boost_round=rounds, init_model=init_model)
     groups = df["group"].unique()
@@ -155,18 +171,36 @@ def fold_of(groups: pd.Series) -> np.ndarray:
     return groups.map(assign).to_numpy()
 
 
-def cross_validate(X, df, objective, seed):
+def cross_validate(X, df, objective, seed, bag=1):
+    """Grouped CV of a bag of `bag` boosters (seeds seed, seed+1, ...), their summed scores picking:
+    {op: summary} over the out-of-fold choices, and the median early-stopping round."""
     folds = fold_of(df["group"])
     parts, iters = [], []
     for f in range(FOLDS):
         te = folds == f
         if not te.any() or te.all():
             continue
-        model = fit(X[~te], df[~te], objective, seed)
-        iters.append(model.best_iteration or model.current_iteration())
-        s = score_sign(objective) * model.predict(X[te], num_iteration=model.best_iteration or None)
-        parts.append(efficiency(df[te], s))
-    return summarize(pd.concat(parts)), int(np.median(iters)) if iters else 100
+        s = np.zeros(int(te.sum()))
+        for b in range(bag):
+            model = fit(X[~te], df[~te], objective, seed + b)
+            iters.append(model.best_iteration or model.current_iteration())
+            s += score_sign(objective) * model.predict(X[te], num_iteration=model.best_iteration or None)
+        parts.append(efficiency(df[te], s).assign(op=df.loc[te].groupby("problem")["op"].first()))
+    e = pd.concat(parts)
+    return {op: summarize(g) for op, g in e.groupby("op")}, int(np.median(iters)) if iters else 100
+
+
+def merge_models(texts: list[str]) -> str:
+    """One LightGBM text model whose raw score is the sum of `texts`' scores: their trees in one list
+    (no tree_sizes line: LightGBM and the C++ evaluator then parse the trees sequentially)."""
+    head = texts[0][:texts[0].index("\nTree=")]
+    tail = texts[0][texts[0].index("end of trees"):]
+    trees = []
+    for t in texts:
+        trees += t[t.index("\nTree=") + 1:t.index("end of trees")].split("Tree=")[1:]
+    head = "\n".join(l for l in head.split("\n") if not l.startswith("tree_sizes="))
+    body = "".join(f"Tree={i}" + tree[tree.index("\n"):] for i, tree in enumerate(trees))
+    return head + "\n\n" + body + tail
 
 
 def negate_leaves(text: str) -> str:
@@ -188,87 +222,137 @@ def git_commit() -> str:
         return "unknown"
 
 
-def train_group(name, df, X, args, header, out_dir, val=None):
+def train_group(names, df, X, args, header, out_dir, val=None):
+    """Trains one model on `df` (the rows of every op in `names`) and writes it as each name's folder."""
     from tilepick import _core
 
-    cv = {}
-    best_iter = {}
+    ops = [n.rsplit("_", 2)[0] for n in names]
+    cv, best_iter = {}, {}
+    bag = args.bag or BAG["gemm" if ops[0] == "gemm" else "conv"]
     for obj in args.objectives:
-        cv[obj], best_iter[obj] = cross_validate(X, df, obj, args.seed)
-        print(f"  {name} {obj:<10} CV mean {cv[obj]['mean']:.4f} p10 {cv[obj]['p10']:.4f} "
-              f"min {cv[obj]['min']:.4f} top1 {cv[obj]['top1']:.3f} ({best_iter[obj]} rounds)", flush=True)
-    best = max(args.objectives, key=lambda o: (round(cv[o]["mean"], 4), cv[o]["p10"]))
+        cv[obj], best_iter[obj] = cross_validate(X, df, obj, args.seed, bag)
+        for op in ops:
+            c = cv[obj][op]
+            print(f"  {op} {obj:<10} CV mean {c['mean']:.4f} p10 {c['p10']:.4f} min {c['min']:.4f} "
+                  f"top1 {c['top1']:.3f} ({best_iter[obj]} rounds)", flush=True)
+    best = max(args.objectives, key=lambda o: (round(np.mean([cv[o][op]["mean"] for op in ops]), 4),
+                                               np.mean([cv[o][op]["p10"] for op in ops])))
     init = None
     if args.warm_start:
-        prev = Path(args.warm_start) / name / "model.txt.gz"
+        prev = Path(args.warm_start) / names[0] / "model.txt.gz"
         if prev.exists():
             init = str(prev.with_suffix(""))
             Path(init).write_text(gzip.open(prev, "rt").read())
     rounds = max(20, int(best_iter[best] * 1.1))
-    model = fit(X, df, best, args.seed, rounds=rounds, init_model=init)
-    text = model.model_to_string()
+    text = merge_models([fit(X, df, best, args.seed + b, rounds=rounds, init_model=init).model_to_string()
+                         for b in range(bag)])
     if score_sign(best) < 0:
         text = negate_leaves(text)
-    folder = out_dir / name
-    folder.mkdir(parents=True, exist_ok=True)
-    with gzip.GzipFile(folder / "model.txt.gz", "wb", mtime=0) as f:
-        f.write(text.encode())
-    op, family, arch = name.rsplit("_", 2)
-    spec = {"feature_names": list(_core.feature_names()), "schema_hash": _core.feature_schema_hash(),
-            "feature_version": int(_core.feature_version()), "space_hash": _core.config_space_hash(op),
-            "op": op, "dtype_family": family, "arch": arch, "objective": best, "score": "higher_is_better"}
-    (folder / "feature_spec.json").write_text(json.dumps(spec, indent=1) + "\n")
-    manifest = {
-        "data": [{"file": p, "rows": int(n)} for p, n in df.groupby("source").size().items()],
-        "rows": int(len(df)), "problems": int(df["problem"].nunique()), "groups": int(df["group"].nunique()),
-        "objective": best, "rounds": rounds, "params": params_for(best, args.seed), "cv": cv,
-        "device": header.get("devices", [{}])[0].get("name", ""), "commit": git_commit(),
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "warm_start": init is not None,
-    }
-    if val is not None and len(val[0]):
-        vdf, vX = val
-        s = _core.gbdt_predict(str(folder / "model.txt.gz"), vX)
-        manifest["validation"] = summarize(efficiency(vdf, s))
-        manifest["validation_files"] = sorted(vdf["source"].unique().tolist())
-        print(f"  {name} held-out networks: {json.dumps(manifest['validation'])}", flush=True)
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n")
+    manifests = {}
+    for name, op in zip(names, ops):
+        folder = out_dir / name
+        folder.mkdir(parents=True, exist_ok=True)
+        with gzip.GzipFile(folder / "model.txt.gz", "wb", mtime=0) as f:
+            f.write(text.encode())
+        _, family, arch = name.rsplit("_", 2)
+        spec = {"feature_names": list(_core.feature_names()), "schema_hash": _core.feature_schema_hash(),
+                "feature_version": int(_core.feature_version()), "space_hash": _core.config_space_hash(op),
+                "op": op, "dtype_family": family, "arch": arch, "objective": best, "score": "higher_is_better"}
+        (folder / "feature_spec.json").write_text(json.dumps(spec, indent=1) + "\n")
+        mine = df[df["op"] == op]
+        manifest = {
+            "data": [{"file": p, "rows": int(n)} for p, n in mine.groupby("source").size().items()],
+            "rows": int(len(mine)), "problems": int(mine["problem"].nunique()), "groups": int(mine["group"].nunique()),
+            "trained_with": {o: int((df["op"] == o).sum()) for o in ops} if len(ops) > 1 else None,
+            "objective": best, "rounds": rounds, "bag": bag, "trees": text.count("\nTree="),
+            "params": params_for(best, args.seed, op), "cv": {o: cv[o][op] for o in args.objectives},
+            "device": header.get("devices", [{}])[0].get("name", ""), "commit": git_commit(),
+            "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "warm_start": init is not None,
+        }
+        v = val.get(op) if val else None
+        if v is not None and len(v[0]):
+            vdf, vX = v
+            s = _core.gbdt_predict(str(folder / "model.txt.gz"), vX)
+            manifest["validation"] = summarize(efficiency(vdf, s))
+            manifest["validation_files"] = sorted(vdf["source"].unique().tolist())
+            print(f"  {name} held-out networks: {json.dumps(manifest['validation'])}", flush=True)
+        (folder / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n")
+        manifests[name] = manifest
     if init:
         os.unlink(init)
-    return manifest
+    return manifests
+
+
+def stamp_eval(models_dir: Path, eval_json: str) -> None:
+    """Copies each model's held-out numbers from `tilepick eval --out` (eval.json) into its manifest
+    "eval", the floor that ctest shipped_models_eval holds the shipped models to."""
+    report = json.loads(Path(eval_json).read_text())
+    groups = {g["name"]: g["model"] for g in report["groups"]}
+    for manifest_path in sorted(models_dir.glob("*/manifest.json")):
+        g = groups.get("source=model:" + manifest_path.parent.name)
+        if g is None:
+            continue
+        manifest = json.loads(manifest_path.read_text())
+        manifest["eval"] = {k: round(g[k], 6) for k in ("mean", "p10", "min")}
+        manifest["eval_records"] = report["records"]
+        manifest_path.write_text(json.dumps(manifest, indent=1, default=str) + "\n")
+        print(f"{manifest_path}: eval {manifest['eval']}")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tilepick.train", description=__doc__.split("\n")[0])
-    ap.add_argument("records", nargs="+", help="training record files (.csv.gz)")
+    ap.add_argument("records", nargs="*", help="training record files (.csv.gz)")
     ap.add_argument("--val", nargs="*", default=[], help="held-out record files (whole networks absent from training)")
     ap.add_argument("--problems-file", nargs="*", default=[], help="problem files with name: tags (network groups)")
     ap.add_argument("--out", default="models", help="models directory")
     ap.add_argument("--arch", default="h200", help="arch spec the features use (data/arch)")
-    ap.add_argument("--objectives", nargs="+", default=list(OBJECTIVES), choices=OBJECTIVES)
+    ap.add_argument("--objectives", nargs="+", default=list(DEFAULT_OBJECTIVES), choices=OBJECTIVES)
     ap.add_argument("--only", nargs="*", default=[], help="train only these model names (e.g. gemm_f16_h200)")
     ap.add_argument("--warm-start", help="models directory whose models continue training")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--bag", type=int, help="boosters per model (seeds seed, seed+1, ...), scores summed; default BAG")
+    ap.add_argument("--stamp-eval", metavar="EVAL_JSON",
+                    help="only copy the held-out numbers of `tilepick eval --out` into the manifests in --out")
+    ap.add_argument("--pool-conv", action=argparse.BooleanOptionalAction, default=POOL_CONV,
+                    help="one model for the conv directions of a dtype family (the op is a feature), written to each")
+    ap.add_argument("--threads", type=int, default=0, help="LightGBM threads (0: all cores)")
     args = ap.parse_args(argv)
+    global THREADS
+    THREADS = args.threads or THREADS
+    if args.stamp_eval:
+        stamp_eval(Path(args.out), args.stamp_eval)
+        return 0
+    if not args.records:
+        ap.error("no training record files")
 
     header, raw = load_rows(args.records, args.problems_file)
     df = add_targets(raw)
     vdf_all = add_targets(load_rows(args.val, args.problems_file)[1]) if args.val else None
     out_dir = Path(args.out)
     names = sorted({f"{o}_{f}_{args.arch}" for o, f in zip(df["op"], df["family"])})
+    names = [n for n in names if not args.only or n in args.only]
+    # Units of training: the conv directions of one family share a model when --pool-conv.
+    units: dict[str, list[str]] = {}
     for name in names:
-        if args.only and name not in args.only:
-            continue
         op, family, _ = name.rsplit("_", 2)
-        part = df[(df["op"] == op) & (df["family"] == family)].reset_index(drop=True)
-        print(f"{name}: {len(part)} rows, {part['problem'].nunique()} problems, {part['group'].nunique()} groups",
-              flush=True)
+        key = f"conv_{family}" if args.pool_conv and op.startswith("conv_") else name
+        units.setdefault(key, []).append(name)
+    for unit in units.values():
+        ops = [n.rsplit("_", 2)[0] for n in unit]
+        family = unit[0].rsplit("_", 2)[1]
+        part = df[df["op"].isin(ops) & (df["family"] == family)].reset_index(drop=True)
+        if len(ops) > 1:  # a synthetic shape's directions stay in one fold
+            part["group"] = ["shape:" + g.split(" ", 1)[1] if g.startswith("shape:") else g for g in part["group"]]
+        print(f"{' + '.join(unit)}: {len(part)} rows, {part['problem'].nunique()} problems, "
+              f"{part['group'].nunique()} groups", flush=True)
         X = compute_features(part, args.arch)
-        val = None
+        val = {}
         if vdf_all is not None:
-            v = vdf_all[(vdf_all["op"] == op) & (vdf_all["family"] == family)].reset_index(drop=True)
-            val = (v, compute_features(v, args.arch) if len(v) else None)
-        train_group(name, part, X, args, header, out_dir, val)
+            for op in ops:
+                v = vdf_all[(vdf_all["op"] == op) & (vdf_all["family"] == family)].reset_index(drop=True)
+                val[op] = (v, compute_features(v, args.arch) if len(v) else None)
+        train_group(unit, part, X, args, header, out_dir, val)
     return 0
 
 

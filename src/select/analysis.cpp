@@ -171,4 +171,37 @@ Analysis analyze(const Problem& p, const ProblemTerms& t, const KernelConfig& c,
   return analyze_igemm(t, c, p, dev);
 }
 
+Launches igemm_launches(const Problem& p, const ProblemTerms& t) {
+  Launches l;
+  l.view = t.view;
+  const auto* c = std::get_if<ConvProblem>(&p);
+  if (!c || c->dir != ConvDir::bwd_data) return l;
+  // Per dimension: phases with dx pixels, and the largest phase's pixels and taps.
+  double phases = 1, pix = 1, taps = 1;
+  for (int d = 0; d < 3; ++d) {
+    const i64 s = c->stride[d];
+    i64 n = 0, q_max = 0, taps_max = 0;
+    for (i64 ph = 0; ph < s && ph < c->in[d]; ++ph) {
+      i64 nt = 0;
+      for (i64 z = 0; z < c->filter[d]; ++z) nt += ((ph + c->pad[d] - z * c->dilation[d]) % s + s) % s == 0;
+      ++n, q_max = std::max(q_max, (c->in[d] - ph + s - 1) / s), taps_max = std::max(taps_max, nt);
+    }
+    phases *= double(n), pix *= double(q_max), taps *= double(taps_max);
+  }
+  if (phases <= 1) return l;
+  l.count = phases;
+  l.view.m = static_cast<i64>(double(c->n) * pix);
+  l.view.k = static_cast<i64>(std::max(1.0, taps) * double(c->k_per_group()));
+  return l;
+}
+
+Analysis analyze_launch(const Problem& p, const ProblemTerms& t, const Launches& l, const KernelConfig& c,
+                        const ArchSpec& dev) {
+  ProblemTerms one = t;
+  one.view = l.view;
+  one.flops = 2.0 * double(l.view.m) * double(l.view.n) * double(l.view.k) * double(l.view.batch);
+  one.min_bytes = t.min_bytes / l.count;
+  return analyze(p, one, c, dev);
+}
+
 }  // namespace tilepick::select

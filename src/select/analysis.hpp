@@ -49,4 +49,17 @@ struct Analysis {
 
 Analysis analyze(const Problem& p, const ProblemTerms& t, const KernelConfig& resolved, const ArchSpec& dev);
 
+// The launches of the implicit-GEMM family: bwd_data with a stride > 1 runs one GEMM per stride
+// phase (src/jit/family_conv_sm80.cpp), each over the dx pixels and filter taps of its phase.
+// `view` is the largest phase's GEMM; everything else is one launch of the problem's view.
+struct Launches {
+  double count = 1;
+  GemmView view{1, 1, 1, 1};
+};
+Launches igemm_launches(const Problem& p, const ProblemTerms& t);
+
+// analyze() of one launch of `l` (the problem's own analysis when there is one launch).
+Analysis analyze_launch(const Problem& p, const ProblemTerms& t, const Launches& l, const KernelConfig& resolved,
+                        const ArchSpec& dev);
+
 }  // namespace tilepick::select

@@ -145,6 +145,24 @@ void emit_features(const Problem& p, const select::ProblemTerms& t, const Kernel
   put("log2_est_tflops", log2p(t.flops / a.t_est_s * 1e-12));
   put("est_compute_over_memory", ratio(a.t_compute_s, a.t_memory_s));
 
+  // Launches (conv only; zero for a GEMM): bwd_data with a stride runs one GEMM per stride phase;
+  // the largest one's tiling and waves, and the roofline time of all of them (one launch: as above).
+  const select::Launches l = dw ? select::Launches{} : select::igemm_launches(p, t);
+  const select::Analysis la = l.count > 1 ? select::analyze_launch(p, t, l, c, d) : a;
+  put("launches", on * l.count);
+  put("launch_log2_m", on * log2p(dw ? t.view.m : l.view.m));
+  put("launch_log2_k", on * log2p(dw ? t.view.k : l.view.k));
+  put("launch_tiles_m", on * la.tiles_m);
+  put("launch_tiles_k", on * la.tiles_k);
+  put("launch_eff_m", on * la.eff_m);
+  put("launch_eff_k", on * la.eff_k);
+  put("launch_ctas", on * la.ctas);
+  put("launch_waves", on * la.waves);
+  put("launch_wave_eff", on * la.wave_eff);
+  put("launch_k_per_split", on * (dw ? la.k_tiles_per_split : la.k_tiles_per_split * c.tile_k));
+  put("launches_est_us", on * l.count * la.t_est_s * 1e6);
+  put("log2_launches_est_tflops", on * log2p(t.flops / (l.count * la.t_est_s) * 1e-12));
+
   // Device.
   put("dev_sm_count", d.sm_count);
   put("dev_cc", d.cc_major * 10 + d.cc_minor);

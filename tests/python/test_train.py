@@ -81,3 +81,54 @@ def test_end_to_end_on_fake_sweep(tmp_path):
     assert 0 < manifest["validation"]["mean"] <= 1
     text = gzip.open(folder / "model.txt.gz", "rt").read()
     assert text.startswith("tree") and "feature_names=" in text
+
+
+def test_merged_model_scores_the_sum_of_its_parts():
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 4))
+    y = X[:, 0] - np.sin(X[:, 1])
+    parts = [lgb.train({"objective": "regression", "verbose": -1, "num_leaves": 5, "seed": s, "bagging_fraction": 0.7,
+                        "bagging_freq": 1}, lgb.Dataset(X, y), 15) for s in (1, 2, 3)]
+    merged = lgb.Booster(model_str=train.merge_models([m.model_to_string() for m in parts]))
+    assert merged.num_trees() == 45
+    assert np.allclose(merged.predict(X), sum(m.predict(X) for m in parts), rtol=0, atol=1e-12)
+
+
+def test_stamp_eval_copies_each_models_held_out_numbers(tmp_path):
+    for name in ("gemm_half_h200", "conv_fwd_half_h200"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "manifest.json").write_text(json.dumps({"rows": 1}))
+    stats = {"mean": 0.97123456, "p10": 0.9, "min": 0.8, "median": 0.99}
+    report = {"records": ["v.csv.gz"], "groups": [{"name": "all", "model": stats},
+                                                  {"name": "source=model:gemm_half_h200", "model": stats}]}
+    (tmp_path / "eval.json").write_text(json.dumps(report))
+    assert train.main(["--stamp-eval", str(tmp_path / "eval.json"), "--out", str(tmp_path)]) == 0
+    gemm = json.loads((tmp_path / "gemm_half_h200" / "manifest.json").read_text())
+    assert gemm["eval"] == {"mean": 0.971235, "p10": 0.9, "min": 0.8} and gemm["eval_records"] == ["v.csv.gz"]
+    assert "eval" not in json.loads((tmp_path / "conv_fwd_half_h200" / "manifest.json").read_text())
+
+
+@pytest.mark.skipif(not CLI, reason="needs TILEPICK_CLI")
+def test_pooled_conv_model_is_written_for_every_direction(tmp_path):
+    problems = tmp_path / "p.txt"
+    lines = []
+    for i, (c, hw, k) in enumerate([(16, 14, 32), (32, 28, 64), (64, 7, 64), (8, 56, 16), (128, 14, 128), (24, 9, 48)]):
+        for d in ("fwd", "bwd_data", "bwd_weight"):
+            lines.append(f"net{i % 3}.l{i}.{d}: {d} g1 mb4 ic{c} ih{hw} iw{hw} oc{k} kh3 kw3 sh1 sw1 ph1 pw1 bf16")
+    problems.write_text("\n".join(lines) + "\n")
+    records = tmp_path / "r.csv.gz"
+    subprocess.run([CLI, "sweep", "--backend", "fake", "--arch", "h200", "-q", "--sample", "12", "-f", str(problems),
+                    "-o", str(records)], check=True, capture_output=True)
+    out = tmp_path / "models"
+    assert train.main([str(records), "--problems-file", str(problems), "--out", str(out), "--bag", "2"]) == 0
+    names = ["conv_fwd_half_h200", "conv_bwd_data_half_h200", "conv_bwd_weight_half_h200"]
+    models = {(out / n / "model.txt.gz").read_bytes() for n in names}
+    assert len(models) == 1  # one model, the op is a feature
+    for n in names:
+        op = n.rsplit("_", 2)[0]
+        assert json.loads((out / n / "feature_spec.json").read_text())["op"] == op
+        manifest = json.loads((out / n / "manifest.json").read_text())
+        assert manifest["bag"] == 2 and manifest["cv"]["reg_rel"]["problems"] == 6
+        assert set(manifest["trained_with"]) == {"conv_fwd", "conv_bwd_data", "conv_bwd_weight"}
+        assert manifest["trained_with"][op] == manifest["rows"] > 0
