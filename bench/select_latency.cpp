@@ -199,8 +199,9 @@ void BM_features(benchmark::State& state, const char* text, bool whole) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * configs.size()));
 }
 
-// GBDT predict over precomputed feature rows of the pool (the model part of BM_score_pool).
-void BM_predict(benchmark::State& state, const char* text, bool whole) {
+// GBDT scoring over precomputed feature rows of the pool (the model part of BM_score_pool): the batch
+// path, or (per_row) the plain per-row evaluator that the batch path must beat.
+void predict_rows(benchmark::State& state, const char* text, bool whole, bool per_row) {
   const Problem p = parse_problem(text);
   const ModelEntry* m = selector().model_for(p, h200());
   if (!m) return state.SkipWithError("no model");
@@ -209,27 +210,17 @@ void BM_predict(benchmark::State& state, const char* text, bool whole) {
   std::vector<double> rows(configs.size() * width), scores(configs.size());
   features_batch(p, configs, h200(), rows.data(), 1);
   for (auto _ : state) {
-    m->model->predict(rows.data(), configs.size(), width, scores.data());
+    if (per_row)
+      for (std::size_t i = 0; i < configs.size(); ++i) scores[i] = m->model->predict_row(rows.data() + i * width);
+    else
+      m->model->predict(rows.data(), configs.size(), width, scores.data());
     benchmark::DoNotOptimize(scores.data());
   }
   label(state, p, configs.size());
 }
 
-// The plain per-row evaluator over the same rows (the reference the batch path must beat).
-void BM_predict_rows(benchmark::State& state, const char* text, bool whole) {
-  const Problem p = parse_problem(text);
-  const ModelEntry* m = selector().model_for(p, h200());
-  if (!m) return state.SkipWithError("no model");
-  const auto configs = scored_pool(p, whole);
-  const std::size_t width = feature_schema().size();
-  std::vector<double> rows(configs.size() * width), scores(configs.size());
-  features_batch(p, configs, h200(), rows.data(), 1);
-  for (auto _ : state) {
-    for (std::size_t i = 0; i < configs.size(); ++i) scores[i] = m->model->predict_row(rows.data() + i * width);
-    benchmark::DoNotOptimize(scores.data());
-  }
-  label(state, p, configs.size());
-}
+void BM_predict(benchmark::State& state, const char* text, bool whole) { predict_rows(state, text, whole, false); }
+void BM_predict_rows(benchmark::State& state, const char* text, bool whole) { predict_rows(state, text, whole, true); }
 
 // The config strings (tie-break key and Ranked::text) of the pool alone.
 void BM_config_text(benchmark::State& state, const char* text) {

@@ -16,6 +16,16 @@ from tilepick import _core, train
 CLI = os.environ.get("TILEPICK_CLI")
 
 
+def fake_sweep(tmp_path, lines, sample):
+    """A problem file of `lines` and its fake-backend sweep records: (problems path, records path)."""
+    problems = tmp_path / "p.txt"
+    problems.write_text("\n".join(lines) + "\n")
+    records = tmp_path / "r.csv.gz"
+    subprocess.run([CLI, "sweep", "--backend", "fake", "--arch", "h200", "-q", "--sample", str(sample), "-f", str(problems),
+                    "-o", str(records)], check=True, capture_output=True)
+    return problems, records
+
+
 def test_dtype_family_and_groups():
     assert train.dtype_family("gemm rcr m8 n8 k8 bf16") == "half"
     assert train.dtype_family("fwd g1 mb1 ic8 ih5 iw5 oc8 kh3 kw3 sh1 sw1 ph1 pw1 f16") == "half"
@@ -57,15 +67,11 @@ def test_efficiency_picks_the_argmax_and_ties_by_config():
 
 @pytest.mark.skipif(not CLI, reason="needs TILEPICK_CLI")
 def test_end_to_end_on_fake_sweep(tmp_path):
-    problems = tmp_path / "p.txt"
     lines = []
     for i, (m, n, k) in enumerate([(64, 64, 4096), (4096, 4096, 256), (1, 4096, 4096), (512, 1024, 768),
                                    (33, 200, 640), (2048, 128, 128), (96, 96, 96), (7, 8192, 1024)]):
         lines.append(f"net{i % 4}.l{i}: gemm rcr m{m} n{n} k{k} bf16")
-    problems.write_text("\n".join(lines) + "\n")
-    records = tmp_path / "r.csv.gz"
-    subprocess.run([CLI, "sweep", "--backend", "fake", "--arch", "h200", "-q", "--sample", "24", "-f", str(problems),
-                    "-o", str(records)], check=True, capture_output=True)
+    problems, records = fake_sweep(tmp_path, lines, 24)
     out = tmp_path / "models"
     rc = train.main([str(records), "--val", str(records), "--problems-file", str(problems), "--out", str(out),
                      "--objectives", "reg_rel", "reg_tflops"])
@@ -111,15 +117,11 @@ def test_stamp_eval_copies_each_models_held_out_numbers(tmp_path):
 
 @pytest.mark.skipif(not CLI, reason="needs TILEPICK_CLI")
 def test_pooled_conv_model_is_written_for_every_direction(tmp_path):
-    problems = tmp_path / "p.txt"
     lines = []
     for i, (c, hw, k) in enumerate([(16, 14, 32), (32, 28, 64), (64, 7, 64), (8, 56, 16), (128, 14, 128), (24, 9, 48)]):
         for d in ("fwd", "bwd_data", "bwd_weight"):
             lines.append(f"net{i % 3}.l{i}.{d}: {d} g1 mb4 ic{c} ih{hw} iw{hw} oc{k} kh3 kw3 sh1 sw1 ph1 pw1 bf16")
-    problems.write_text("\n".join(lines) + "\n")
-    records = tmp_path / "r.csv.gz"
-    subprocess.run([CLI, "sweep", "--backend", "fake", "--arch", "h200", "-q", "--sample", "12", "-f", str(problems),
-                    "-o", str(records)], check=True, capture_output=True)
+    problems, records = fake_sweep(tmp_path, lines, 12)
     out = tmp_path / "models"
     assert train.main([str(records), "--problems-file", str(problems), "--out", str(out), "--bag", "2"]) == 0
     names = ["conv_fwd_half_h200", "conv_bwd_data_half_h200", "conv_bwd_weight_half_h200"]
