@@ -108,7 +108,7 @@ struct PlanInfo {
   std::string arch, device_name, selection_source;  // selection_source: "model:<folder>", "fallback", ...
   std::string model_version;  // "<folder>@<hash of the model file>", or "none"
   std::vector<Candidate> candidates;  // best first
-  std::size_t pool_size = 0;  // legal tilepick candidates
+  std::size_t pool_size = 0;  // legal tilepick candidates scored (the model's candidates.txt set when it prunes)
   std::string cache;          // where the plan came from: "new", "memory", "file"
   double plan_seconds = 0;    // selection + timing + compile when it was made
   std::size_t workspace_bytes = 0;

@@ -225,6 +225,11 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
   if (mode != VendorMode::only && opt.strategy != Strategy::fixed) {
     const int k = opt.strategy == Strategy::exhaustive ? 0 : opt.strategy == Strategy::top_k ? opt.k : 5;
     sel = selector->select(p, t.arch, k);
+    if (opt.strategy == Strategy::exhaustive && sel.pruned) {  // exhaustive times the whole legal pool
+      const auto all = Registry::default_registry().lookup_configs(p, t.arch);
+      sel.top = selector->rank_configs(p, t.arch, all, 0);
+      sel.pool_size = all.size(), sel.pruned = false;
+    }
     info.pool_size = sel.pool_size;
     info.selection_source = sel.from_model ? sel.source : "fallback: " + sel.reason;
     for (const auto& r : sel.top) info.candidates.push_back({r.text, false, r.score, -1, ""});
