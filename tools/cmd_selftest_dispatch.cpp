@@ -165,6 +165,7 @@ void threads(Dispatcher& d, int dev) {
   for (const char* t : texts) data.push_back(std::make_unique<Data>(parse_problem(t), dev));
   std::atomic<int> bad{0};
   std::vector<std::thread> pool;
+  std::vector<std::vector<cuda::DeviceBuffer>> workspaces(8);  // per thread; freed after the final sync
   for (int t = 0; t < 8; ++t)
     pool.emplace_back([&, t] {
       try {
@@ -173,7 +174,10 @@ void threads(Dispatcher& d, int dev) {
           auto& x = *data[static_cast<std::size_t>((t + i) % 4)];
           PlanOptions o;
           o.vendor = VendorMode::off;
-          d.plan(x.p, o)->run(x.ops);
+          auto plan = d.plan(x.p, o);
+          Operands ops = x.ops;
+          if (plan->workspace_bytes() > 0) ops.workspace = workspaces[t].emplace_back(plan->workspace_bytes()).get();
+          plan->run(ops);
         }
       } catch (const std::exception& e) {
         std::cerr << "thread " << t << ": " << e.what() << "\n";
