@@ -11,51 +11,8 @@ import json
 import os
 import sys
 
-# ---- declarations mirroring include/tilepick/tilepick.h ----
-
-OK, INVALID_ARGUMENT = 0, 8
-DTYPES = ["f16", "bf16", "e4m3", "e5m2", "f32"]
-
-
-class OperandSpec(C.Structure):
-    _fields_ = [("name", C.c_char_p), ("slot", C.c_char_p), ("dims", C.c_char_p), ("dtype", C.c_int),
-                ("ndim", C.c_int), ("shape", C.POINTER(C.c_int64)), ("output", C.c_int)]
-
-
-class PlanOptions(C.Structure):
-    _fields_ = [("strategy", C.c_int), ("k", C.c_int), ("config", C.c_char_p), ("vendor", C.c_int),
-                ("device", C.c_int), ("offline_arch", C.c_char_p)]
-
-
-class Tensor(C.Structure):
-    _fields_ = [("data", C.c_void_p), ("dtype", C.c_int), ("ndim", C.c_int), ("shape", C.POINTER(C.c_int64)),
-                ("strides", C.POINTER(C.c_int64)), ("device", C.c_int)]
-
-
-def load(path=None):
-    lib = C.CDLL(path or os.environ.get("TILEPICK_C_LIB", "build/libtilepick_c.so"))
-    P = C.c_void_p
-    sigs = {
-        "tp_version": ([], C.c_char_p),
-        "tp_status_name": ([C.c_int], C.c_char_p),
-        "tp_last_error": ([], C.c_char_p),
-        "tp_problem_parse": ([C.c_char_p, C.POINTER(P)], C.c_int),
-        "tp_problem_destroy": ([P], None),
-        "tp_problem_string": ([P, C.POINTER(C.c_char_p)], C.c_int),
-        "tp_problem_operand_count": ([P, C.POINTER(C.c_size_t)], C.c_int),
-        "tp_problem_operand": ([P, C.c_size_t, C.POINTER(OperandSpec)], C.c_int),
-        "tp_plan_options_init": ([C.POINTER(PlanOptions)], C.c_int),
-        "tp_plan_create": ([P, C.POINTER(PlanOptions), C.POINTER(P)], C.c_int),
-        "tp_plan_destroy": ([P], None),
-        "tp_plan_kernel": ([P, C.POINTER(C.c_char_p)], C.c_int),
-        "tp_plan_workspace_bytes": ([P, C.POINTER(C.c_size_t)], C.c_int),
-        "tp_plan_info_json": ([P, C.POINTER(C.c_char_p)], C.c_int),
-        "tp_plan_run_tensors": ([P, C.POINTER(Tensor), C.c_size_t, P, P], C.c_int),
-    }
-    for name, (args, res) in sigs.items():
-        f = getattr(lib, name)
-        f.argtypes, f.restype = args, res
-    return lib
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from tilepick.capi import DTYPES, OK, OperandSpec, PlanOptions, Tensor, load  # noqa: E402  (ctypes only)
 
 
 class TilepickError(RuntimeError):

@@ -132,8 +132,8 @@ void* workspace_pointer(const nb::object& w, const Plan& plan) {
   return const_cast<void*>(a.data());
 }
 
-// Runs without the GIL; an error is rethrown only after the GIL is taken back, so that no exception
-// unwinds through the release (a tensor-check error crashed the process that way on the GPU machine).
+// Runs without the GIL; an error is rethrown only after the GIL is taken back, so that nanobind
+// translates it with the GIL held.
 void run_checked(const Plan& plan, const std::vector<TensorArg>& args, void* workspace, void* stream) {
   std::exception_ptr error;
   {
