@@ -61,6 +61,8 @@ def cv_group(problem: str, tag: str | None) -> str:
 def load_rows(paths: list[str], problem_files: list[str]) -> tuple[dict, pd.DataFrame]:
     header, df = rec.read_records(paths)
     df = df[(~df["is_vendor"]) & (~df["config"].str.startswith("fault="))]
+    # a pair measured in two files (a re-run, an active-sampling file) counts once: the first file's
+    df = df.drop_duplicates(["problem", "config"], keep="first")
     tags = {}
     for f in problem_files:
         tags.update(rec.read_problem_tags(f))
