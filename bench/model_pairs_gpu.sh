@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One GPU session of active sampling (issue 5): measures the pairs of bench/sweep/model_pairs_*.txt
-# (bench/model_pairs.py: the shipped models' top configs per problem, not yet recorded), in this order:
-# conv_val conv_train gemm conv_f16 gemm_f16, each sweep time-boxed (compile + measure) and resumable.
+# (bench/model_pairs.py: a model's top configs per problem, not yet recorded), the names given in order
+# (default: conv_val conv_train gemm conv_f16 gemm_f16, the first round), each sweep time-boxed
+# (compile + measure, an equal share of the time left) and resumable.
 # Timing as in data/sweeps/README.md. Everything lands in $OUT/results.tgz.
-#   BUDGET_S=570 bash bench/model_pairs_gpu.sh
+#   BUDGET_S=570 bash bench/model_pairs_gpu.sh [NAME...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
@@ -20,8 +21,9 @@ sweep() {  # name, seconds: compile + measure bench/sweep/model_pairs_NAME.txt w
     -o "$W/model_pairs_$name.csv.gz" >"$W/$name.log" 2>&1
   echo "$name rc=$? after $(( $(date +%s) - START )) s: $(tail -1 "$W/$name.log")"
 }
-sweep conv_val $(( $(left) * 22 / 100 ))
-sweep conv_train $(( $(left) * 40 / 100 ))
-sweep gemm $(( $(left) * 35 / 100 ))
-sweep conv_f16 $(( $(left) * 65 / 100 ))
-sweep gemm_f16 $(( $(left) - 10 ))
+names=("$@")
+[ $# -gt 0 ] || names=(conv_val conv_train gemm conv_f16 gemm_f16)
+n=${#names[@]}
+for i in "${!names[@]}"; do
+  sweep "${names[$i]}" $(( ($(left) - 10) / (n - i) ))
+done
