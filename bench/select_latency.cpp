@@ -2,6 +2,9 @@
 // (registry lookup + features_batch + GBDT predict + sort), for a GEMM and a conv problem on h200.
 // With a model's candidates.txt (pruned pool) only its legal configs are scored: counters "pool"
 // (the whole legal pool) and "scored" (what the selector scores); *_whole variants ignore the file.
+// BM_select/<op>_{fast,full}: select(k=1) with the distilled student (models/<m>/fast/, its own
+// candidate set) against the full model (ScoreMode); BM_fast_* are the stages of the fast path.
+// Everything but BM_select/*_fast runs the full models (ScoreMode::full), as before the students.
 // Uses the shipped model of the problem's (op, dtype, arch) when one is usable, else a synthetic
 // LightGBM text model written here (300 trees x 63 leaves over the feature schema, thresholds drawn
 // from the pool's own feature values) so the number reflects a realistic model size.
@@ -18,6 +21,7 @@
 #include <sstream>
 
 #include "tilepick/arch.hpp"
+#include "tilepick/env.hpp"
 #include "tilepick/features.hpp"
 #include "tilepick/registry.hpp"
 #include "tilepick/selector.hpp"
@@ -30,6 +34,7 @@ constexpr int kTrees = 300, kLeaves = 63;
 const char* const kGemm = "gemm rcr m4096 n4096 k4096 bf16";
 const char* const kConv = "fwd g1 mb32 ic256 ih56 iw56 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16";
 const char* const kWgrad = "bwd_weight g1 mb32 ic256 ih56 iw56 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16";
+const char* const kDgrad = "bwd_data g1 mb32 ic256 ih56 iw56 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16";
 
 const ArchSpec& h200() { return find_arch(default_arch_specs(), "h200"); }
 
@@ -111,20 +116,20 @@ const Selector& selector();
 
 // The same models with pruning off (the whole legal pool).
 const Selector& whole_selector() {
-  static const Selector s(selector().models_dir(), 1, false);
+  static const Selector s(selector().models_dir(), 1, false, ScoreMode::full);
   return s;
 }
 
 const Selector& selector() {
   static std::unique_ptr<Selector> synthetic;
   static const Selector* chosen = [] {
-    const Selector& shipped = Selector::default_selector();
+    static const Selector shipped(env::models_dir(), 1, true, ScoreMode::full);
     if (shipped.model_for(parse_problem(kGemm), h200()) && shipped.model_for(parse_problem(kConv), h200()))
       return &shipped;
     const fs::path root = fs::temp_directory_path() / ("tilepick_bench_models_" + std::to_string(::getpid()));
     write_synthetic_model(root, parse_problem(kGemm));
     write_synthetic_model(root, parse_problem(kConv));
-    synthetic = std::make_unique<Selector>(root.string(), 1);  // the folder stays for whole_selector()
+    synthetic = std::make_unique<Selector>(root.string(), 1, true, ScoreMode::full);  // the folder stays for whole_selector()
     return static_cast<const Selector*>(synthetic.get());
   }();
   return *chosen;
@@ -171,6 +176,81 @@ void BM_select_top1(benchmark::State& state, const char* text, bool whole) {
     benchmark::DoNotOptimize(r.top.data());
   }
   label(state, p, n);
+}
+
+// The shipped models in one mode (fast: their students where valid).
+const Selector& mode_selector(ScoreMode mode) {
+  static const Selector fast(selector().models_dir(), 1, true, ScoreMode::fast);
+  return mode == ScoreMode::fast ? fast : selector();
+}
+
+// select(k=1) fast vs full; counters: scored, fast (1 when the student scored), trees of the scorer.
+void BM_select(benchmark::State& state, const char* text, ScoreMode mode) {
+  const Problem p = parse_problem(text);
+  const Selector& s = mode_selector(mode);
+  Selection r;
+  for (auto _ : state) {
+    r = s.select(p, h200(), 1);
+    benchmark::DoNotOptimize(r.top.data());
+  }
+  const ModelEntry* m = s.model_for(p, h200());
+  const GbdtModel* scorer = m ? (r.fast ? &m->fast->model : &*m->model) : nullptr;
+  state.SetLabel(std::string(score_mode_name(mode)) + " " + (m ? m->spec.name : "fallback") + " " +
+                 (r.fast ? "student" : "model") + " (" + std::to_string(scorer ? scorer->num_trees() : 0) + " trees" +
+                 (r.fast && m->fast->rescore_top ? ", top " + std::to_string(m->fast->rescore_top) + " re-scored" : "") + ")");
+  state.counters["pool"] = static_cast<double>(pool(p).size());
+  state.counters["scored"] = static_cast<double>(r.pool_size);
+  state.counters["fast"] = r.fast;
+}
+
+// Stages of the fast path: 0 pool (legality of the student's set), 1 features, 2 student predict.
+void BM_fast_stage(benchmark::State& state, const char* text, int stage) {
+  const Problem p = parse_problem(text);
+  const Selector& s = mode_selector(ScoreMode::fast);
+  const ModelEntry* m = s.model_for(p, h200());
+  if (!m || !m->fast) return state.SkipWithError("no student");
+  const auto configs = s.pool(p, h200());
+  const std::size_t width = feature_schema().size();
+  std::vector<double> rows(configs.size() * width), scores(configs.size());
+  features_batch(p, configs, h200(), rows.data(), 1);
+  for (auto _ : state) {
+    if (stage == 0) {
+      auto c = s.pool(p, h200());
+      benchmark::DoNotOptimize(c.data());
+    } else if (stage == 1) {
+      features_batch(p, configs, h200(), rows.data(), 1);
+    } else {
+      m->fast->model.predict(rows.data(), configs.size(), width, scores.data());
+    }
+    benchmark::DoNotOptimize(scores.data());
+    benchmark::DoNotOptimize(rows.data());
+  }
+  state.counters["scored"] = static_cast<double>(configs.size());
+  state.SetLabel(m->spec.name + " student (" + std::to_string(m->fast->model.num_trees()) + " trees" +
+                 (m->fast->model.precompiled() ? ", precompiled" : "") + ")");
+}
+
+// The full model over the first N rows of the pool (what re-scoring the student's top N costs):
+// row by row (predict_row) or through predict() (row by row up to kGbdtRowByRowMaxRows, else the
+// specialized batch path).
+void BM_teacher_rows(benchmark::State& state, const char* text, bool per_row) {
+  const Problem p = parse_problem(text);
+  const ModelEntry* m = selector().model_for(p, h200());
+  if (!m) return state.SkipWithError("no model");
+  const auto configs = scored_pool(p, false);
+  const std::size_t n = std::min(configs.size(), static_cast<std::size_t>(state.range(0)));
+  const std::size_t width = feature_schema().size();
+  std::vector<double> rows(configs.size() * width), scores(n);
+  features_batch(p, configs, h200(), rows.data(), 1);
+  for (auto _ : state) {
+    if (per_row)
+      for (std::size_t i = 0; i < n; ++i) scores[i] = m->model->predict_row(rows.data() + i * width);
+    else
+      m->model->predict(rows.data(), n, width, scores.data());
+    benchmark::DoNotOptimize(scores.data());
+  }
+  state.counters["rows"] = static_cast<double>(n);
+  state.SetLabel(m->spec.name + " (" + std::to_string(m->model->num_trees()) + " trees)");
 }
 
 // Scoring a precomputed pool (the scored one): features + predict + sort.
@@ -261,6 +341,24 @@ void BM_lookup(benchmark::State& state, const char* text) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n));
 }
 
+BENCHMARK_CAPTURE(BM_select, gemm_fast, kGemm, ScoreMode::fast)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select, gemm_full, kGemm, ScoreMode::full)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select, fwd_fast, kConv, ScoreMode::fast)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select, fwd_full, kConv, ScoreMode::full)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select, wgrad_fast, kWgrad, ScoreMode::fast)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select, wgrad_full, kWgrad, ScoreMode::full)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select, dgrad_fast, kDgrad, ScoreMode::fast)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select, dgrad_full, kDgrad, ScoreMode::full)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_fast_stage, gemm_pool, kGemm, 0)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_fast_stage, gemm_features, kGemm, 1)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_fast_stage, gemm_predict, kGemm, 2)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_fast_stage, fwd_pool, kConv, 0)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_fast_stage, fwd_features, kConv, 1)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_fast_stage, fwd_predict, kConv, 2)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_teacher_rows, gemm_row, kGemm, true)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_teacher_rows, gemm_batch, kGemm, false)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_teacher_rows, fwd_row, kConv, true)->Arg(16)->Arg(64)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_teacher_rows, fwd_batch, kConv, false)->Arg(16)->Arg(64)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_select_top1, gemm, kGemm, false)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_select_top1, conv, kConv, false)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_select_top1, wgrad, kWgrad, false)->Unit(benchmark::kMicrosecond);

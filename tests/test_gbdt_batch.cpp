@@ -17,14 +17,15 @@ namespace {
 
 constexpr int kFeatures = 7;
 
-std::string random_forest(std::mt19937_64& rng, int trees) {
+// `numeric_only`: no categorical or zero-missing splits, at most 9 leaves (forests GbdtModel precompiles).
+std::string random_forest(std::mt19937_64& rng, int trees, bool numeric_only = false) {
   std::ostringstream m;
   m.precision(17);
   m << "tree\nversion=v4\nnum_class=1\nnum_tree_per_iteration=1\nmax_feature_idx=" << kFeatures - 1
     << "\nobjective=regression\nfeature_names=f0 f1 f2 f3 f4 f5 f6\n\n";
   std::uniform_real_distribution<double> leaf(-1, 1);
   for (int t = 0; t < trees; ++t) {
-    const int leaves = 1 + static_cast<int>(rng() % 20);
+    const int leaves = 1 + static_cast<int>(rng() % (numeric_only ? 9 : 20));  // numeric: depth <= 8
     struct N {
       int feature, decision, left, right;
       double threshold;
@@ -36,14 +37,14 @@ std::string random_forest(std::mt19937_64& rng, int trees) {
     while (static_cast<int>(parent.size()) < leaves) {
       const int l = static_cast<int>(rng() % parent.size());
       N n{static_cast<int>(rng() % kFeatures), 0, ~l, ~static_cast<int>(parent.size()), 0};
-      if (rng() % 5 == 0) {  // categorical: a set of one or two words
+      if (!numeric_only && rng() % 5 == 0) {  // categorical: a set of one or two words
         n.decision = 1 | static_cast<int>(rng() % 4) * 4;
         n.threshold = num_cat++;
         const int words = 1 + static_cast<int>(rng() % 2);
         for (int w = 0; w < words; ++w) bits.push_back(static_cast<std::uint32_t>(rng()));
         bounds.push_back(static_cast<std::uint32_t>(bits.size()));
       } else {
-        n.decision = static_cast<int>(rng() % 2) * 2 + static_cast<int>(rng() % 3) * 4;
+        n.decision = static_cast<int>(rng() % 2) * 2 + static_cast<int>(numeric_only ? (rng() % 2) * 2 : rng() % 3) * 4;
         n.threshold = static_cast<double>(static_cast<int>(rng() % 9) - 4) * 0.5;
       }
       const int index = static_cast<int>(nodes.size());
@@ -110,6 +111,30 @@ TEST(GbdtBatch, MatchesPredictRowBitForBit) {
       ASSERT_TRUE(identical(batch[i], want)) << "round " << round << " row " << i << ": " << batch[i] << " != " << want;
     }
   }
+}
+
+TEST(GbdtBatch, PrecompiledSmallForestsMatchPredictRowBitForBit) {
+  std::mt19937_64 rng(11);
+  int precompiled = 0;
+  for (int round = 0; round < 200; ++round) {
+    const GbdtModel m = GbdtModel::parse(random_forest(rng, 1 + static_cast<int>(rng() % 60), true));
+    precompiled += m.precompiled();
+    const std::size_t n = 2 + rng() % 70;
+    std::vector<double> rows(n * kFeatures), batch(n);
+    for (auto& v : rows) v = value(rng, 3, 0);
+    m.predict(rows.data(), n, kFeatures, batch.data());
+    for (std::size_t i = 0; i < n; ++i) {
+      const double want = m.predict_row(rows.data() + i * kFeatures);
+      ASSERT_TRUE(identical(batch[i], want)) << "round " << round << " row " << i << ": " << batch[i] << " != " << want;
+    }
+  }
+  EXPECT_EQ(precompiled, 200);
+  // Categorical splits, and forests above the size limit, keep the per-call specialization.
+  std::mt19937_64 cat(5);
+  bool any_general = false;
+  for (int i = 0; i < 20; ++i) any_general |= !GbdtModel::parse(random_forest(cat, 30)).precompiled();
+  EXPECT_TRUE(any_general);
+  EXPECT_FALSE(GbdtModel::parse(random_forest(rng, 300, true)).precompiled());
 }
 
 TEST(GbdtBatch, ListsTheFeaturesSplitsUse) {

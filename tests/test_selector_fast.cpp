@@ -53,7 +53,7 @@ std::vector<Ref> reference(const Selector& s, const Problem& p, const ArchSpec& 
 bool identical(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 TEST(SelectorFast, RankingsEqualThePlainReference) {
-  const Selector s(kModels);
+  const Selector s(kModels, 1, true, ScoreMode::full);
   const ArchSpec& h200 = find_arch(default_arch_specs(), "h200");
   const char* problems[] = {
       "gemm rcr m4096 n4096 k4096 bf16",

@@ -30,6 +30,7 @@ struct EvalArgs {
   double margin = 0;
   bool no_plot = false;
   bool no_prune = false;
+  std::string select;  // "", full or fast (TILEPICK_SELECT when "")
 };
 
 constexpr int kThresholdExit = 2;
@@ -114,7 +115,9 @@ void run(const EvalArgs& a) {
     for (const auto& np : load_problem_file(f))
       if (!np.name.empty()) tags.emplace(to_string(np.problem), np.name.substr(0, np.name.find('.')));
 
-  const Selector selector(a.models.empty() ? env::models_dir() : a.models, 1, !a.no_prune);
+  const ScoreMode mode = a.select == "full" ? ScoreMode::full : a.select == "fast" ? ScoreMode::fast : ScoreMode::automatic;
+  const Selector selector(a.models.empty() ? env::models_dir() : a.models, 1, !a.no_prune, mode);
+  std::cout << "selection: " << score_mode_name(selector.mode()) << "\n";
   std::cout << "models '" << selector.models_dir() << "' (feature schema " << feature_schema().hash << "):";
   if (selector.models().empty()) std::cout << " none";
   std::cout << "\n";
@@ -123,6 +126,9 @@ void run(const EvalArgs& a) {
               << (m.candidates && selector.pruning()
                       ? ", candidates.txt: " + std::to_string(m.candidates->configs.size()) + " configs"
                       : std::string())
+              << (m.fast ? ", fast/ student: " + std::to_string(m.fast->model.num_trees()) + " trees" +
+                               (m.fast->candidates ? ", " + std::to_string(m.fast->candidates->configs.size()) + " configs" : "")
+                         : std::string())
               << "\n";
   const eval::EvalReport report = eval::evaluate(selector, records, arch, tags);
   std::cout << "arch " << arch.name << ", " << records.size() << " records\n" << eval::format_table(report);
@@ -174,6 +180,9 @@ void add_eval_commands(CLI::App& app) {
   cmd->add_flag("--no-plot", args->no_plot, "do not run python3 -m tilepick.eval_plot");
   cmd->add_flag("--no-prune", args->no_prune,
                 "ignore the models' candidates.txt: the model chooses among every measured config");
+  cmd->add_option("--select", args->select,
+                  "full: the models; fast: their fast/ students where valid (default: TILEPICK_SELECT, else fast)")
+      ->check(CLI::IsMember({"full", "fast"}));
   cmd->callback([args] { run(*args); });
 }
 

@@ -30,5 +30,7 @@ std::string cudnn_lib();
 std::string vendor_mode();
 // TILEPICK_PLAN_CACHE: the dispatcher's plan-cache JSON file, "" when unset (memory only).
 std::string plan_cache_file();
+// TILEPICK_SELECT: full | fast (selector.hpp ScoreMode), "" when unset (the Selector's default).
+std::string select_mode();
 
 }  // namespace tilepick::env

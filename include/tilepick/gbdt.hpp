@@ -9,6 +9,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@
 namespace tilepick {
 
 struct FeatureSchema;
+struct GbdtFlatForest;  // src/select/gbdt_flat.cpp
 
 // A model's feature names do not match what the caller computes.
 class ModelMismatch : public Error {
@@ -47,10 +49,14 @@ class GbdtModel {
   double predict_row(const double* row) const;  // num_features() values
   // Row-major rows (n_cols must equal num_features()); out[i] = raw score of row i, bit-identical to
   // predict_row. Batches run the forest specialized to the columns that are constant over the batch
-  // (one problem's candidates share every problem and device term), tree by tree over the rows.
+  // (one problem's candidates share every problem and device term), tree by tree over the rows;
+  // small, shallow forests without categorical or zero-missing splits (precompiled()) run a flat
+  // form built at load instead, with no per-call work but gathering the used columns; batches of a
+  // few rows (up to 32) go tree by tree over the rows without specializing.
   void predict(const double* rows, std::size_t n_rows, std::size_t n_cols, double* out) const;
   // Feature indices some split uses, ascending.
   const std::vector<int>& used_features() const { return used_features_; }
+  bool precompiled() const { return flat_ != nullptr; }
 
   struct Node {
     double threshold = 0;     // numerical: value; categorical: index into the model's bitsets
@@ -70,6 +76,7 @@ class GbdtModel {
   std::string objective_;
   std::vector<Tree> trees_;
   std::vector<int> used_features_;
+  std::shared_ptr<const GbdtFlatForest> flat_;
   void predict_batch(const double* rows, std::size_t n_rows, std::size_t n_cols, double* out) const;
 };
 

@@ -10,6 +10,9 @@
 //   models/<name>/candidates.txt               optional pruned pool (python -m tilepick.prune): '#'
 //                                               comments, then one config per line (align=auto form);
 //                                               the model then scores only the legal configs listed
+//   models/<name>/fast/                        optional distilled student (python -m tilepick.distill):
+//                                               model.txt, feature_spec.json (+ "teacher_version",
+//                                               "rescore_top"), candidates.txt, manifest.json
 // op is op_name() (gemm, conv_fwd, conv_bwd_data, conv_bwd_weight), dtype_family is dtype_family()
 // below, arch the arch spec name (ArchSpec::name, e.g. "h200"); space_hash is config_space_hash(op).
 // A folder whose schema hash, feature names or space hash differ from this build is refused; its
@@ -77,6 +80,29 @@ struct CandidateSet {
 // "<path>:<line>" for a line that is not a config (or a config listed twice).
 CandidateSet load_candidates(const std::string& path);
 
+// How the selector scores a model's candidates. full: the model (the teacher). fast: its distilled
+// student (models/<m>/fast/) over the student's candidate set when the folder is valid for this
+// build and this teacher, then the student's top `rescore_top` re-scored by the teacher; the
+// teacher otherwise. automatic: TILEPICK_SELECT (full | fast), unset = kDefaultScoreMode.
+enum class ScoreMode { automatic, full, fast };
+inline constexpr ScoreMode kDefaultScoreMode = ScoreMode::fast;  // docs/selection.md: same held-out quality
+ScoreMode resolve_score_mode(ScoreMode mode);  // automatic -> env or the default
+const char* score_mode_name(ScoreMode mode);
+
+// A model folder's fast/ student, checked against this build and its teacher.
+struct FastModel {
+  std::string dir;
+  GbdtModel model;
+  bool higher_is_better = true;
+  std::optional<CandidateSet> candidates;  // fast/candidates.txt: the configs the student scores
+  int rescore_top = 0;                     // the student's top M re-scored by the teacher (0: none)
+  std::string version;                     // "fast@<FNV-1a 64 of the student file>"
+  nlohmann::json manifest;
+};
+// Reads <teacher.dir>/fast; throws an Error naming what is wrong (missing file, schema / space hash,
+// feature names, or a teacher_version other than teacher.version: the teacher was retrained).
+FastModel load_fast_folder(const ModelSpec& teacher);
+
 // One model folder found under the models dir; `rejected` says why it is not used ("" = usable).
 struct ModelEntry {
   ModelSpec spec;
@@ -87,6 +113,9 @@ struct ModelEntry {
   // candidates_error says why (the Selector warns once).
   std::optional<CandidateSet> candidates;
   std::string candidates_error;
+  // fast/ (only loaded by a Selector in fast mode): set when valid; fast_error says why not.
+  std::optional<FastModel> fast;
+  std::string fast_error;
   bool usable() const { return rejected.empty(); }
 };
 
@@ -101,6 +130,7 @@ struct Selection {
   std::vector<Ranked> top;      // best first, at most k
   std::size_t pool_size = 0;    // legal candidates scored
   bool pruned = false;          // pool_size counts only the model's candidates.txt configs
+  bool fast = false;            // scored by the model's student (pool_size: its candidate set)
   bool from_model = false;
   std::string source;           // as in Ranked
   std::string reason;           // why the fallback was used ("" with a model)
@@ -118,7 +148,10 @@ class Selector {
   // models). Folders that cannot be read or do not match this build are kept with the reason.
   // `threads`: feature threads per call (1 = the caller's thread only; <= 0 = env::num_threads()).
   // `prune`: use the models' candidates.txt (false: always the whole legal pool).
-  explicit Selector(std::string models_dir, int threads = 1, bool prune = true);
+  // `mode`: ScoreMode above. In fast mode a model's spec.version (the plan caches' key) gets
+  // "+fast@<student hash>" appended when its student is used.
+  explicit Selector(std::string models_dir, int threads = 1, bool prune = true,
+                    ScoreMode mode = ScoreMode::automatic);
   // env::models_dir(), loaded once per process.
   static const Selector& default_selector();
 
@@ -131,10 +164,13 @@ class Selector {
   std::vector<KernelConfig> pool(const Problem& p, const ArchSpec& arch, bool* pruned = nullptr) const;
   // The subset of given configs that the model's candidate set keeps (all of them when the model
   // has no set, pruning is off, or none is in the set); `tilepick eval` scores the model on it.
+  // In fast mode the student's set comes first (the teacher's when none of them is in it).
   std::vector<KernelConfig> prune(const Problem& p, const ArchSpec& arch, std::span<const KernelConfig> configs,
                                   bool* pruned = nullptr) const;
   bool pruning() const { return prune_; }
-  // The same over given configs (resolved for the problem here); used by `tilepick eval`.
+  ScoreMode mode() const { return mode_; }  // full or fast (never automatic)
+  // The same over given configs (resolved for the problem here); used by `tilepick eval`. In fast
+  // mode the student scores them when every one is in its candidate set (prune() keeps that).
   std::vector<Ranked> rank_configs(const Problem& p, const ArchSpec& arch, std::span<const KernelConfig> configs,
                                    int k = 0) const;
   // The analytic fallback's ranking of given configs, whatever models are loaded.
@@ -149,13 +185,18 @@ class Selector {
 
  private:
   std::vector<Ranked> score(const Problem& p, const ArchSpec& arch, std::vector<KernelConfig> configs, int k,
-                            bool allow_model, std::string* reason) const;
-  struct PoolCache;  // per (model, arch target): registry candidates in the model's set
-  const std::vector<KernelConfig>& pruned_candidates(const ModelEntry& m, const ArchSpec& arch,
-                                                     bool* unique_pool_forms) const;
+                            bool allow_model, bool use_fast, std::string* reason) const;
+  struct PoolCache;  // per (model, arch target, set): registry candidates in a candidate set
+  const std::vector<KernelConfig>& set_candidates(const ModelEntry& m, const CandidateSet& set, const ArchSpec& arch,
+                                                  bool* unique_pool_forms) const;
+  // Legal configs of `set` resolved for p (empty when none is legal).
+  std::vector<KernelConfig> set_pool(const ModelEntry& m, const CandidateSet& set, const Problem& p,
+                                     const ArchSpec& arch) const;
+  std::vector<KernelConfig> pool_impl(const Problem& p, const ArchSpec& arch, bool* pruned, bool* fast) const;
   std::string dir_;
   int threads_ = 1;
   bool prune_ = true;
+  ScoreMode mode_ = ScoreMode::full;
   std::vector<ModelEntry> models_;
   std::shared_ptr<PoolCache> cache_;
 };

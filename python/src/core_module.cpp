@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -128,6 +130,45 @@ std::vector<std::tuple<std::string, std::string>> problem_file_py(const std::str
   return out;
 }
 
+// One Selector per (models dir, mode), loaded on first use and kept for the process.
+const Selector& selector_for(const std::string& models_dir, const std::string& mode) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, std::string>, std::unique_ptr<Selector>> selectors;
+  if (mode != "full" && mode != "fast") throw nb::value_error(("mode '" + mode + "' is not full or fast").c_str());
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& s = selectors[{models_dir, mode}];
+  if (!s) s = std::make_unique<Selector>(models_dir, 1, true, mode == "full" ? ScoreMode::full : ScoreMode::fast);
+  return *s;
+}
+
+// The configs the selector scores for one problem (resolved), and whether the fast student scores them.
+std::tuple<std::vector<std::string>, bool> selector_pool_py(const std::string& problem, const std::string& arch_name,
+                                                            const std::string& models_dir, const std::string& mode) {
+  const Problem p = parse_problem(problem);
+  const Selector& sel = selector_for(models_dir, mode);
+  std::vector<std::string> out;
+  bool fast = false;
+  {
+    nb::gil_scoped_release unlocked;
+    const Selection s = sel.select(p, arch_named(arch_name), 1);
+    fast = s.fast;
+    for (const auto& c : sel.pool(p, arch_named(arch_name))) out.push_back(to_string(c));
+  }
+  return {out, fast};
+}
+
+// The selector's best k (config, score) for one problem.
+std::vector<std::tuple<std::string, double>> selector_rank_py(const std::string& problem, const std::string& arch_name,
+                                                              const std::string& models_dir, const std::string& mode,
+                                                              int k) {
+  const Problem p = parse_problem(problem);
+  const Selector& sel = selector_for(models_dir, mode);
+  std::vector<std::tuple<std::string, double>> out;
+  nb::gil_scoped_release unlocked;
+  for (const auto& r : sel.rank(p, arch_named(arch_name), k)) out.emplace_back(r.text, r.score);
+  return out;
+}
+
 }  // namespace
 }  // namespace tilepick::py
 
@@ -180,6 +221,15 @@ NB_MODULE(_core, m) {
         "Canonical strings of the registry's legal configs for the problem (align resolved).");
   m.def("heuristic_scores", &heuristic_scores_py, "problem"_a, "configs"_a, "arch"_a = "h200",
         "Analytic fallback score of each config (estimated TFLOP/s; higher is better).");
+  m.def("selector_pool", &selector_pool_py, "problem"_a, "arch"_a, "models_dir"_a, "mode"_a = "full",
+        "(configs the Selector of models_dir scores for the problem, resolved; whether its fast student scores them). "
+        "mode: full (the models) or fast (their fast/ students).");
+  m.def("selector_rank", &selector_rank_py, "problem"_a, "arch"_a, "models_dir"_a, "mode"_a = "full", "k"_a = 1,
+        "The best k (config, score) of the Selector of models_dir (mode full or fast).");
+  m.def("model_version", [](const std::string& dir) { return load_model_folder(dir).spec.version; }, "dir"_a,
+        "'<name>@<hash of the model file>' of a model folder: the key plan caches and fast/ students use.");
+  m.def("pool_form", [](const std::string& s) { return to_string(pool_form(parse_config(s))); }, "config"_a,
+        "A config with align reset to auto: the form of candidates.txt lines.");
   m.def("gbdt_predict", &gbdt_predict_py, "model_path"_a, "rows"_a,
         "Raw scores of a LightGBM text model (.txt or .txt.gz) on rows (n x num_features).");
   m.def("config_space_hash", &config_space_hash_py, "op"_a,

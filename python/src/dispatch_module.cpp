@@ -266,6 +266,7 @@ nb::dict select_py(const std::string& problem, const std::string& arch_name, int
   d["top"] = top;
   d["pool_size"] = s.pool_size;
   d["pruned"] = s.pruned;  // pool_size counts the model's candidates.txt configs
+  d["fast"] = s.fast;      // scored by the model's fast/ student (top 16 re-scored by the model)
   d["from_model"] = s.from_model;
   d["source"] = s.source;
   d["reason"] = s.reason;

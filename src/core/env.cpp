@@ -109,4 +109,13 @@ std::string plan_cache_file() {
   return v ? v : "";
 }
 
+std::string select_mode() {
+  const char* v = get("TILEPICK_SELECT");
+  if (!v) return "";
+  const std::string_view s(v);
+  if (s != "full" && s != "fast")
+    throw Error(Status::invalid_argument, std::string("TILEPICK_SELECT='") + v + "' is not one of full, fast");
+  return v;
+}
+
 }  // namespace tilepick::env

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <tuple>
 #include <sstream>
 
 #include "core/hash.hpp"
@@ -192,11 +193,12 @@ struct Selector::PoolCache {
     bool unique_pool_forms = true;      // then resolving them per problem needs no dedupe
   };
   std::mutex mutex;
-  std::map<std::pair<const ModelEntry*, std::string>, std::unique_ptr<Pool>> pools;
+  std::map<std::tuple<const ModelEntry*, const CandidateSet*, std::string>, std::unique_ptr<Pool>> pools;
 };
 
-Selector::Selector(std::string models_dir, int threads, bool prune)
-    : dir_(std::move(models_dir)), threads_(threads), prune_(prune), cache_(std::make_shared<PoolCache>()) {
+Selector::Selector(std::string models_dir, int threads, bool prune, ScoreMode mode)
+    : dir_(std::move(models_dir)), threads_(threads), prune_(prune), mode_(resolve_score_mode(mode)),
+      cache_(std::make_shared<PoolCache>()) {
   std::error_code ec;
   if (dir_.empty() || !fs::is_directory(dir_, ec)) return;
   std::vector<fs::path> folders;
@@ -208,6 +210,20 @@ Selector::Selector(std::string models_dir, int threads, bool prune)
     if (prune_ && !m.candidates_error.empty() && env::log_level() >= 1)
       std::cerr << "tilepick: warning: model " + m.spec.name + " scores every legal config, its candidates.txt is not used: " +
                        m.candidates_error + "\n";
+  if (mode_ != ScoreMode::fast) return;
+  for (auto& m : models_) {
+    if (!m.usable()) continue;
+    const bool present = fs::is_directory(fs::path(m.spec.dir) / "fast");
+    try {
+      m.fast = load_fast_folder(m.spec);
+      m.spec.version += "+" + m.fast->version;  // plans made with the student are keyed on it too
+    } catch (const Error& err) {
+      m.fast_error = err.what();
+      if (present && env::log_level() >= 1)
+        std::cerr << "tilepick: warning: model " + m.spec.name + " selects with its full model, its fast/ student is not used: " +
+                         m.fast_error + "\n";
+    }
+  }
 }
 
 const Selector& Selector::default_selector() {
@@ -230,18 +246,46 @@ const ModelEntry* Selector::model_for(const Problem& p, const ArchSpec& arch, st
 }
 
 std::vector<Ranked> Selector::score(const Problem& p, const ArchSpec& arch, std::vector<KernelConfig> configs,
-                                    int k, bool allow_model, std::string* reason) const {
+                                    int k, bool allow_model, bool use_fast, std::string* reason) const {
   const std::size_t n = configs.size();
   std::vector<double> scores(n);
   std::string why = "fallback requested", source = "fallback";
   const ModelEntry* m = allow_model ? model_for(p, arch, &why) : nullptr;
+  std::size_t rescored = 0;  // the first `rescored` of the order carry teacher scores
+  std::vector<std::size_t> order;
+  std::vector<std::string> texts(n);
+  const std::size_t keep = k > 0 ? std::min(n, static_cast<std::size_t>(k)) : n;
   if (m) {
     const std::size_t width = feature_schema().size();
     std::vector<double> rows(n * width);
     features_batch(p, configs, arch, rows.data(), threads_);
-    m->model->predict(rows.data(), n, width, scores.data());
-    if (!m->spec.higher_is_better)
+    const FastModel* fast = use_fast && m->fast ? &*m->fast : nullptr;
+    const GbdtModel& model = fast ? fast->model : *m->model;
+    model.predict(rows.data(), n, width, scores.data());
+    if (!(fast ? fast->higher_is_better : m->spec.higher_is_better))
       for (double& v : scores) v = -v;
+    if (fast && fast->rescore_top > 0 && n > 1) {
+      // The student's best M, re-scored by the teacher and ranked by it ahead of the rest.
+      rescored = std::min(n, static_cast<std::size_t>(fast->rescore_top));
+      order = ranked_order(configs, scores, std::max(keep, rescored), texts);
+      std::vector<double> top_rows(rescored * width), top_scores(rescored);
+      std::vector<KernelConfig> top_configs(rescored);
+      for (std::size_t r = 0; r < rescored; ++r) {
+        std::copy_n(rows.data() + order[r] * width, width, top_rows.data() + r * width);
+        top_configs[r] = configs[order[r]];
+      }
+      m->model->predict(top_rows.data(), rescored, width, top_scores.data());
+      if (!m->spec.higher_is_better)
+        for (double& v : top_scores) v = -v;
+      std::vector<std::string> top_texts(rescored);
+      const std::vector<std::size_t> top_order = ranked_order(top_configs, top_scores, rescored, top_texts);
+      std::vector<std::size_t> head(rescored);
+      for (std::size_t r = 0; r < rescored; ++r) {
+        head[r] = order[top_order[r]];
+        scores[head[r]] = top_scores[top_order[r]];
+      }
+      std::copy(head.begin(), head.end(), order.begin());
+    }
     source = "model:" + m->spec.name;
     why.clear();
   } else {
@@ -249,9 +293,7 @@ std::vector<Ranked> Selector::score(const Problem& p, const ArchSpec& arch, std:
     for (std::size_t i = 0; i < n; ++i) scores[i] = heuristic_score(p, configs[i], arch);
   }
   if (reason) *reason = why;
-  const std::size_t keep = k > 0 ? std::min(n, static_cast<std::size_t>(k)) : n;
-  std::vector<std::string> texts(n);
-  const std::vector<std::size_t> order = ranked_order(configs, scores, keep, texts);
+  if (rescored == 0) order = ranked_order(configs, scores, keep, texts);
   std::vector<Ranked> out(keep);
   for (std::size_t r = 0; r < keep; ++r) {
     const std::size_t i = order[r];
@@ -263,15 +305,15 @@ std::vector<Ranked> Selector::score(const Problem& p, const ArchSpec& arch, std:
   return out;
 }
 
-const std::vector<KernelConfig>& Selector::pruned_candidates(const ModelEntry& m, const ArchSpec& arch,
-                                                             bool* unique_pool_forms) const {
+const std::vector<KernelConfig>& Selector::set_candidates(const ModelEntry& m, const CandidateSet& set,
+                                                          const ArchSpec& arch, bool* unique_pool_forms) const {
   std::lock_guard<std::mutex> lock(cache_->mutex);
-  auto& slot = cache_->pools[{&m, arch.sm}];
+  auto& slot = cache_->pools[{&m, &set, arch.sm}];
   if (!slot) {
     slot = std::make_unique<PoolCache::Pool>();
     std::set<KernelConfig> forms;
     for (const auto& e : Registry::default_registry().candidates(m.spec.op, arch)) {
-      if (!m.candidates->contains(e.config)) continue;
+      if (!set.contains(e.config)) continue;
       slot->configs.push_back(e.config);
       slot->unique_pool_forms = forms.insert(pool_form(e.config)).second && slot->unique_pool_forms;
     }
@@ -280,31 +322,60 @@ const std::vector<KernelConfig>& Selector::pruned_candidates(const ModelEntry& m
   return slot->configs;
 }
 
-std::vector<KernelConfig> Selector::pool(const Problem& p, const ArchSpec& arch, bool* pruned) const {
+std::vector<KernelConfig> Selector::set_pool(const ModelEntry& m, const CandidateSet& set, const Problem& p,
+                                             const ArchSpec& arch) const {
   std::vector<KernelConfig> out;
-  const ModelEntry* m = prune_ ? model_for(p, arch) : nullptr;
-  if (m && m->candidates) {
-    bool unique = true;
-    const std::vector<KernelConfig>& candidates = pruned_candidates(*m, arch, &unique);
-    out.reserve(candidates.size());
-    for (const auto& c : candidates)
-      if (legal(p, c, arch)) out.push_back(resolve(c, p));
-    // Distinct pool forms resolve to distinct configs; otherwise dedupe as Registry::lookup does.
-    if (!unique) {
-      std::set<KernelConfig> seen;
-      std::erase_if(out, [&](const KernelConfig& c) { return !seen.insert(c).second; });
+  bool unique = true;
+  const std::vector<KernelConfig>& candidates = set_candidates(m, set, arch, &unique);
+  out.reserve(candidates.size());
+  for (const auto& c : candidates)
+    if (legal(p, c, arch)) out.push_back(resolve(c, p));
+  // Distinct pool forms resolve to distinct configs; otherwise dedupe as Registry::lookup does.
+  if (!unique) {
+    std::set<KernelConfig> seen;
+    std::erase_if(out, [&](const KernelConfig& c) { return !seen.insert(c).second; });
+  }
+  return out;
+}
+
+std::vector<KernelConfig> Selector::pool_impl(const Problem& p, const ArchSpec& arch, bool* pruned, bool* fast) const {
+  const ModelEntry* m = model_for(p, arch);
+  *fast = false;
+  if (m && m->fast) {
+    // The student's own set; when none of it is legal the teacher scores its usual pool.
+    if (!m->fast->candidates) *fast = true;
+    else if (std::vector<KernelConfig> out = set_pool(*m, *m->fast->candidates, p, arch); !out.empty()) {
+      *pruned = *fast = true;
+      return out;
     }
-    if (pruned) *pruned = !out.empty();
+  }
+  if (prune_ && m && m->candidates) {
+    std::vector<KernelConfig> out = set_pool(*m, *m->candidates, p, arch);
+    *pruned = !out.empty();
     if (!out.empty()) return out;
   }
-  if (pruned) *pruned = false;
+  *pruned = false;
   return Registry::default_registry().lookup_configs(p, arch);
+}
+
+std::vector<KernelConfig> Selector::pool(const Problem& p, const ArchSpec& arch, bool* pruned) const {
+  bool is_pruned = false, fast = false;
+  std::vector<KernelConfig> out = pool_impl(p, arch, &is_pruned, &fast);
+  if (pruned) *pruned = is_pruned;
+  return out;
 }
 
 std::vector<KernelConfig> Selector::prune(const Problem& p, const ArchSpec& arch,
                                           std::span<const KernelConfig> configs, bool* pruned) const {
   std::vector<KernelConfig> out;
-  const ModelEntry* m = prune_ ? model_for(p, arch) : nullptr;
+  const ModelEntry* m = model_for(p, arch);
+  if (m && m->fast && m->fast->candidates) {
+    for (const auto& c : configs)
+      if (m->fast->candidates->contains(c)) out.push_back(c);
+    if (pruned) *pruned = !out.empty();
+    if (!out.empty()) return out;
+  }
+  if (!prune_) m = nullptr;
   if (m && m->candidates)
     for (const auto& c : configs)
       if (m->candidates->contains(c)) out.push_back(c);
@@ -314,29 +385,37 @@ std::vector<KernelConfig> Selector::prune(const Problem& p, const ArchSpec& arch
 }
 
 std::vector<Ranked> Selector::rank(const Problem& p, const ArchSpec& arch, int k) const {
-  return score(p, arch, pool(p, arch), k, true, nullptr);
+  bool pruned = false, fast = false;
+  std::vector<KernelConfig> configs = pool_impl(p, arch, &pruned, &fast);
+  return score(p, arch, std::move(configs), k, true, fast, nullptr);
 }
 
 std::vector<Ranked> Selector::rank_configs(const Problem& p, const ArchSpec& arch,
                                            std::span<const KernelConfig> configs, int k) const {
   std::vector<KernelConfig> resolved;
   for (const auto& c : configs) resolved.push_back(resolve(c, p));
-  return score(p, arch, std::move(resolved), k, true, nullptr);
+  const ModelEntry* m = model_for(p, arch);
+  const bool fast = m && m->fast &&
+                    (!m->fast->candidates || std::all_of(resolved.begin(), resolved.end(), [&](const KernelConfig& c) {
+                       return m->fast->candidates->contains(c);
+                     }));
+  return score(p, arch, std::move(resolved), k, true, fast, nullptr);
 }
 
 std::vector<Ranked> Selector::rank_fallback(const Problem& p, const ArchSpec& arch,
                                             std::span<const KernelConfig> configs, int k) const {
   std::vector<KernelConfig> resolved;
   for (const auto& c : configs) resolved.push_back(resolve(c, p));
-  return score(p, arch, std::move(resolved), k, false, nullptr);
+  return score(p, arch, std::move(resolved), k, false, false, nullptr);
 }
 
 Selection Selector::select(const Problem& p, const ArchSpec& arch, int k) const {
   Selection s;
-  std::vector<KernelConfig> configs = pool(p, arch, &s.pruned);
+  std::vector<KernelConfig> configs = pool_impl(p, arch, &s.pruned, &s.fast);
   s.pool_size = configs.size();
   const int need = k > 0 ? std::max(k, 2) : 0;  // the confidence needs the runner-up
-  std::vector<Ranked> all = score(p, arch, std::move(configs), need, true, &s.reason);
+  std::vector<Ranked> all = score(p, arch, std::move(configs), need, true, s.fast, &s.reason);
+  s.fast = s.fast && s.reason.empty();
   s.from_model = s.reason.empty();
   s.source = all.empty() ? (s.from_model ? "" : "fallback") : all.front().source;
   if (s.from_model) {

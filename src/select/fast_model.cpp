@@ -1,0 +1,102 @@
+// A model folder's distilled student (models/<m>/fast/, python -m tilepick.distill): loading and the
+// checks that tie it to this build and to the teacher it was distilled from.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/hash.hpp"
+#include "tilepick/env.hpp"
+#include "tilepick/features.hpp"
+#include "tilepick/selector.hpp"
+
+namespace tilepick {
+namespace fs = std::filesystem;
+
+ScoreMode resolve_score_mode(ScoreMode mode) {
+  if (mode != ScoreMode::automatic) return mode;
+  const std::string env = env::select_mode();
+  if (env == "full") return ScoreMode::full;
+  if (env == "fast") return ScoreMode::fast;
+  return kDefaultScoreMode;
+}
+
+const char* score_mode_name(ScoreMode mode) {
+  switch (mode) {
+    case ScoreMode::full: return "full";
+    case ScoreMode::fast: return "fast";
+    default: return "automatic";
+  }
+}
+
+namespace {
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw NotFound("cannot open " + path.string());
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+nlohmann::json read_json(const fs::path& path) {
+  try {
+    return nlohmann::json::parse(read_bytes(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw ParseError("", path.string() + ": not JSON: " + e.what());
+  }
+}
+
+// spec[key] as a string, or a ParseError naming the file and key.
+std::string text_of(const nlohmann::json& spec, const char* key, const fs::path& path) {
+  if (!spec.contains(key) || !spec.at(key).is_string())
+    throw ParseError(key, path.string() + ": missing string key '" + key + "'");
+  return spec.at(key).get<std::string>();
+}
+
+void expect_equal(const std::string& got, const std::string& want, const char* what, const fs::path& path) {
+  if (got != want)
+    throw ModelMismatch(path.string() + ": " + what + " " + got + " != " + want + " (re-run python -m tilepick.distill)");
+}
+
+}  // namespace
+
+FastModel load_fast_folder(const ModelSpec& teacher) {
+  const fs::path dir = fs::path(teacher.dir) / "fast", spec_path = dir / "feature_spec.json";
+  if (!fs::is_directory(dir)) throw NotFound("no student folder " + dir.string());
+  const nlohmann::json spec = read_json(spec_path);
+  const FeatureSchema& schema = feature_schema();
+  expect_equal(text_of(spec, "schema_hash", spec_path), schema.hash, "feature schema hash", spec_path);
+  expect_equal(text_of(spec, "space_hash", spec_path), config_space_hash(teacher.op), "config space hash", spec_path);
+  for (const char* key : {"op", "dtype_family", "arch"})
+    expect_equal(text_of(spec, key, spec_path), key == std::string("op") ? teacher.op
+                                                 : key == std::string("arch") ? teacher.arch : teacher.dtype_family,
+                 key, spec_path);
+  expect_equal(text_of(spec, "teacher_version", spec_path), teacher.version, "teacher_version (the model changed)",
+               spec_path);
+  if (!spec.contains("feature_names") || spec.at("feature_names") != nlohmann::json(schema.names))
+    throw ModelMismatch(spec_path.string() + ": feature_names differ from this build's schema");
+  FastModel f;
+  f.dir = dir.string();
+  const std::string score = spec.value("score", std::string("higher_is_better"));
+  if (score != "higher_is_better" && score != "lower_is_better")
+    throw ParseError(score, spec_path.string() + ": 'score' is '" + score + "'");
+  f.higher_is_better = score == "higher_is_better";
+  const nlohmann::json rescore = spec.value("rescore_top", nlohmann::json(0));
+  if (!rescore.is_number_integer() || rescore.get<int>() < 0)
+    throw ParseError("rescore_top", spec_path.string() + ": 'rescore_top' must be an integer >= 0");
+  f.rescore_top = rescore.get<int>();
+  const fs::path txt = dir / "model.txt", gz = dir / "model.txt.gz";
+  const fs::path file = fs::exists(txt) ? txt : gz;
+  f.model = GbdtModel::load(file.string());  // NotFound when neither exists
+  f.model.check_schema(schema);
+  f.version = "fast@" + hex16(fnv1a64(read_bytes(file)));
+  if (fs::exists(dir / "candidates.txt")) {
+    CandidateSet set = load_candidates((dir / "candidates.txt").string());
+    if (set.empty()) throw ParseError("", (dir / "candidates.txt").string() + " lists no config");
+    f.candidates = std::move(set);
+  }
+  if (fs::exists(dir / "manifest.json")) f.manifest = read_json(dir / "manifest.json");
+  return f;
+}
+
+}  // namespace tilepick
