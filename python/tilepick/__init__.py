@@ -112,6 +112,7 @@ class Selection:
     confidence: float
     units: str
     pruned: bool = False  # pool_size counts only the model's candidates.txt configs (docs/selection.md)
+    fast: bool = False    # ranked by the model's fast/ student, its top re-scored by the model (docs/selection.md)
 
     @property
     def best(self) -> str:
