@@ -1,6 +1,6 @@
 # Sourced by the one-call GPU scripts (bench/*_gpu.sh): a time budget and a work folder that is
 # tarred into $OUT/results.tgz on exit (the device tool returns at most 8 files).
-#   START, left (seconds of BUDGET_S left, default 560), W (the work folder), build_all
+#   START, left (seconds of BUDGET_S left, default 560), W (the work folder), build_all, build_cli, timed_sweep
 START=$(date +%s)
 left() { echo $(( ${BUDGET_S:-560} - ($(date +%s) - START) )); }
 W="$OUT/w"; mkdir -p "$W"
@@ -11,4 +11,22 @@ build_all() {
   DEVICE_BUILD_ALL=1 ./scripts/device_build.sh >"$W/build.log" 2>&1 || { tail -30 "$W/build.log"; exit 1; }
   echo "built after $(( $(date +%s) - START )) s"
   export TILEPICK_CACHE_DIR=/tmp/tp-jit PYTHONPATH="$PWD/python"
+}
+# Builds the CLI only, sets T (its path) and the JIT cache, records the GPUs' clocks (the sweep scripts).
+build_cli() {
+  ./scripts/device_build.sh >"$W/build.log" 2>&1 || { tail -30 "$W/build.log"; exit 1; }
+  echo "built after $(( $(date +%s) - START )) s"
+  T=build-device/tilepick
+  export TILEPICK_CACHE_DIR=/tmp/tp-jit
+  nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$W/nvidia-smi.csv"
+}
+# timed_sweep NAME SECONDS SWEEP_ARGS...: compile + measure within SECONDS (measuring stops 20 s early; the
+# compile phase does not count for --time-limit), records in $W/NAME.csv.gz, log in $W/NAME.log.
+# Timing as in data/sweeps/README.md.
+timed_sweep() {
+  local name=$1 s=$2; shift 2
+  [ "$s" -gt 40 ] || { echo "$name: skipped (${s} s left)"; return; }
+  timeout "$s" $T sweep "$@" --min-timed-ms 5 --max-reps 50 --gpus all -q --time-limit $(( s - 20 )) \
+    -o "$W/$name.csv.gz" >"$W/$name.log" 2>&1
+  echo "$name rc=$? after $(( $(date +%s) - START )) s: $(tail -1 "$W/$name.log")"
 }

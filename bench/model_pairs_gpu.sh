@@ -8,22 +8,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
-./scripts/device_build.sh >"$W/build.log" 2>&1 || { tail -30 "$W/build.log"; exit 1; }
-echo "built after $(( $(date +%s) - START )) s"
-T=build-device/tilepick
-export TILEPICK_CACHE_DIR=/tmp/tp-jit
-nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$W/nvidia-smi.csv"
-D="--min-timed-ms 5 --max-reps 50 --gpus all -q"
-sweep() {  # name, seconds: compile + measure bench/sweep/model_pairs_NAME.txt within the seconds
-  local name=$1 s=$2
-  [ "$s" -gt 40 ] || { echo "$name: skipped (${s} s left)"; return; }
-  timeout "$s" $T sweep --pairs bench/sweep/model_pairs_$name.txt $D --time-limit $(( s - 20 )) \
-    -o "$W/model_pairs_$name.csv.gz" >"$W/$name.log" 2>&1
-  echo "$name rc=$? after $(( $(date +%s) - START )) s: $(tail -1 "$W/$name.log")"
-}
+build_cli
 names=("$@")
 [ $# -gt 0 ] || names=(conv_val conv_train gemm conv_f16 gemm_f16)
 n=${#names[@]}
 for i in "${!names[@]}"; do
-  sweep "${names[$i]}" $(( ($(left) - 10) / (n - i) ))
+  timed_sweep "model_pairs_${names[$i]}" $(( ($(left) - 10) / (n - i) )) --pairs "bench/sweep/model_pairs_${names[$i]}.txt"
 done

@@ -1,10 +1,9 @@
 // A model folder's distilled student (models/<m>/fast/, python -m tilepick.distill): loading and the
 // checks that tie it to this build and to the teacher it was distilled from.
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/hash.hpp"
+#include "select/model_files.hpp"
 #include "tilepick/env.hpp"
 #include "tilepick/features.hpp"
 #include "tilepick/selector.hpp"
@@ -30,22 +29,6 @@ const char* score_mode_name(ScoreMode mode) {
 
 namespace {
 
-std::string read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw NotFound("cannot open " + path.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-nlohmann::json read_json(const fs::path& path) {
-  try {
-    return nlohmann::json::parse(read_bytes(path));
-  } catch (const nlohmann::json::exception& e) {
-    throw ParseError("", path.string() + ": not JSON: " + e.what());
-  }
-}
-
 // spec[key] as a string, or a ParseError naming the file and key.
 std::string text_of(const nlohmann::json& spec, const char* key, const fs::path& path) {
   if (!spec.contains(key) || !spec.at(key).is_string())
@@ -63,7 +46,7 @@ void expect_equal(const std::string& got, const std::string& want, const char* w
 FastModel load_fast_folder(const ModelSpec& teacher) {
   const fs::path dir = fs::path(teacher.dir) / "fast", spec_path = dir / "feature_spec.json";
   if (!fs::is_directory(dir)) throw NotFound("no student folder " + dir.string());
-  const nlohmann::json spec = read_json(spec_path);
+  const nlohmann::json spec = read_json_file(spec_path);
   const FeatureSchema& schema = feature_schema();
   expect_equal(text_of(spec, "schema_hash", spec_path), schema.hash, "feature schema hash", spec_path);
   expect_equal(text_of(spec, "space_hash", spec_path), config_space_hash(teacher.op), "config space hash", spec_path);
@@ -89,13 +72,13 @@ FastModel load_fast_folder(const ModelSpec& teacher) {
   const fs::path file = fs::exists(txt) ? txt : gz;
   f.model = GbdtModel::load(file.string());  // NotFound when neither exists
   f.model.check_schema(schema);
-  f.version = "fast@" + hex16(fnv1a64(read_bytes(file)));
+  f.version = "fast@" + hex16(fnv1a64(read_file_bytes(file)));
   if (fs::exists(dir / "candidates.txt")) {
     CandidateSet set = load_candidates((dir / "candidates.txt").string());
     if (set.empty()) throw ParseError("", (dir / "candidates.txt").string() + " lists no config");
     f.candidates = std::move(set);
   }
-  if (fs::exists(dir / "manifest.json")) f.manifest = read_json(dir / "manifest.json");
+  if (fs::exists(dir / "manifest.json")) f.manifest = read_json_file(dir / "manifest.json");
   return f;
 }
 

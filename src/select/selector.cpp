@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "core/hash.hpp"
+#include "select/model_files.hpp"
 #include "tilepick/env.hpp"
 #include "tilepick/features.hpp"
 #include "tilepick/legality.hpp"
@@ -23,15 +24,24 @@
 
 namespace tilepick {
 namespace fs = std::filesystem;
-namespace {
 
-std::string read_text(const fs::path& path) {
+std::string read_file_bytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw NotFound("cannot open " + path.string());
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
 }
+
+nlohmann::json read_json_file(const fs::path& path) {
+  try {
+    return nlohmann::json::parse(read_file_bytes(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw ParseError("", path.string() + ": not JSON: " + e.what());
+  }
+}
+
+namespace {
 
 template <class T>
 T required(const nlohmann::json& j, const char* key, const fs::path& path) {
@@ -45,12 +55,7 @@ T required(const nlohmann::json& j, const char* key, const fs::path& path) {
 
 ModelSpec parse_spec(const fs::path& dir) {
   const fs::path path = dir / "feature_spec.json";
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(read_text(path));
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ParseError("", path.string() + ": not JSON: " + e.what());
-  }
+  const nlohmann::json j = read_json_file(path);
   ModelSpec s;
   s.name = dir.filename().string();
   s.dir = dir.string();
@@ -66,13 +71,7 @@ ModelSpec parse_spec(const fs::path& dir) {
   if (score != "higher_is_better" && score != "lower_is_better")
     throw ParseError(score, path.string() + ": 'score' is '" + score + "', not higher_is_better or lower_is_better");
   s.higher_is_better = score == "higher_is_better";
-  if (fs::exists(dir / "manifest.json")) {
-    try {
-      s.manifest = nlohmann::json::parse(read_text(dir / "manifest.json"));
-    } catch (const nlohmann::json::parse_error& e) {
-      throw ParseError("", (dir / "manifest.json").string() + ": not JSON: " + e.what());
-    }
-  }
+  if (fs::exists(dir / "manifest.json")) s.manifest = read_json_file(dir / "manifest.json");
   return s;
 }
 
@@ -166,9 +165,7 @@ ModelEntry load_model_folder(const std::string& dir) {
     if (!fs::exists(gz) && !fs::exists(txt)) throw NotFound("model " + e.spec.name + ": no model.txt.gz or model.txt");
     const fs::path file = fs::exists(gz) ? gz : txt;
     e.model = GbdtModel::load(file.string());
-    std::ifstream in(file, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    e.spec.version = e.spec.name + "@" + hex16(fnv1a64(bytes));
+    e.spec.version = e.spec.name + "@" + hex16(fnv1a64(read_file_bytes(file)));
     e.rejected = mismatch(e);
   } catch (const Error& err) {
     e.rejected = std::string("model folder ") + dir + " cannot be used: " + err.what();
