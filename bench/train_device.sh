@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Retrains the shipped models on the lent machine's CPU cores (issue 5): 40 min on the 2-core dev VM.
+# GEMM and pooled conv train side by side (half the cores each) on every data/sweeps/h200/*_train*
+# record file, validated on every *_val* file; then the fast students are re-distilled. The new
+# models/ folder (teachers, students, logs) lands in $OUT/results.tgz; copy it over models/ here.
+# LightGBM travels as a wheel (the image has none):
+#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#     --platform manylinux_2_28_x86_64 -d .whl lightgbm==4.7.0
+#   run: carry [".deps", ".whl", ".commit"], command BUDGET_S=580 bash bench/train_device.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+source bench/gpu_session.sh
+build_all
+export PYTHONPATH="$PWD/python:/tmp/site"
+cp -r models "$W/models"
+half=$(( $(nproc) / 2 ))
+train=(data/sweeps/h200/*_train*.csv.gz)
+val=(data/sweeps/h200/*_val*.csv.gz)
+common=("${train[@]}" --val "${val[@]}" --problems-file data/problems/sweep/*.txt --out "$W/models" --threads "$half")
+echo "commit $(cat .commit 2>/dev/null); $(nproc) cores; train: ${train[*]}" | tee "$W/train_command.txt"
+t=$(( $(left) - 100 ))
+timeout $t python3 -m tilepick.train "${common[@]}" --only gemm_half_h200 >"$W/train_gemm.log" 2>&1 &
+timeout $t python3 -m tilepick.train "${common[@]}" --only conv_fwd_half_h200 conv_bwd_data_half_h200 \
+  conv_bwd_weight_half_h200 >"$W/train_conv.log" 2>&1 &
+wait
+echo "trained after $(( $(date +%s) - START )) s"; tail -3 "$W"/train_*.log
+timeout $(( $(left) - 10 )) python3 -m tilepick.distill --models "$W/models" --threads "$(nproc)" >"$W/distill.log" 2>&1
+echo "distilled rc=$? after $(( $(date +%s) - START )) s"; tail -8 "$W/distill.log"
