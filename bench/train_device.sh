@@ -2,7 +2,8 @@
 # Retrains the shipped models on the lent machine's CPU cores (issue 5): 40 min on the 2-core dev VM.
 # GEMM and pooled conv train side by side (half the cores each) on every data/sweeps/h200/*_train*
 # record file, validated on every *_val* file; then the fast students are re-distilled. The new
-# models/ folder (teachers, students, logs) lands in $OUT/results.tgz; copy it over models/ here.
+# models/ folder (students, manifests, logs) lands in $OUT/results.tgz, the teachers in
+# $OUT/{gemm,conv}_model.txt.gz (the conv directions share one); copy them over models/ here.
 # LightGBM travels as a wheel (the image has none):
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 -d .whl lightgbm==4.7.0
@@ -24,6 +25,11 @@ timeout $t python3 -m tilepick.train "${common[@]}" --only gemm_half_h200 >"$W/t
 timeout $t python3 -m tilepick.train "${common[@]}" --only conv_fwd_half_h200 conv_bwd_data_half_h200 \
   conv_bwd_weight_half_h200 >"$W/train_conv.log" 2>&1 &
 wait
-echo "trained after $(( $(date +%s) - START )) s"; tail -3 "$W"/train_*.log
+echo "trained after $(( $(date +%s) - START )) s"; tail -n 3 "$W"/train_*.log
 timeout $(( $(left) - 10 )) python3 -m tilepick.distill --models "$W/models" --threads "$(nproc)" >"$W/distill.log" 2>&1
-echo "distilled rc=$? after $(( $(date +%s) - START )) s"; tail -8 "$W/distill.log"
+echo "distilled rc=$? after $(( $(date +%s) - START )) s"; tail -n 8 "$W/distill.log"
+# The teachers travel as their own files (one file back is at most 16 MiB); the conv directions share one.
+m="$W/models"
+for d in conv_bwd_data conv_bwd_weight; do cmp -s "$m/${d}_half_h200/model.txt.gz" "$m/conv_fwd_half_h200/model.txt.gz" || echo "$d: teacher differs from conv_fwd's"; done
+mv "$m/gemm_half_h200/model.txt.gz" "$OUT/gemm_model.txt.gz"; mv "$m/conv_fwd_half_h200/model.txt.gz" "$OUT/conv_model.txt.gz"
+rm -f "$m"/*/model.txt.gz
