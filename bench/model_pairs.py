@@ -3,7 +3,8 @@ legal pool, plus its top-KP over the pruned pool (models/<m>/candidates.txt), mi
 files already hold. Measuring them makes the held-out eval see the model's own first choices and gives
 training the configs the model currently believes in. Output: 'problem|config' lines for `tilepick sweep --pairs`.
 
-usage: python bench/model_pairs.py PROBLEMS.txt... --records R.csv.gz... [-k 16] [--kp 8] [--models DIR] --out PAIRS.txt"""
+usage: python bench/model_pairs.py PROBLEMS.txt... --records R.csv.gz... [-k 16] [--kp 8] [--models DIR]
+       [--select fast full] --out PAIRS.txt"""
 import argparse
 import os
 import shutil
@@ -27,12 +28,20 @@ def problems_of(path: str) -> list[str]:
     return out
 
 
-def ranked(problems: list[str], models: str, k: int) -> dict[str, list[str]]:
-    """problem -> [canonical problem, top-k configs...], from a fresh process (the default selector
-    reads TILEPICK_MODELS_DIR once)."""
+def ranked(problems: list[str], models: str, k: int, modes: list[str]) -> dict[str, list[str]]:
+    """problem -> [canonical problem, top-k configs of each selection mode...], from a fresh process per
+    mode (the default selector reads TILEPICK_MODELS_DIR and TILEPICK_SELECT once)."""
+    out: dict[str, list[str]] = {}
+    for mode in modes:
+        for p, c in ranked_one(problems, models, k, mode).items():
+            out[p] = list(dict.fromkeys(out.get(p, c[:1]) + c[1:]))
+    return out
+
+
+def ranked_one(problems: list[str], models: str, k: int, mode: str) -> dict[str, list[str]]:
     code = ("import sys, json; from tilepick import _core\n"
             "for p in json.load(sys.stdin): s = _core.select(p, 'h200', %d); print(json.dumps([p, [s['problem']] + [t['config'] for t in s['top']]]))" % k)
-    env = dict(os.environ, TILEPICK_MODELS_DIR=models, PYTHONPATH=str(ROOT / "python"))
+    env = dict(os.environ, TILEPICK_MODELS_DIR=models, TILEPICK_SELECT=mode, PYTHONPATH=str(ROOT / "python"))
     import json
     res = subprocess.run([sys.executable, "-c", code], input=json.dumps(problems), text=True, env=env,
                          capture_output=True, check=True)
@@ -46,6 +55,8 @@ def main() -> None:
     ap.add_argument("-k", type=int, default=16, help="top configs over the whole legal pool")
     ap.add_argument("--kp", type=int, default=8, help="top configs over the pruned pool")
     ap.add_argument("--models", default=str(ROOT / "models"))
+    ap.add_argument("--select", nargs="+", default=["fast"], choices=["fast", "full"],
+                    help="selection modes whose top configs are taken (their union)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     problems = [p for f in a.problems for p in problems_of(f)]
@@ -57,8 +68,8 @@ def main() -> None:
         for m in Path(a.models).iterdir():
             if (m / "feature_spec.json").exists():
                 shutil.copytree(m, Path(whole) / m.name, ignore=shutil.ignore_patterns("candidates.txt*"))
-        top_whole = ranked(problems, whole, a.k)
-    top_pruned = ranked(problems, a.models, a.kp) if a.kp else {}
+        top_whole = ranked(problems, whole, a.k, a.select)
+    top_pruned = ranked(problems, a.models, a.kp, a.select) if a.kp else {}
     n = 0
     with open(a.out, "w") as f:
         for p in problems:
