@@ -16,6 +16,7 @@
 #include "select/selector_eval.hpp"
 #include "sweep/records.hpp"
 #include "test_util.hpp"
+#include "tilepick/dispatch.hpp"
 #include "tilepick/features.hpp"
 #include "tilepick/legality.hpp"
 #include "tilepick/registry.hpp"
@@ -385,6 +386,47 @@ TEST_F(SelectorTest, EvalScoresChoicesAgainstTheOracleAndTheVendor) {
   EXPECT_EQ(eval::find_group(report, "gemm m=tiny")->model.count, 1u);
   EXPECT_EQ(eval::find_group(report, "source=model:gemm_half_h200")->model.count, 2u);
   EXPECT_EQ(eval::to_json(report)["skipped"], 1);
+}
+
+// Timed (dispatch top_k): the fastest of the model's first kTimedTopK ranked measured configs; own:
+// whether the model's whole-pool choices are among the measured ones.
+TEST_F(SelectorTest, EvalScoresTheTimedTopKAndWhetherTheModelsOwnChoicesWereMeasured) {
+  EXPECT_EQ(eval::kTimedTopK, PlanOptions{}.k);
+  write_model("gemm_half_h200", model_text(base_trees()), spec_json());
+  Selector sel(models());
+  const ArchSpec& h200 = test::arch("h200");
+  const auto top = sel.rank(parse_problem(kP1), h200, 6);
+  ASSERT_EQ(top.size(), 6u);
+  // The model's 5th choice is the oracle: beyond the timed 4.
+  const std::array<double, 6> us = {15, 14, 13, 12, 5, 16};
+  std::vector<sweep::Record> records;
+  for (std::size_t i = 0; i < top.size(); ++i) records.push_back(rec(kP1, top[i].text, "ok", us[i]));
+  // P2: only the model's 2nd and 3rd choices measured; the 2nd failed.
+  const auto top2 = sel.rank(parse_problem(kP2), h200, 3);
+  records.push_back(rec(kP2, top2[1].text, "wrong", 0));
+  records.push_back(rec(kP2, top2[2].text, "ok", 8));
+  const auto report = eval::evaluate(sel, records, h200, {});
+  ASSERT_EQ(report.problems.size(), 2u);
+  const auto& p1 = report.problems[0];
+  EXPECT_EQ(p1.model.config, top[0].text);
+  EXPECT_DOUBLE_EQ(p1.model.efficiency, 5.0 / 15);
+  EXPECT_DOUBLE_EQ(p1.timed_us, 12);
+  EXPECT_DOUBLE_EQ(p1.timed_efficiency, 5.0 / 12);
+  EXPECT_TRUE(p1.own_first_measured);
+  EXPECT_EQ(p1.own_top_k_measured, 4);
+  const auto& p2 = report.problems[1];
+  EXPECT_EQ(p2.model.status, "wrong");
+  EXPECT_DOUBLE_EQ(p2.timed_us, 8);
+  EXPECT_DOUBLE_EQ(p2.timed_efficiency, 1);
+  EXPECT_FALSE(p2.own_first_measured);
+  EXPECT_EQ(p2.own_top_k_measured, 2);
+  const eval::GroupEval* g = eval::find_group(report, "gemm");
+  ASSERT_NE(g, nullptr);
+  EXPECT_DOUBLE_EQ(g->timed.mean, (5.0 / 12 + 1) / 2);
+  EXPECT_DOUBLE_EQ(g->own_first_measured, 0.5);
+  EXPECT_DOUBLE_EQ(g->own_top_k_measured, 0.5);
+  EXPECT_NE(eval::format_table(report).find(" t4 "), std::string::npos);
+  EXPECT_EQ(eval::to_json(report)["groups"][0]["own_first_measured"], 0.5);
 }
 
 // ------------------------------------------------------------------------------ CLI

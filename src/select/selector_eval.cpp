@@ -74,10 +74,15 @@ struct Acc {
       top1 += t1;
       top5 += t5;
     }
-  } model, fallback, vendor_own, vendor_oracle;
+  } model, fallback, vendor_own, vendor_oracle, timed;
+  std::size_t own_first = 0, own_top_k = 0;
 
   void add(const ProblemEval& p) {
     model.add(p.model.efficiency, p.model.us - p.oracle_us, p.model.failed, p.model.top1, p.model.top5);
+    const bool timed_fail = std::isnan(p.timed_us);
+    timed.add(p.timed_efficiency, p.timed_us - p.oracle_us, timed_fail, within_band(p.timed_us, p.oracle_us), false);
+    own_first += p.own_first_measured;
+    own_top_k += p.own_top_k_measured == kTimedTopK;
     fallback.add(p.fallback.efficiency, p.fallback.us - p.oracle_us, p.fallback.failed, p.fallback.top1,
                  p.fallback.top5);
     if (p.vendor_heur_status.empty()) return;
@@ -91,7 +96,10 @@ struct Acc {
     auto s = [](const One& o, bool top5) {
       return summarize(o.eff, o.regret, o.failed, o.top1, o.top5, top5);
     };
-    return {name, s(model, true), s(fallback, true), s(vendor_own, false), s(vendor_oracle, false)};
+    const double n = static_cast<double>(model.eff.size());
+    return {name,          s(model, true),          s(fallback, true),       s(vendor_own, false),
+            s(vendor_oracle, false), s(timed, false), static_cast<double>(own_first) / n,
+            static_cast<double>(own_top_k) / n};
   }
 };
 
@@ -118,6 +126,21 @@ std::string fmt(double v, const char* f = "%.4f") {
 }
 
 std::string quote(const std::string& s) { return "\"" + s + "\""; }
+
+// Whether the model's own first choices over its whole pool were measured (ProblemEval).
+void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRows& rows, ProblemEval& e) {
+  Selection own;
+  try {
+    own = selector.select(rows.problem, arch, kTimedTopK);
+  } catch (const Error&) {
+    return;  // no legal candidate for this arch: nothing of its own to compare
+  }
+  for (std::size_t i = 0; i < own.top.size(); ++i) {
+    const bool measured = rows.configs.count(own.top[i].text) > 0;
+    if (i == 0) e.own_first_measured = measured;
+    e.own_top_k_measured += measured;
+  }
+}
 
 }  // namespace
 
@@ -235,7 +258,14 @@ EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& 
     for (const auto& text : rows.order) configs.push_back(parse_config(text));
     const std::vector<KernelConfig> kept = selector.prune(rows.problem, arch, configs, &e.pruned);
     e.model_candidates = kept.size();
-    e.model = score_ranking(selector.rank_configs(rows.problem, arch, kept), rows, e.oracle_config, e.oracle_us);
+    const std::vector<Ranked> ranked = selector.rank_configs(rows.problem, arch, kept);
+    e.model = score_ranking(ranked, rows, e.oracle_config, e.oracle_us);
+    for (std::size_t i = 0; i < ranked.size() && i < static_cast<std::size_t>(kTimedTopK); ++i) {
+      const Measured& m = rows.configs.at(ranked[i].text);
+      if (m.status == "ok" && !(m.us >= e.timed_us)) e.timed_us = m.us;
+    }
+    e.timed_efficiency = std::isnan(e.timed_us) ? 0.0 : e.oracle_us / e.timed_us;
+    own_choices(selector, arch, rows, e);
     e.fallback =
         score_ranking(selector.rank_fallback(rows.problem, arch, configs), rows, e.oracle_config, e.oracle_us);
     const bool gemm = e.op == "gemm";
@@ -287,8 +317,11 @@ nlohmann::json to_json(const EvalReport& r) {
                       {"model", stats_json(g.model)},
                       {"fallback", stats_json(g.fallback)},
                       {"vendor_heur_vs_own_best", stats_json(g.vendor_own)},
-                      {"vendor_heur_vs_oracle", stats_json(g.vendor_vs_oracle)}});
-  return {{"arch", r.arch},         {"tie_band", kTieBand},  {"problems", r.problems.size()},
+                      {"vendor_heur_vs_oracle", stats_json(g.vendor_vs_oracle)},
+                      {"model_timed_top_k", stats_json(g.timed)},
+                      {"own_first_measured", num(g.own_first_measured)},
+                      {"own_top_k_measured", num(g.own_top_k_measured)}});
+  return {{"arch", r.arch},         {"tie_band", kTieBand},  {"timed_top_k", kTimedTopK}, {"problems", r.problems.size()},
           {"skipped", r.skipped},   {"unparsed_records", r.unparsed}, {"groups", groups}};
 }
 
@@ -296,7 +329,8 @@ std::string to_csv(const EvalReport& r) {
   std::ostringstream out;
   out << "op,problem,tag,source,candidates,model_candidates,chosen_config,chosen_status,chosen_us,oracle_config,oracle_us,"
          "efficiency,oracle_rank,top1,top5,fallback_config,fallback_us,fallback_efficiency,vendor,"
-         "vendor_heur_us,vendor_best_us,vendor_efficiency_own,vendor_efficiency_vs_oracle\n";
+         "vendor_heur_us,vendor_best_us,vendor_efficiency_own,vendor_efficiency_vs_oracle,timed_us,timed_efficiency,"
+         "own_first_measured,own_top_k_measured\n";
   for (const auto& p : r.problems) {
     const bool vendor_ok = p.vendor_heur_status == "ok";
     out << p.op << ',' << quote(p.problem) << ',' << p.tag << ',' << p.model.source << ',' << p.candidates << ','
@@ -309,7 +343,8 @@ std::string to_csv(const EvalReport& r) {
         << (p.vendor_heur_status.empty() ? "" : fmt(vendor_ok ? p.vendor_best_us / p.vendor_heur_us : 0.0, "%.6f"))
         << ','
         << (p.vendor_heur_status.empty() ? "" : fmt(vendor_ok ? p.oracle_us / p.vendor_heur_us : 0.0, "%.6f"))
-        << '\n';
+        << ',' << fmt(p.timed_us) << ',' << fmt(p.timed_efficiency, "%.6f") << ',' << p.own_first_measured << ','
+        << p.own_top_k_measured << '\n';
   }
   return out.str();
 }
@@ -317,22 +352,26 @@ std::string to_csv(const EvalReport& r) {
 std::string format_table(const EvalReport& r) {
   std::ostringstream out;
   char line[512];
-  std::snprintf(line, sizeof line, "%-38s %5s | %6s %6s %6s %6s %6s %5s %5s %8s %3s | %6s %6s %5s | %6s %6s %5s | %6s\n",
+  std::snprintf(line, sizeof line,
+                "%-38s %5s | %6s %6s %6s %6s %6s %5s %5s %8s %3s | %6s %6s %5s | %6s %6s %5s | %6s | %6s %6s %6s %5s\n",
                 "group", "n", "mean", "median", "p10", "p1", "min", "top1", "top5", "regret", "bad", "fb", "fb_p10",
-                "fb_t1", "vnd", "v_p10", "v_t1", "v/orc");
-  out << "efficiency = oracle_us / chosen_us (model | fallback | vendor heur vs its best | vendor heur vs our oracle);"
-         " top-1/5 with a 2% band; regret in us\n"
+                "fb_t1", "vnd", "v_p10", "v_t1", "v/orc", "t4", "t4_p10", "t4_min", "own");
+  out << "efficiency = oracle_us / chosen_us (model | fallback | vendor heur vs its best | vendor heur vs our oracle |"
+         " t4: the fastest of the model's first " << kTimedTopK << ", as dispatch top_k times them);"
+         " top-1/5 with a 2% band; regret in us; own: % of problems whose whole-pool first choice was measured\n"
       << line;
   auto pct = [](double v) { return std::isnan(v) ? std::string("-") : fmt(100 * v, "%.1f"); };
   for (const auto& g : r.groups) {
     const Stats &m = g.model, &f = g.fallback, &v = g.vendor_own, &vo = g.vendor_vs_oracle;
+    const Stats& t = g.timed;
     std::snprintf(line, sizeof line,
-                  "%-38s %5zu | %6s %6s %6s %6s %6s %5s %5s %8s %3zu | %6s %6s %5s | %6s %6s %5s | %6s\n",
+                  "%-38s %5zu | %6s %6s %6s %6s %6s %5s %5s %8s %3zu | %6s %6s %5s | %6s %6s %5s | %6s | %6s %6s %6s %5s\n",
                   g.name.substr(0, 38).c_str(), m.count, pct(m.mean).c_str(), pct(m.median).c_str(),
                   pct(m.p10).c_str(), pct(m.p1).c_str(), pct(m.min).c_str(), pct(m.top1).c_str(), pct(m.top5).c_str(),
                   std::isnan(m.regret_us) ? "-" : fmt(m.regret_us, "%.2f").c_str(), m.failed, pct(f.mean).c_str(),
                   pct(f.p10).c_str(), pct(f.top1).c_str(), pct(v.mean).c_str(), pct(v.p10).c_str(),
-                  pct(v.top1).c_str(), pct(vo.mean).c_str());
+                  pct(v.top1).c_str(), pct(vo.mean).c_str(), pct(t.mean).c_str(), pct(t.p10).c_str(),
+                  pct(t.min).c_str(), fmt(100 * g.own_first_measured, "%.0f").c_str());
     out << line;
   }
   std::size_t pruned = 0, measured = 0, kept = 0;

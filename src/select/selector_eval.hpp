@@ -27,6 +27,9 @@ namespace tilepick::eval {
 
 inline constexpr double kTieBand = 0.02;
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// The dispatcher's top_k mode times the model's first k on first use (PlanOptions::k, default 4);
+// "timed" scores the fastest measured of the model's first kTimedTopK ranked candidates.
+inline constexpr int kTimedTopK = 4;
 
 struct Pick {
   std::string config, status, source;  // status "ok" or the failure; source "model:<name>" | "fallback"
@@ -45,6 +48,13 @@ struct ProblemEval {
   std::string oracle_config;
   double oracle_us = kNaN;
   Pick model, fallback;
+  double timed_us = kNaN;            // fastest ok of the model's first kTimedTopK ranked (NaN: none ran)
+  double timed_efficiency = 0;       // oracle_us / timed_us
+  // The model's own choices over its whole pool (Selector::select): is its first choice among the
+  // measured configs, and how many of its first kTimedTopK are. Where they are not, the model's
+  // score above is its choice among what was measured, not what it would run.
+  bool own_first_measured = false;
+  int own_top_k_measured = 0;
   std::string vendor;                // "cublaslt", "cudnn" or "" (no vendor rows)
   std::string vendor_heur_status;    // "ok", a failure, or "" when absent
   double vendor_heur_us = kNaN;
@@ -63,6 +73,9 @@ struct GroupEval {
   Stats model, fallback;
   Stats vendor_own;        // vendor heuristic vs the vendor's own best
   Stats vendor_vs_oracle;  // vendor heuristic vs our oracle (efficiency may exceed 1)
+  Stats timed;             // best of the model's first kTimedTopK (dispatch top_k)
+  double own_first_measured = kNaN;  // fraction of problems whose whole-pool first choice was measured
+  double own_top_k_measured = kNaN;  // fraction whose whole-pool first kTimedTopK all were
 };
 
 struct EvalReport {
