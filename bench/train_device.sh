@@ -3,11 +3,12 @@
 # GEMM and pooled conv train side by side (half the cores each) on every data/sweeps/h200/*_train*
 # record file, validated on every *_val* file; then the fast students are re-distilled. The new
 # models/ folder (students, manifests, logs) lands in $OUT/results.tgz, the teachers in
-# $OUT/{gemm,conv}_model.txt.gz (the conv directions share one); copy them over models/ here.
+# $OUT/<op>_model.txt.gz (pooled conv: three equal files); copy them over models/ here.
 # LightGBM travels as a wheel (the image has none):
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 -d .whl lightgbm==4.7.0
 #   run: carry [".deps", ".whl", ".commit"], command BUDGET_S=580 bash bench/train_device.sh
+# Experiments: CONV_ARGS (extra tilepick.train options for conv, e.g. --no-pool-conv), GEMM=0 (conv only).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -15,21 +16,19 @@ source bench/gpu_session.sh
 build_all
 export PYTHONPATH="$PWD/python:/tmp/site"
 cp -r models "$W/models"
-half=$(( $(nproc) / 2 ))
+half=$(( $(nproc) / 2 )); [ "${GEMM:-1}" = 0 ] && half=$(nproc)
 train=(data/sweeps/h200/*_train*.csv.gz)
 val=(data/sweeps/h200/*_val*.csv.gz)
 common=("${train[@]}" --val "${val[@]}" --problems-file data/problems/sweep/*.txt --out "$W/models" --threads "$half")
 echo "commit $(cat .commit 2>/dev/null); $(nproc) cores; train: ${train[*]}" | tee "$W/train_command.txt"
 t=$(( $(left) - 100 ))
-timeout $t python3 -m tilepick.train "${common[@]}" --only gemm_half_h200 >"$W/train_gemm.log" 2>&1 &
-timeout $t python3 -m tilepick.train "${common[@]}" --only conv_fwd_half_h200 conv_bwd_data_half_h200 \
+[ "${GEMM:-1}" = 0 ] || timeout $t python3 -m tilepick.train "${common[@]}" --only gemm_half_h200 >"$W/train_gemm.log" 2>&1 &
+timeout $t python3 -m tilepick.train "${common[@]}" ${CONV_ARGS:-} --only conv_fwd_half_h200 conv_bwd_data_half_h200 \
   conv_bwd_weight_half_h200 >"$W/train_conv.log" 2>&1 &
 wait
 echo "trained after $(( $(date +%s) - START )) s"; tail -n 3 "$W"/train_*.log
-timeout $(( $(left) - 10 )) python3 -m tilepick.distill --models "$W/models" --threads "$(nproc)" >"$W/distill.log" 2>&1
+timeout $(( $(left) - 10 )) python3 -m tilepick.distill --models "$W/models" $([ "${GEMM:-1}" = 0 ] && echo --only conv_fwd_half_h200 conv_bwd_data_half_h200 conv_bwd_weight_half_h200) --threads "$(nproc)" >"$W/distill.log" 2>&1
 echo "distilled rc=$? after $(( $(date +%s) - START )) s"; tail -n 8 "$W/distill.log"
-# The teachers travel as their own files (one file back is at most 16 MiB); the conv directions share one.
+# The teachers travel as their own files (one file back is at most 16 MiB).
 m="$W/models"
-for d in conv_bwd_data conv_bwd_weight; do cmp -s "$m/${d}_half_h200/model.txt.gz" "$m/conv_fwd_half_h200/model.txt.gz" || echo "$d: teacher differs from conv_fwd's"; done
-mv "$m/gemm_half_h200/model.txt.gz" "$OUT/gemm_model.txt.gz"; mv "$m/conv_fwd_half_h200/model.txt.gz" "$OUT/conv_model.txt.gz"
-rm -f "$m"/*/model.txt.gz
+for d in "$m"/*/; do n=$(basename "$d"); [ -f "$d/model.txt.gz" ] && mv "$d/model.txt.gz" "$OUT/${n%_half_h200}_model.txt.gz"; done
