@@ -427,6 +427,17 @@ TEST_F(SelectorTest, EvalScoresTheTimedTopKAndWhetherTheModelsOwnChoicesWereMeas
   EXPECT_DOUBLE_EQ(g->own_top_k_measured, 0.5);
   EXPECT_NE(eval::format_table(report).find(" t4 "), std::string::npos);
   EXPECT_EQ(eval::to_json(report)["groups"][0]["own_first_measured"], 0.5);
+
+  // k = 5 reaches P1's oracle; k = 1 is the first choice (P2's failed: nothing timed).
+  const auto five = eval::evaluate(sel, records, h200, {}, 5);
+  EXPECT_DOUBLE_EQ(five.problems[0].timed_us, 5);
+  EXPECT_EQ(five.problems[0].own_top_k_measured, 5);
+  EXPECT_NE(eval::format_table(five).find(" t5 "), std::string::npos);
+  const auto one = eval::evaluate(sel, records, h200, {}, 1);
+  EXPECT_DOUBLE_EQ(one.problems[0].timed_efficiency, one.problems[0].model.efficiency);
+  EXPECT_TRUE(std::isnan(one.problems[1].timed_us));
+  EXPECT_EQ(one.problems[1].timed_efficiency, 0);
+  EXPECT_THROW(eval::evaluate(sel, records, h200, {}, 0), Error);
 }
 
 // ------------------------------------------------------------------------------ CLI

@@ -30,6 +30,7 @@ struct EvalArgs {
   double margin = 0;
   bool no_plot = false;
   bool no_prune = false;
+  int timed_k = eval::kTimedTopK;
   std::string select;  // "", full or fast (TILEPICK_SELECT when "")
 };
 
@@ -130,7 +131,7 @@ void run(const EvalArgs& a) {
                                (m.fast->candidates ? ", " + std::to_string(m.fast->candidates->configs.size()) + " configs" : "")
                          : std::string())
               << "\n";
-  const eval::EvalReport report = eval::evaluate(selector, records, arch, tags);
+  const eval::EvalReport report = eval::evaluate(selector, records, arch, tags, a.timed_k);
   std::cout << "arch " << arch.name << ", " << records.size() << " records\n" << eval::format_table(report);
 
   if (!a.out.empty()) {
@@ -178,6 +179,10 @@ void add_eval_commands(CLI::App& app) {
                 "also check each model's manifest.json \"eval\" numbers on the problems it chose for");
   cmd->add_option("--margin", args->margin, "tolerance subtracted from manifest thresholds")->capture_default_str();
   cmd->add_flag("--no-plot", args->no_plot, "do not run python3 -m tilepick.eval_plot");
+  cmd->add_option("--timed-k", args->timed_k,
+                  "t<K> column: the fastest measured of the model's first K (dispatch top_k's k)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   cmd->add_flag("--no-prune", args->no_prune,
                 "ignore the models' candidates.txt: the model chooses among every measured config");
   cmd->add_option("--select", args->select,

@@ -82,7 +82,7 @@ struct Acc {
     const bool timed_fail = std::isnan(p.timed_us);
     timed.add(p.timed_efficiency, p.timed_us - p.oracle_us, timed_fail, within_band(p.timed_us, p.oracle_us), false);
     own_first += p.own_first_measured;
-    own_top_k += p.own_top_k_measured == kTimedTopK;
+    own_top_k += p.own_top_k_all;
     fallback.add(p.fallback.efficiency, p.fallback.us - p.oracle_us, p.fallback.failed, p.fallback.top1,
                  p.fallback.top5);
     if (p.vendor_heur_status.empty()) return;
@@ -128,10 +128,10 @@ std::string fmt(double v, const char* f = "%.4f") {
 std::string quote(const std::string& s) { return "\"" + s + "\""; }
 
 // Whether the model's own first choices over its whole pool were measured (ProblemEval).
-void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRows& rows, ProblemEval& e) {
+void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRows& rows, int k, ProblemEval& e) {
   Selection own;
   try {
-    own = selector.select(rows.problem, arch, kTimedTopK);
+    own = selector.select(rows.problem, arch, k);
   } catch (const Error&) {
     return;  // no legal candidate for this arch: nothing of its own to compare
   }
@@ -140,6 +140,7 @@ void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRo
     if (i == 0) e.own_first_measured = measured;
     e.own_top_k_measured += measured;
   }
+  e.own_top_k_all = !own.top.empty() && e.own_top_k_measured == static_cast<int>(own.top.size());
 }
 
 }  // namespace
@@ -193,9 +194,11 @@ Stats summarize(std::vector<double> eff, const std::vector<double>& regrets, std
 }
 
 EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& records, const ArchSpec& arch,
-                    const std::map<std::string, std::string>& tags) {
+                    const std::map<std::string, std::string>& tags, int timed_k) {
+  if (timed_k < 1) throw Error(Status::invalid_argument, "eval: timed_k must be at least 1, not " + std::to_string(timed_k));
   EvalReport report;
   report.arch = arch.name;
+  report.timed_k = timed_k;
   std::vector<std::string> order;
   std::map<std::string, ProblemRows> by_problem;
   std::map<std::string, std::string> canonical;  // record problem text -> canonical
@@ -260,12 +263,12 @@ EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& 
     e.model_candidates = kept.size();
     const std::vector<Ranked> ranked = selector.rank_configs(rows.problem, arch, kept);
     e.model = score_ranking(ranked, rows, e.oracle_config, e.oracle_us);
-    for (std::size_t i = 0; i < ranked.size() && i < static_cast<std::size_t>(kTimedTopK); ++i) {
+    for (std::size_t i = 0; i < ranked.size() && i < static_cast<std::size_t>(timed_k); ++i) {
       const Measured& m = rows.configs.at(ranked[i].text);
       if (m.status == "ok" && !(m.us >= e.timed_us)) e.timed_us = m.us;
     }
     e.timed_efficiency = std::isnan(e.timed_us) ? 0.0 : e.oracle_us / e.timed_us;
-    own_choices(selector, arch, rows, e);
+    own_choices(selector, arch, rows, timed_k, e);
     e.fallback =
         score_ranking(selector.rank_fallback(rows.problem, arch, configs), rows, e.oracle_config, e.oracle_us);
     const bool gemm = e.op == "gemm";
@@ -321,7 +324,7 @@ nlohmann::json to_json(const EvalReport& r) {
                       {"model_timed_top_k", stats_json(g.timed)},
                       {"own_first_measured", num(g.own_first_measured)},
                       {"own_top_k_measured", num(g.own_top_k_measured)}});
-  return {{"arch", r.arch},         {"tie_band", kTieBand},  {"timed_top_k", kTimedTopK}, {"problems", r.problems.size()},
+  return {{"arch", r.arch},         {"tie_band", kTieBand},  {"timed_top_k", r.timed_k}, {"problems", r.problems.size()},
           {"skipped", r.skipped},   {"unparsed_records", r.unparsed}, {"groups", groups}};
 }
 
@@ -352,26 +355,27 @@ std::string to_csv(const EvalReport& r) {
 std::string format_table(const EvalReport& r) {
   std::ostringstream out;
   char line[512];
+  const std::string t = "t" + std::to_string(r.timed_k);
   std::snprintf(line, sizeof line,
                 "%-38s %5s | %6s %6s %6s %6s %6s %5s %5s %8s %3s | %6s %6s %5s | %6s %6s %5s | %6s | %6s %6s %6s %5s\n",
                 "group", "n", "mean", "median", "p10", "p1", "min", "top1", "top5", "regret", "bad", "fb", "fb_p10",
-                "fb_t1", "vnd", "v_p10", "v_t1", "v/orc", "t4", "t4_p10", "t4_min", "own");
+                "fb_t1", "vnd", "v_p10", "v_t1", "v/orc", t.c_str(), (t + "_p10").c_str(), (t + "_min").c_str(), "own");
   out << "efficiency = oracle_us / chosen_us (model | fallback | vendor heur vs its best | vendor heur vs our oracle |"
-         " t4: the fastest of the model's first " << kTimedTopK << ", as dispatch top_k times them);"
+         " t" << r.timed_k << ": the fastest of the model's first " << r.timed_k << ", as dispatch top_k times them);"
          " top-1/5 with a 2% band; regret in us; own: % of problems whose whole-pool first choice was measured\n"
       << line;
   auto pct = [](double v) { return std::isnan(v) ? std::string("-") : fmt(100 * v, "%.1f"); };
   for (const auto& g : r.groups) {
     const Stats &m = g.model, &f = g.fallback, &v = g.vendor_own, &vo = g.vendor_vs_oracle;
-    const Stats& t = g.timed;
+    const Stats& tk = g.timed;
     std::snprintf(line, sizeof line,
                   "%-38s %5zu | %6s %6s %6s %6s %6s %5s %5s %8s %3zu | %6s %6s %5s | %6s %6s %5s | %6s | %6s %6s %6s %5s\n",
                   g.name.substr(0, 38).c_str(), m.count, pct(m.mean).c_str(), pct(m.median).c_str(),
                   pct(m.p10).c_str(), pct(m.p1).c_str(), pct(m.min).c_str(), pct(m.top1).c_str(), pct(m.top5).c_str(),
                   std::isnan(m.regret_us) ? "-" : fmt(m.regret_us, "%.2f").c_str(), m.failed, pct(f.mean).c_str(),
                   pct(f.p10).c_str(), pct(f.top1).c_str(), pct(v.mean).c_str(), pct(v.p10).c_str(),
-                  pct(v.top1).c_str(), pct(vo.mean).c_str(), pct(t.mean).c_str(), pct(t.p10).c_str(),
-                  pct(t.min).c_str(), fmt(100 * g.own_first_measured, "%.0f").c_str());
+                  pct(v.top1).c_str(), pct(vo.mean).c_str(), pct(tk.mean).c_str(), pct(tk.p10).c_str(),
+                  pct(tk.min).c_str(), fmt(100 * g.own_first_measured, "%.0f").c_str());
     out << line;
   }
   std::size_t pruned = 0, measured = 0, kept = 0;

@@ -28,7 +28,7 @@ namespace tilepick::eval {
 inline constexpr double kTieBand = 0.02;
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // The dispatcher's top_k mode times the model's first k on first use (PlanOptions::k, default 4);
-// "timed" scores the fastest measured of the model's first kTimedTopK ranked candidates.
+// "timed" scores the fastest measured of the model's first timed_k ranked candidates.
 inline constexpr int kTimedTopK = 4;
 
 struct Pick {
@@ -48,13 +48,14 @@ struct ProblemEval {
   std::string oracle_config;
   double oracle_us = kNaN;
   Pick model, fallback;
-  double timed_us = kNaN;            // fastest ok of the model's first kTimedTopK ranked (NaN: none ran)
+  double timed_us = kNaN;            // fastest ok of the model's first timed_k ranked (NaN: none ran)
   double timed_efficiency = 0;       // oracle_us / timed_us
   // The model's own choices over its whole pool (Selector::select): is its first choice among the
-  // measured configs, and how many of its first kTimedTopK are. Where they are not, the model's
+  // measured configs, and how many of its first timed_k are. Where they are not, the model's
   // score above is its choice among what was measured, not what it would run.
   bool own_first_measured = false;
   int own_top_k_measured = 0;
+  bool own_top_k_all = false;        // all of its first timed_k (or its whole pool, if smaller)
   std::string vendor;                // "cublaslt", "cudnn" or "" (no vendor rows)
   std::string vendor_heur_status;    // "ok", a failure, or "" when absent
   double vendor_heur_us = kNaN;
@@ -73,13 +74,14 @@ struct GroupEval {
   Stats model, fallback;
   Stats vendor_own;        // vendor heuristic vs the vendor's own best
   Stats vendor_vs_oracle;  // vendor heuristic vs our oracle (efficiency may exceed 1)
-  Stats timed;             // best of the model's first kTimedTopK (dispatch top_k)
+  Stats timed;             // best of the model's first timed_k (dispatch top_k)
   double own_first_measured = kNaN;  // fraction of problems whose whole-pool first choice was measured
-  double own_top_k_measured = kNaN;  // fraction whose whole-pool first kTimedTopK all were
+  double own_top_k_measured = kNaN;  // fraction whose whole-pool first timed_k all were
 };
 
 struct EvalReport {
   std::string arch;
+  int timed_k = kTimedTopK;
   std::vector<ProblemEval> problems;
   std::vector<GroupEval> groups;
   std::size_t skipped = 0;            // problems with no ok non-vendor timing
@@ -90,8 +92,9 @@ struct EvalReport {
 // depthwise", "filter=1x1|3x3|7x7" (3-D: 1x1x1 ...) or "filter=other", "stride=1|strided", "dims=2d|3d".
 std::vector<std::string> problem_slices(const Problem& p);
 // `tags`: canonical problem string -> network tag.
+// `timed_k` >= 1: how many of the model's first ranked configs "timed" and "own" look at.
 EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& records, const ArchSpec& arch,
-                    const std::map<std::string, std::string>& tags);
+                    const std::map<std::string, std::string>& tags, int timed_k = kTimedTopK);
 // Efficiency statistics; quantiles interpolate linearly (numpy's default).
 Stats summarize(std::vector<double> efficiencies, const std::vector<double>& regrets, std::size_t failed,
                 std::size_t top1, std::size_t top5, bool has_top5);
