@@ -42,6 +42,10 @@ PARAMS = {"gemm": BASE_PARAMS,
 BAG = {"gemm": 3, "conv": 3}
 POOL_CONV = True
 THREADS = os.cpu_count() or 2
+# reg_rel target shaping (--clip, --near-weight): 0 / 1 leave the target and the rows as they are.
+TARGET_CLIP = 0.0
+NEAR_WEIGHT = 1.0
+NEAR_EFF = 0.8  # rows at least this efficient (oracle / time) get NEAR_WEIGHT
 
 
 def dtype_family(problem: str) -> str:
@@ -107,7 +111,16 @@ def params_for(objective: str, seed: int, op: str = "gemm") -> dict:
 
 
 def target(df: pd.DataFrame, objective: str) -> np.ndarray:
-    return {"reg_tflops": df["y_tflops"], "reg_rel": df["y_rel"], "lambdarank": df["y_rank"]}[objective].to_numpy()
+    y = {"reg_tflops": df["y_tflops"], "reg_rel": df["y_rel"], "lambdarank": df["y_rank"]}[objective].to_numpy()
+    # Clipped: every config slower than exp(TARGET_CLIP) x the problem's best looks the same, so the
+    # trees spend their splits on telling the near-best apart.
+    return np.minimum(y, TARGET_CLIP) if objective == "reg_rel" and TARGET_CLIP > 0 else y
+
+
+def weights(df: pd.DataFrame, objective: str) -> np.ndarray | None:
+    if objective != "reg_rel" or NEAR_WEIGHT == 1.0:
+        return None
+    return np.where(df["eff"].to_numpy() >= NEAR_EFF, NEAR_WEIGHT, 1.0)
 
 
 def score_sign(objective: str) -> float:
@@ -121,8 +134,8 @@ def dataset(X, df, objective, lgb, ref=None):
         kw["group"] = df.groupby("problem", sort=False).size().to_numpy()
     from tilepick import _core
 
-    return lgb.Dataset(X, label=target(df, objective), reference=ref, free_raw_data=False,
-                       feature_name=list(_core.feature_names()), **kw)
+    return lgb.Dataset(X, label=target(df, objective), weight=weights(df, objective), reference=ref,
+                       free_raw_data=False, feature_name=list(_core.feature_names()), **kw)
 
 
 def fit(X, df, objective, seed, rounds=None, init_model=None):
@@ -268,6 +281,7 @@ def train_group(names, df, X, args, header, out_dir, val=None):
             "trained_with": {o: int((df["op"] == o).sum()) for o in ops} if len(ops) > 1 else None,
             "objective": best, "rounds": rounds, "bag": bag, "trees": text.count("\nTree="),
             "params": params_for(best, args.seed, op), "cv": {o: cv[o][op] for o in args.objectives},
+            "target_clip": TARGET_CLIP, "near_weight": NEAR_WEIGHT,
             "device": header.get("devices", [{}])[0].get("name", ""), "commit": git_commit(),
             "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "warm_start": init is not None,
@@ -319,9 +333,14 @@ def main(argv=None) -> int:
     ap.add_argument("--pool-conv", action=argparse.BooleanOptionalAction, default=POOL_CONV,
                     help="one model for the conv directions of a dtype family (the op is a feature), written to each")
     ap.add_argument("--threads", type=int, default=0, help="LightGBM threads (0: all cores)")
+    ap.add_argument("--clip", type=float, default=TARGET_CLIP,
+                    help="reg_rel: clip the target log(time / best) at this (0: off)")
+    ap.add_argument("--near-weight", type=float, default=NEAR_WEIGHT,
+                    help=f"reg_rel: weight of rows within {NEAR_EFF} efficiency of the problem's best")
     args = ap.parse_args(argv)
-    global THREADS
+    global THREADS, TARGET_CLIP, NEAR_WEIGHT
     THREADS = args.threads or THREADS
+    TARGET_CLIP, NEAR_WEIGHT = args.clip, args.near_weight
     if args.stamp_eval:
         stamp_eval(Path(args.out), args.stamp_eval)
         return 0
