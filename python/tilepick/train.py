@@ -317,6 +317,7 @@ def stamp_eval(models_dir: Path, eval_json: str) -> None:
 
 
 def main(argv=None) -> int:
+    global THREADS, TARGET_CLIP, NEAR_WEIGHT
     ap = argparse.ArgumentParser(prog="python -m tilepick.train", description=__doc__.split("\n")[0])
     ap.add_argument("records", nargs="*", help="training record files (.csv.gz)")
     ap.add_argument("--val", nargs="*", default=[], help="held-out record files (whole networks absent from training)")
@@ -338,7 +339,6 @@ def main(argv=None) -> int:
     ap.add_argument("--near-weight", type=float, default=NEAR_WEIGHT,
                     help=f"reg_rel: weight of rows within {NEAR_EFF} efficiency of the problem's best")
     args = ap.parse_args(argv)
-    global THREADS, TARGET_CLIP, NEAR_WEIGHT
     THREADS = args.threads or THREADS
     TARGET_CLIP, NEAR_WEIGHT = args.clip, args.near_weight
     if args.stamp_eval:
