@@ -114,7 +114,6 @@ TEST_F(Student, LoadsAndScoresWithTheStudentKeyedByItsHash) {
   ASSERT_NE(m, nullptr);
   ASSERT_TRUE(m->fast) << m->fast_error;
   EXPECT_EQ(m->fast->model.num_trees(), 8u);
-  EXPECT_TRUE(m->fast->model.precompiled());
   EXPECT_EQ(m->spec.version, teacher_version() + "+fast@" + hex16(fnv1a64(student_text_)));
   const ModelEntry* t = full.model_for(parse_problem(kGemm), h200());
   EXPECT_FALSE(t->fast);
