@@ -17,6 +17,8 @@ namespace {
 
 constexpr std::size_t kGroup = 32;  // rows per group: bits of a mask
 using Mask = std::uint32_t;
+constexpr std::size_t kPrefetchAhead = 4;            // trees
+constexpr std::size_t kPrefetchMinNodes = 1u << 15;  // 512 KiB of nodes: smaller forests stay in cache
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // What a NaN reads as in each version of a column (see GbdtNode); version 2 is the plain value.
 constexpr double kNanAs[3] = {0.0, -std::numeric_limits<double>::infinity(), kNaN};
@@ -81,9 +83,14 @@ void eval_group(const Context& c, Workspace& ws, std::size_t g, double* out) {
   const Mask all = g == kGroup ? ~Mask{0} : (Mask{1} << g) - 1;
   double sum[kGroup] = {};
   Workspace::Pending* stack = ws.stack.data();
-  for (const std::int32_t root : c.forest.roots) {
+  const std::vector<std::int32_t>& roots = c.forest.roots;
+  const bool prefetch = c.forest.nodes.size() > kPrefetchMinNodes;
+  for (std::size_t t = 0; t < roots.size(); ++t) {
+    // Node loads along a path depend on each other: fetch a later tree while this one is walked.
+    if (prefetch && t + kPrefetchAhead + 1 < roots.size())
+      for (std::int32_t p = roots[t + kPrefetchAhead]; p < roots[t + kPrefetchAhead + 1]; p += 4) __builtin_prefetch(nodes + p);
     std::size_t top = 0;
-    std::int32_t i = root;
+    std::int32_t i = roots[t];
     Mask rows = all;
     for (;;) {
       const GbdtNode& n = nodes[i];
