@@ -15,8 +15,6 @@
 namespace tilepick {
 namespace {
 
-constexpr std::size_t kGroup = 32;  // rows per group: bits of a mask
-using Mask = std::uint32_t;
 constexpr std::size_t kPrefetchAhead = 4;            // trees
 constexpr std::size_t kPrefetchMinNodes = 1u << 15;  // 512 KiB of nodes: smaller forests stay in cache
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -62,25 +60,27 @@ std::size_t append_tree(GbdtForest& f, const std::vector<std::int32_t>& col_of, 
 }
 
 // One call's rows: which slots are constant over the batch (and their value), and one group's
-// varying values slot by slot (x[slot * kGroup + r]).
+// varying values slot by slot (x[slot * group size + r]).
 struct Workspace {
   std::vector<std::uint8_t> constant;  // per slot
   std::vector<double> value;           // per slot: the constant value
   std::vector<double> x;
   struct Pending {
     std::int32_t node;
-    Mask rows;
+    std::uint64_t rows;
   };
   std::vector<Pending> stack;  // the right subtrees still to walk: at most one per level
 };
 
-// Sums of g <= kGroup rows (already in ws.x) into out.
+// Sums of g <= kGroup rows (already in ws.x) into out. Mask: the rows as bits.
+template <std::size_t kGroup, class Mask>
 void eval_group(const Context& c, Workspace& ws, std::size_t g, double* out) {
+  static_assert(kGroup <= 8 * sizeof(Mask));
   const GbdtNode* nodes = c.forest.nodes.data();
   const std::uint8_t* constant = ws.constant.data();
   const double* cval = ws.value.data();
   const double* x = ws.x.data();
-  const Mask all = g == kGroup ? ~Mask{0} : (Mask{1} << g) - 1;
+  const Mask all = g >= 8 * sizeof(Mask) ? ~Mask{0} : (Mask{1} << g) - 1;
   double sum[kGroup] = {};
   Workspace::Pending* stack = ws.stack.data();
   const std::vector<std::int32_t>& roots = c.forest.roots;
@@ -97,7 +97,7 @@ void eval_group(const Context& c, Workspace& ws, std::size_t g, double* out) {
       if (n.right == i) {  // leaf: each of the rows gets it
         for (Mask m = rows; m; m &= m - 1) sum[std::countr_zero(m)] += n.value;
         if (top == 0) break;
-        --top, i = stack[top].node, rows = stack[top].rows;
+        --top, i = stack[top].node, rows = static_cast<Mask>(stack[top].rows);
         continue;
       }
       const bool general = n.right < 0;
@@ -128,6 +128,25 @@ void eval_group(const Context& c, Workspace& ws, std::size_t g, double* out) {
     }
   }
   for (std::size_t r = 0; r < g; ++r) out[r] = sum[r];
+}
+
+// Fills ws.x group by group (the varying slots) and evaluates each group; at(i, j): row i, column j.
+template <std::size_t kGroup, class Mask, class At>
+void predict_groups(const Context& c, Workspace& ws, const At& at, std::size_t n_rows, double* out) {
+  const std::size_t width = c.forest.columns.size();
+  ws.x.resize(3 * width * kGroup);
+  for (std::size_t base = 0; base < n_rows; base += kGroup) {
+    const std::size_t g = std::min(kGroup, n_rows - base);
+    for (std::size_t j = 0; j < width; ++j) {
+      if (ws.constant[j]) continue;
+      for (std::size_t r = 0; r < kGroup; ++r) {
+        const double v = r < g ? at(base + r, j) : kNaN;
+        for (std::size_t version = 0; version < 3; ++version)
+          ws.x[((version * width + j) * kGroup) + r] = std::isnan(v) ? kNanAs[version] : v;
+      }
+    }
+    eval_group<kGroup, Mask>(c, ws, g, out + base);
+  }
 }
 
 bool same(double a, double b) { return std::isnan(a) ? std::isnan(b) : std::memcmp(&a, &b, sizeof a) == 0; }
@@ -165,7 +184,6 @@ void GbdtModel::predict(const double* rows, std::size_t n_rows, std::size_t n_co
   thread_local Workspace ws;
   ws.constant.assign(3 * width, 0);
   ws.value.assign(3 * width, 0.0);
-  ws.x.resize(3 * width * kGroup);
   ws.stack.resize(forest_->max_depth + 1);
   // LightGBM reads a dense row as sparse pairs: values inside the zero band become exact zeros.
   auto at = [&](std::size_t i, std::size_t j) { return gbdt_zero_band(rows[i * n_cols + static_cast<std::size_t>(columns[j])]); };
@@ -178,18 +196,10 @@ void GbdtModel::predict(const double* rows, std::size_t n_rows, std::size_t n_co
       ws.value[version * width + j] = std::isnan(first) ? kNanAs[version] : first;
     }
   }
-  for (std::size_t base = 0; base < n_rows; base += kGroup) {
-    const std::size_t g = std::min(kGroup, n_rows - base);
-    for (std::size_t j = 0; j < width; ++j) {
-      if (ws.constant[j]) continue;
-      for (std::size_t r = 0; r < kGroup; ++r) {
-        const double v = r < g ? at(base + r, j) : kNaN;
-        for (std::size_t version = 0; version < 3; ++version)
-          ws.x[((version * width + j) * kGroup) + r] = std::isnan(v) ? kNanAs[version] : v;
-      }
-    }
-    eval_group(c, ws, g, out + base);
-  }
+  // Groups of 16 rows for small batches (the re-scoring of a student's top 16), of 64 for large ones
+  // (fewer walks of each tree for the nodes on constant columns).
+  if (n_rows <= 16) predict_groups<16, std::uint16_t>(c, ws, at, n_rows, out);
+  else predict_groups<64, std::uint64_t>(c, ws, at, n_rows, out);
 }
 
 }  // namespace tilepick
