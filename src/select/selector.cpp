@@ -99,8 +99,8 @@ std::string mismatch(const ModelEntry& e) {
   return "";
 }
 
-// Indices best first: NaN last, higher score first, ties by config string. The order of the first
-// `keep` is exact; config strings are made (into texts) only for the tied runs that reach them.
+// Indices best first: NaN last, higher score first, ties by config string. Only the order of the
+// first `keep` is exact; config strings are made (into texts) only for the tied runs that reach them.
 std::vector<std::size_t> ranked_order(const std::vector<KernelConfig>& configs, const std::vector<double>& scores,
                                       std::size_t keep, std::vector<std::string>& texts) {
   std::vector<std::size_t> order(scores.size());
@@ -110,7 +110,14 @@ std::vector<std::size_t> ranked_order(const std::vector<KernelConfig>& configs, 
     if (an != bn) return bn;
     return !an && scores[a] > scores[b];
   };
-  std::sort(order.begin(), order.end(), before);
+  // Only the first `keep` need their order: sort those, then bring the rest of a tied run that
+  // reaches position keep - 1 right after them (the tie-break below orders the whole run).
+  const auto mid = order.begin() + static_cast<std::ptrdiff_t>(keep);
+  std::partial_sort(order.begin(), mid, order.end(), before);
+  if (keep > 0 && keep < order.size()) {
+    const std::size_t last = order[keep - 1];
+    std::partition(mid, order.end(), [&](std::size_t i) { return !before(last, i); });
+  }
   for (std::size_t begin = 0; begin < keep;) {
     std::size_t end = begin + 1;
     while (end < order.size() && !before(order[begin], order[end])) ++end;  // a run of equal scores
