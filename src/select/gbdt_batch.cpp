@@ -9,6 +9,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "select/gbdt_internal.hpp"
 
@@ -72,6 +75,20 @@ struct Workspace {
   std::vector<Pending> stack;  // the right subtrees still to walk: at most one per level
 };
 
+// Bit r set iff v[r] <= t (false for NaN), r < kGroup.
+template <std::size_t kGroup, class Mask>
+Mask rows_le(const double* v, double t) {
+  Mask m = 0;
+#if defined(__SSE2__)
+  const __m128d threshold = _mm_set1_pd(t);
+  for (std::size_t r = 0; r < kGroup; r += 2)
+    m |= static_cast<Mask>(_mm_movemask_pd(_mm_cmple_pd(_mm_loadu_pd(v + r), threshold))) << r;
+#else
+  for (std::size_t r = 0; r < kGroup; ++r) m |= static_cast<Mask>(v[r] <= t) << r;
+#endif
+  return m;
+}
+
 // Sums of g <= kGroup rows (already in ws.x) into out. Mask: the rows as bits.
 template <std::size_t kGroup, class Mask>
 void eval_group(const Context& c, Workspace& ws, std::size_t g, double* out) {
@@ -110,7 +127,7 @@ void eval_group(const Context& c, Workspace& ws, std::size_t g, double* out) {
       const double* v = x + slot * kGroup;
       Mask left = 0;
       if (!general) [[likely]] {
-        for (std::size_t r = 0; r < kGroup; ++r) left |= static_cast<Mask>(v[r] <= n.value) << r;
+        left = rows_le<kGroup, Mask>(v, n.value);
       } else {
         for (Mask m = rows; m; m &= m - 1)
           left |= static_cast<Mask>(general_goes_left(c, n, v[std::countr_zero(m)])) << std::countr_zero(m);
