@@ -309,15 +309,15 @@ std::vector<Ranked> Selector::score(const Problem& p, const ArchSpec& arch, std:
   return out;
 }
 
-const std::vector<KernelConfig>& Selector::set_candidates(const ModelEntry& m, const CandidateSet& set,
+const std::vector<KernelConfig>& Selector::set_candidates(const ModelEntry& m, const CandidateSet* set,
                                                           const ArchSpec& arch, bool* unique_pool_forms) const {
   std::lock_guard<std::mutex> lock(cache_->mutex);
-  auto& slot = cache_->pools[{&m, &set, arch.sm}];
+  auto& slot = cache_->pools[{&m, set, arch.sm}];
   if (!slot) {
     slot = std::make_unique<PoolCache::Pool>();
     std::set<KernelConfig> forms;
     for (const auto& e : Registry::default_registry().candidates(m.spec.op, arch)) {
-      if (!set.contains(e.config)) continue;
+      if (set && !set->contains(e.config)) continue;
       slot->configs.push_back(e.config);
       slot->unique_pool_forms = forms.insert(pool_form(e.config)).second && slot->unique_pool_forms;
     }
@@ -326,14 +326,14 @@ const std::vector<KernelConfig>& Selector::set_candidates(const ModelEntry& m, c
   return slot->configs;
 }
 
-std::vector<KernelConfig> Selector::set_pool(const ModelEntry& m, const CandidateSet& set, const Problem& p,
+std::vector<KernelConfig> Selector::set_pool(const ModelEntry& m, const CandidateSet* set, const Problem& p,
                                              const ArchSpec& arch) const {
   std::vector<KernelConfig> out;
   bool unique = true;
   const std::vector<KernelConfig>& candidates = set_candidates(m, set, arch, &unique);
   out.reserve(candidates.size());
   for (const auto& c : candidates)
-    if (legal(p, c, arch)) out.push_back(resolve(c, p));
+    if (family_runs(c.fam(), p) && legal(p, c, arch)) out.push_back(resolve(c, p));
   // Distinct pool forms resolve to distinct configs; otherwise dedupe as Registry::lookup does.
   if (!unique) {
     std::set<KernelConfig> seen;
@@ -348,18 +348,20 @@ std::vector<KernelConfig> Selector::pool_impl(const Problem& p, const ArchSpec& 
   if (m && m->fast) {
     // The student's own set; when none of it is legal the teacher scores its usual pool.
     if (!m->fast->candidates) *fast = true;
-    else if (std::vector<KernelConfig> out = set_pool(*m, *m->fast->candidates, p, arch); !out.empty()) {
+    else if (std::vector<KernelConfig> out = set_pool(*m, &*m->fast->candidates, p, arch); !out.empty()) {
       *pruned = *fast = true;
       return out;
     }
   }
   if (prune_ && m && m->candidates) {
-    std::vector<KernelConfig> out = set_pool(*m, *m->candidates, p, arch);
+    std::vector<KernelConfig> out = set_pool(*m, &*m->candidates, p, arch);
     *pruned = !out.empty();
     if (!out.empty()) return out;
   }
   *pruned = false;
-  return Registry::default_registry().lookup_configs(p, arch);
+  // The model's whole legal pool: Registry::lookup_configs' configs in its order, over the cached
+  // candidates (no dedupe when their pool forms are distinct).
+  return m ? set_pool(*m, nullptr, p, arch) : Registry::default_registry().lookup_configs(p, arch);
 }
 
 std::vector<KernelConfig> Selector::pool(const Problem& p, const ArchSpec& arch, bool* pruned) const {
