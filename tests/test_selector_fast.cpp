@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,45 @@ TEST(SelectorFast, WholePoolEqualsTheRegistryLookup) {
     with_model += s.model_for(p, h200) != nullptr;
   }
   EXPECT_GE(with_model, 6);
+}
+
+// features_batch for one problem computes the problem's leading features once and copies them into
+// every row: its rows must be bit-identical to features() of each pair, for random problems.
+TEST(SelectorFast, BatchFeatureRowsEqualSingleRows) {
+  const ArchSpec& h200 = find_arch(default_arch_specs(), "h200");
+  std::mt19937_64 rng(17);
+  auto pick = [&](std::initializer_list<const char*> xs) { return *(xs.begin() + rng() % xs.size()); };
+  auto dim = [&] { return std::to_string(1 + rng() % 3000); };
+  const std::size_t width = feature_schema().size();
+  int problems = 0;
+  for (int round = 0; round < 24; ++round) {
+    std::string text;
+    if (round % 2 == 0) {
+      text = std::string("gemm ") + pick({"rcr", "rrr", "crr", "ccc"}) + " m" + dim() + " n" + dim() + " k" + dim() + " " +
+             pick({"f16", "bf16", "f32"});
+    } else {
+      const int c = 1 + static_cast<int>(rng() % 128), hw = 1 + static_cast<int>(rng() % 64);
+      const int g = rng() % 3 == 0 ? c : 1, k = g == c ? c : 1 + static_cast<int>(rng() % 256);
+      const int f = static_cast<int>(rng() % 2) * 2 + 1;
+      text = std::string(pick({"fwd", "bwd_data", "bwd_weight"})) + " g" + std::to_string(g) + " mb" +
+             std::to_string(1 + rng() % 16) + " ic" + std::to_string(c) + " ih" + std::to_string(hw) + " iw" +
+             std::to_string(hw) + " oc" + std::to_string(k) + " kh" + std::to_string(f) + " kw" + std::to_string(f) +
+             " sh" + std::to_string(1 + rng() % 2) + " sw1 ph" + std::to_string(f / 2) + " pw" + std::to_string(f / 2) +
+             " " + pick({"f16", "bf16"});
+    }
+    const Problem p = parse_problem(text);
+    const auto configs = Registry::default_registry().lookup_configs(p, h200);
+    if (configs.empty()) continue;
+    ++problems;
+    std::vector<double> rows(configs.size() * width);
+    features_batch(p, configs, h200, rows.data(), 1);
+    for (std::size_t i = 0; i < configs.size(); i += 7) {
+      const FeatureRow want = features(p, configs[i], h200);
+      ASSERT_EQ(std::memcmp(rows.data() + i * width, want.values.data(), width * sizeof(double)), 0)
+          << text << " " << to_string(configs[i]);
+    }
+  }
+  EXPECT_GE(problems, 16);
 }
 
 }  // namespace
