@@ -81,6 +81,7 @@ Mask rows_le(const double* v, double t) {
   Mask m = 0;
 #if defined(__SSE2__)
   const __m128d threshold = _mm_set1_pd(t);
+#pragma GCC unroll 32
   for (std::size_t r = 0; r < kGroup; r += 2)
     m |= static_cast<Mask>(_mm_movemask_pd(_mm_cmple_pd(_mm_loadu_pd(v + r), threshold))) << r;
 #else
