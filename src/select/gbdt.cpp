@@ -22,8 +22,6 @@ namespace {
 // Decision-type bits of LightGBM's tree nodes.
 constexpr std::uint8_t kCategoricalMask = 1, kDefaultLeftMask = 2;
 enum MissingType : std::uint8_t { kMissingNone = 0, kMissingZero = 1, kMissingNaN = 2 };
-// LightGBM's zero band: values within it are zeros (stored as 1e-35f widened to double).
-const double kZeroThreshold = static_cast<double>(1e-35f);
 
 struct Line {
   std::string_view text;
@@ -194,7 +192,6 @@ int gbdt_decide(const GbdtModel::Tree& t, const GbdtModel::Node& n, double v) {
   return v <= n.threshold ? n.left : n.right;
 }
 
-double gbdt_zero_band(double v) { return !(std::fabs(v) > kZeroThreshold) && !std::isnan(v) ? 0.0 : v; }
 
 namespace {
 

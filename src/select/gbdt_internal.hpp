@@ -1,6 +1,7 @@
 // Pieces of the GBDT evaluator shared by the parser (gbdt.cpp) and the evaluation (gbdt_batch.cpp).
 // Internal to src/select.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -11,8 +12,10 @@ namespace tilepick {
 
 // LightGBM's decision at node `n` of `t` for one (zero-banded) feature value; returns the child.
 int gbdt_decide(const GbdtModel::Tree& t, const GbdtModel::Node& n, double v);
+// LightGBM's zero band: values within it are zeros (stored as 1e-35f widened to double).
+inline const double kZeroThreshold = static_cast<double>(1e-35f);
 // A dense value as LightGBM reads it: inside the zero band -> exact 0 (NaN stays NaN).
-double gbdt_zero_band(double v);
+inline double gbdt_zero_band(double v) { return !(std::fabs(v) > kZeroThreshold) && !std::isnan(v) ? 0.0 : v; }
 
 // The forest in evaluation form, built at load: 16-byte nodes, each tree in preorder (a node's left
 // child is the next node), leaves are nodes whose right child is themselves. The columns some split

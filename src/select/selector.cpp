@@ -261,7 +261,8 @@ std::vector<Ranked> Selector::score(const Problem& p, const ArchSpec& arch, std:
   const std::size_t keep = k > 0 ? std::min(n, static_cast<std::size_t>(k)) : n;
   if (m) {
     const std::size_t width = feature_schema().size();
-    std::vector<double> rows(n * width);
+    thread_local std::vector<double> rows;  // reused: a conv pool's rows are ~1.5 MB
+    rows.resize(n * width);
     features_batch(p, configs, arch, rows.data(), threads_);
     const FastModel* fast = use_fast && m->fast ? &*m->fast : nullptr;
     const GbdtModel& model = fast ? fast->model : *m->model;
