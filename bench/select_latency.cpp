@@ -230,8 +230,8 @@ void BM_fast_stage(benchmark::State& state, const char* text, int stage) {
 }
 
 // The full model over the first N rows of the pool (what re-scoring the student's top N costs):
-// row by row (predict_row, the plain reference walk) or through predict() (the compact forest; more
-// than 32 rows: specialized to the batch).
+// row by row (predict_row, the plain reference walk) or through predict() (the evaluation form built
+// at load, the rows in one group of 16 up to 16 rows, else groups of 64).
 void BM_teacher_rows(benchmark::State& state, const char* text, bool per_row) {
   const Problem p = parse_problem(text);
   const ModelEntry* m = selector().model_for(p, h200());

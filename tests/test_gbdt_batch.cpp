@@ -1,4 +1,4 @@
-// GbdtModel::predict's batch path (forest specialized to the batch's constant columns) against
+// GbdtModel::predict (the load-time evaluation form, rows in groups, batch-constant columns) against
 // predict_row on random forests: every decision type, categorical sets, NaN and zero-band values,
 // constant and varying columns. Scores must be bit-identical.
 #include <gtest/gtest.h>
@@ -98,7 +98,7 @@ TEST(GbdtBatch, MatchesPredictRowBitForBit) {
   std::mt19937_64 rng(7);
   for (int round = 0; round < 200; ++round) {
     const GbdtModel m = GbdtModel::parse(random_forest(rng, 1 + static_cast<int>(rng() % 30)));
-    const std::size_t n = 1 + rng() % 60;
+    const std::size_t n = 1 + rng() % 150;  // up to three groups of 64
     std::vector<int> kind(kFeatures);
     std::vector<double> constant(kFeatures);
     for (int f = 0; f < kFeatures; ++f) kind[f] = static_cast<int>(rng() % 4), constant[f] = value(rng, 3, 0);
@@ -114,7 +114,7 @@ TEST(GbdtBatch, MatchesPredictRowBitForBit) {
 }
 
 // Numerical forests (every node in the compact form's single comparison) with deep trees, in
-// batches on both sides of the specialization threshold, single rows included.
+// batches on both sides of the group sizes (16 and 64 rows), single rows included.
 TEST(GbdtBatch, NumericalForestsMatchPredictRowBitForBitAtEveryBatchSize) {
   std::mt19937_64 rng(11);
   for (int round = 0; round < 200; ++round) {

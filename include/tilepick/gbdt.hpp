@@ -50,9 +50,10 @@ class GbdtModel {
   // predict() is tested against, not the fast path.
   double predict_row(const double* row) const;
   // Row-major rows (n_cols must equal num_features()); out[i] = raw score of row i, bit-identical to
-  // predict_row. Rows go tree by tree in groups of 16 over a compact form of the forest built at
-  // load; batches of more than 32 rows use that form specialized to the columns constant over the
-  // batch (one problem's candidates share every problem and device term).
+  // predict_row. Evaluates a compact form of the forest built at load; rows go in groups (16 for
+  // up to 16 rows, else 64), each tree walked once per group with the group's rows as a bit mask,
+  // nodes on columns constant over the batch (one problem's candidates share every problem and
+  // device term) decided once for all of them.
   void predict(const double* rows, std::size_t n_rows, std::size_t n_cols, double* out) const;
   // Feature indices some split uses, ascending.
   const std::vector<int>& used_features() const { return used_features_; }
