@@ -130,6 +130,17 @@ TEST(GbdtBatch, NumericalForestsMatchPredictRowBitForBitAtEveryBatchSize) {
   }
 }
 
+TEST(GbdtBatch, EmptyBatchesAndDefaultModels) {
+  std::mt19937_64 rng(13);
+  const GbdtModel m = GbdtModel::parse(random_forest(rng, 5));
+  double out = 42;
+  m.predict(nullptr, 0, kFeatures, &out);
+  EXPECT_EQ(out, 42);  // nothing read or written
+  const GbdtModel empty;
+  empty.predict(nullptr, 1, 0, &out);
+  EXPECT_EQ(out, 0.0);
+}
+
 TEST(GbdtBatch, ListsTheFeaturesSplitsUse) {
   std::mt19937_64 rng(3);
   const GbdtModel m = GbdtModel::parse(random_forest(rng, 5));

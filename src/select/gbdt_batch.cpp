@@ -192,7 +192,7 @@ void GbdtModel::predict(const double* rows, std::size_t n_rows, std::size_t n_co
   if (n_cols != feature_names_.size())
     throw ModelMismatch("rows have " + std::to_string(n_cols) + " columns but the model has " +
                         std::to_string(feature_names_.size()) + " features");
-  if (!forest_) {  // a default-constructed model
+  if (!forest_ || n_rows == 0) {  // a default-constructed model scores 0
     std::fill_n(out, n_rows, 0.0);
     return;
   }
@@ -207,7 +207,7 @@ void GbdtModel::predict(const double* rows, std::size_t n_rows, std::size_t n_co
   auto at = [&](std::size_t i, std::size_t j) { return gbdt_zero_band(rows[i * n_cols + static_cast<std::size_t>(columns[j])]); };
   for (std::size_t j = 0; j < width; ++j) {
     const double first = at(0, j);
-    bool constant = n_rows > 0;
+    bool constant = true;
     for (std::size_t i = 1; i < n_rows && constant; ++i) constant = same(at(i, j), first);
     for (std::size_t version = 0; version < 3; ++version) {
       ws.constant[version * width + j] = constant;
