@@ -226,13 +226,12 @@ void BM_fast_stage(benchmark::State& state, const char* text, int stage) {
     benchmark::DoNotOptimize(rows.data());
   }
   state.counters["scored"] = static_cast<double>(configs.size());
-  state.SetLabel(m->spec.name + " student (" + std::to_string(m->fast->model.num_trees()) + " trees" +
-                 (m->fast->model.precompiled() ? ", precompiled" : "") + ")");
+  state.SetLabel(m->spec.name + " student (" + std::to_string(m->fast->model.num_trees()) + " trees)");
 }
 
 // The full model over the first N rows of the pool (what re-scoring the student's top N costs):
-// row by row (predict_row) or through predict() (row by row up to kGbdtRowByRowMaxRows, else the
-// specialized batch path).
+// row by row (predict_row, the plain reference walk) or through predict() (the evaluation form built
+// at load, the rows in one group of 16 up to 16 rows, else groups of 64).
 void BM_teacher_rows(benchmark::State& state, const char* text, bool per_row) {
   const Problem p = parse_problem(text);
   const ModelEntry* m = selector().model_for(p, h200());

@@ -1,4 +1,4 @@
-// GbdtModel::predict's batch path (forest specialized to the batch's constant columns) against
+// GbdtModel::predict (the load-time evaluation form, rows in groups, batch-constant columns) against
 // predict_row on random forests: every decision type, categorical sets, NaN and zero-band values,
 // constant and varying columns. Scores must be bit-identical.
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@ namespace {
 
 constexpr int kFeatures = 7;
 
-// `numeric_only`: no categorical or zero-missing splits, at most 9 leaves (forests GbdtModel precompiles).
+// `numeric_only`: no categorical or zero-missing splits, up to 40 leaves.
 std::string random_forest(std::mt19937_64& rng, int trees, bool numeric_only = false) {
   std::ostringstream m;
   m.precision(17);
@@ -25,7 +25,7 @@ std::string random_forest(std::mt19937_64& rng, int trees, bool numeric_only = f
     << "\nobjective=regression\nfeature_names=f0 f1 f2 f3 f4 f5 f6\n\n";
   std::uniform_real_distribution<double> leaf(-1, 1);
   for (int t = 0; t < trees; ++t) {
-    const int leaves = 1 + static_cast<int>(rng() % (numeric_only ? 9 : 20));  // numeric: depth <= 8
+    const int leaves = 1 + static_cast<int>(rng() % (numeric_only ? 40 : 20));
     struct N {
       int feature, decision, left, right;
       double threshold;
@@ -98,7 +98,7 @@ TEST(GbdtBatch, MatchesPredictRowBitForBit) {
   std::mt19937_64 rng(7);
   for (int round = 0; round < 200; ++round) {
     const GbdtModel m = GbdtModel::parse(random_forest(rng, 1 + static_cast<int>(rng() % 30)));
-    const std::size_t n = 2 + rng() % 60;
+    const std::size_t n = 1 + rng() % 150;  // up to three groups of 64
     std::vector<int> kind(kFeatures);
     std::vector<double> constant(kFeatures);
     for (int f = 0; f < kFeatures; ++f) kind[f] = static_cast<int>(rng() % 4), constant[f] = value(rng, 3, 0);
@@ -113,13 +113,13 @@ TEST(GbdtBatch, MatchesPredictRowBitForBit) {
   }
 }
 
-TEST(GbdtBatch, PrecompiledSmallForestsMatchPredictRowBitForBit) {
+// Numerical forests (every node in the compact form's single comparison) with deep trees, in
+// batches on both sides of the group sizes (16 and 64 rows), single rows included.
+TEST(GbdtBatch, NumericalForestsMatchPredictRowBitForBitAtEveryBatchSize) {
   std::mt19937_64 rng(11);
-  int precompiled = 0;
   for (int round = 0; round < 200; ++round) {
     const GbdtModel m = GbdtModel::parse(random_forest(rng, 1 + static_cast<int>(rng() % 60), true));
-    precompiled += m.precompiled();
-    const std::size_t n = 2 + rng() % 70;
+    const std::size_t n = 1 + rng() % 70;
     std::vector<double> rows(n * kFeatures), batch(n);
     for (auto& v : rows) v = value(rng, 3, 0);
     m.predict(rows.data(), n, kFeatures, batch.data());
@@ -128,13 +128,17 @@ TEST(GbdtBatch, PrecompiledSmallForestsMatchPredictRowBitForBit) {
       ASSERT_TRUE(identical(batch[i], want)) << "round " << round << " row " << i << ": " << batch[i] << " != " << want;
     }
   }
-  EXPECT_EQ(precompiled, 200);
-  // Categorical splits, and forests above the size limit, keep the per-call specialization.
-  std::mt19937_64 cat(5);
-  bool any_general = false;
-  for (int i = 0; i < 20; ++i) any_general |= !GbdtModel::parse(random_forest(cat, 30)).precompiled();
-  EXPECT_TRUE(any_general);
-  EXPECT_FALSE(GbdtModel::parse(random_forest(rng, 300, true)).precompiled());
+}
+
+TEST(GbdtBatch, EmptyBatchesAndDefaultModels) {
+  std::mt19937_64 rng(13);
+  const GbdtModel m = GbdtModel::parse(random_forest(rng, 5));
+  double out = 42;
+  m.predict(nullptr, 0, kFeatures, &out);
+  EXPECT_EQ(out, 42);  // nothing read or written
+  const GbdtModel empty;
+  empty.predict(nullptr, 1, 0, &out);
+  EXPECT_EQ(out, 0.0);
 }
 
 TEST(GbdtBatch, ListsTheFeaturesSplitsUse) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,75 @@ TEST(SelectorFast, RankingsEqualThePlainReference) {
     }
   }
   EXPECT_GE(with_model, 2);  // the shipped gemm and conv_fwd models
+}
+
+// The whole legal pool (no candidates.txt, or pruning off) comes from the selector's cached
+// registry candidates: the same configs in the same order as Registry::lookup_configs.
+TEST(SelectorFast, WholePoolEqualsTheRegistryLookup) {
+  const Selector s(kModels, 1, false, ScoreMode::full);
+  const ArchSpec& h200 = find_arch(default_arch_specs(), "h200");
+  const char* problems[] = {
+      "gemm rcr m4096 n4096 k4096 bf16",
+      "gemm rrr m77 n1000 k333 f16",
+      "gemm crr m8 n8192 k1024 bf16",
+      "gemm rcr m1000 n1000 k1000 f32",
+      "fwd g1 mb32 ic256 ih56 iw56 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16",
+      "fwd g1 mb1 ic3 ih224 iw224 oc64 kh7 kw7 sh2 sw2 ph3 pw3 f16",
+      "fwd g64 mb8 ic64 ih28 iw28 oc64 kh3 kw3 sh1 sw1 ph1 pw1 f16",
+      "bwd_data g1 mb16 ic64 ih28 iw28 oc128 kh3 kw3 sh2 sw2 ph1 pw1 bf16",
+      "bwd_weight g32 mb4 ic32 ih14 iw14 oc32 kh3 kw3 sh1 sw1 ph1 pw1 f16",
+  };
+  int with_model = 0;
+  for (const char* text : problems) {
+    const Problem p = parse_problem(text);
+    const auto want = Registry::default_registry().lookup_configs(p, h200);
+    for (int round = 0; round < 2; ++round) {  // the second call reads the cache
+      const auto got = s.pool(p, h200);
+      ASSERT_EQ(got.size(), want.size()) << text;
+      for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(to_string(got[i]), to_string(want[i])) << text << " " << i;
+    }
+    with_model += s.model_for(p, h200) != nullptr;
+  }
+  EXPECT_GE(with_model, 6);
+}
+
+// features_batch for one problem computes the problem's leading features once and copies them into
+// every row: its rows must be bit-identical to features() of each pair, for random problems.
+TEST(SelectorFast, BatchFeatureRowsEqualSingleRows) {
+  const ArchSpec& h200 = find_arch(default_arch_specs(), "h200");
+  std::mt19937_64 rng(17);
+  auto pick = [&](std::initializer_list<const char*> xs) { return *(xs.begin() + rng() % xs.size()); };
+  auto dim = [&] { return std::to_string(1 + rng() % 3000); };
+  const std::size_t width = feature_schema().size();
+  int problems = 0;
+  for (int round = 0; round < 24; ++round) {
+    std::string text;
+    if (round % 2 == 0) {
+      text = std::string("gemm ") + pick({"rcr", "rrr", "crr", "ccc"}) + " m" + dim() + " n" + dim() + " k" + dim() + " " +
+             pick({"f16", "bf16", "f32"});
+    } else {
+      const int c = 1 + static_cast<int>(rng() % 128), hw = 1 + static_cast<int>(rng() % 64);
+      const int g = rng() % 3 == 0 ? c : 1, k = g == c ? c : 1 + static_cast<int>(rng() % 256);
+      const int f = static_cast<int>(rng() % 2) * 2 + 1;
+      text = std::string(pick({"fwd", "bwd_data", "bwd_weight"})) + " g" + std::to_string(g) + " mb" +
+             std::to_string(1 + rng() % 16) + " ic" + std::to_string(c) + " ih" + std::to_string(hw) + " iw" +
+             std::to_string(hw) + " oc" + std::to_string(k) + " kh" + std::to_string(f) + " kw" + std::to_string(f) +
+             " sh" + std::to_string(1 + rng() % 2) + " sw1 ph" + std::to_string(f / 2) + " pw" + std::to_string(f / 2) +
+             " " + pick({"f16", "bf16"});
+    }
+    const Problem p = parse_problem(text);
+    const auto configs = Registry::default_registry().lookup_configs(p, h200);
+    if (configs.empty()) continue;
+    ++problems;
+    std::vector<double> rows(configs.size() * width);
+    features_batch(p, configs, h200, rows.data(), 1);
+    for (std::size_t i = 0; i < configs.size(); i += 7) {
+      const FeatureRow want = features(p, configs[i], h200);
+      ASSERT_EQ(std::memcmp(rows.data() + i * width, want.values.data(), width * sizeof(double)), 0)
+          << text << " " << to_string(configs[i]);
+    }
+  }
+  EXPECT_GE(problems, 16);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -108,13 +109,38 @@ class Student : public ::testing::Test {
   std::string teacher_text_, student_text_;
 };
 
+// A one-tree student scores the pool with at most 4 values: long tied runs cross every top-k
+// boundary. select(k) must still give the first k of a full sort by (score, config string).
+TEST_F(Student, TopKOfTiedScoresFollowsTheConfigStrings) {
+  student_text_ = random_model(3, 1);
+  std::ofstream(teacher_ / "fast" / "model.txt") << student_text_;
+  const Selector fast(models(), 1, true, ScoreMode::fast);
+  const Problem p = parse_problem(kGemm);
+  const GbdtModel student = GbdtModel::parse(student_text_);
+  std::vector<std::pair<double, std::string>> want;
+  for (const auto& c : Registry::default_registry().lookup_configs(p, h200()))
+    want.emplace_back(student.predict_row(features(p, c, h200()).values.data()), to_string(c));
+  std::sort(want.begin(), want.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  ASSERT_GT(want.size(), 40u);
+  for (int k : {1, 2, 5, 17, 40}) {
+    const Selection s = fast.select(p, h200(), k);
+    ASSERT_TRUE(s.fast);
+    ASSERT_EQ(s.top.size(), static_cast<std::size_t>(k));
+    for (int i = 0; i < k; ++i) {
+      EXPECT_EQ(s.top[i].text, want[i].second) << "k=" << k << " rank " << i;
+      EXPECT_EQ(s.top[i].score, want[i].first) << "k=" << k << " rank " << i;
+    }
+  }
+}
+
 TEST_F(Student, LoadsAndScoresWithTheStudentKeyedByItsHash) {
   const Selector fast(models(), 1, true, ScoreMode::fast), full(models(), 1, true, ScoreMode::full);
   const ModelEntry* m = fast.model_for(parse_problem(kGemm), h200());
   ASSERT_NE(m, nullptr);
   ASSERT_TRUE(m->fast) << m->fast_error;
   EXPECT_EQ(m->fast->model.num_trees(), 8u);
-  EXPECT_TRUE(m->fast->model.precompiled());
   EXPECT_EQ(m->spec.version, teacher_version() + "+fast@" + hex16(fnv1a64(student_text_)));
   const ModelEntry* t = full.model_for(parse_problem(kGemm), h200());
   EXPECT_FALSE(t->fast);

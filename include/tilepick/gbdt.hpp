@@ -20,7 +20,7 @@
 namespace tilepick {
 
 struct FeatureSchema;
-struct GbdtFlatForest;  // src/select/gbdt_flat.cpp
+struct GbdtForest;  // src/select/gbdt_internal.hpp
 
 // A model's feature names do not match what the caller computes.
 class ModelMismatch : public Error {
@@ -46,17 +46,17 @@ class GbdtModel {
   void check_feature_names(std::span<const std::string> names) const;
   void check_schema(const FeatureSchema& schema) const;  // check_feature_names(schema.names)
 
-  double predict_row(const double* row) const;  // num_features() values
+  // One row (num_features() values) by a plain walk of the parsed trees: the reference that
+  // predict() is tested against, not the fast path.
+  double predict_row(const double* row) const;
   // Row-major rows (n_cols must equal num_features()); out[i] = raw score of row i, bit-identical to
-  // predict_row. Batches run the forest specialized to the columns that are constant over the batch
-  // (one problem's candidates share every problem and device term), tree by tree over the rows;
-  // small, shallow forests without categorical or zero-missing splits (precompiled()) run a flat
-  // form built at load instead, with no per-call work but gathering the used columns; batches of a
-  // few rows (up to 32) go tree by tree over the rows without specializing.
+  // predict_row. Evaluates a compact form of the forest built at load; rows go in groups (16 for
+  // up to 16 rows, else 64), each tree walked once per group with the group's rows as a bit mask,
+  // nodes on columns constant over the batch (one problem's candidates share every problem and
+  // device term) decided once for all of them.
   void predict(const double* rows, std::size_t n_rows, std::size_t n_cols, double* out) const;
   // Feature indices some split uses, ascending.
   const std::vector<int>& used_features() const { return used_features_; }
-  bool precompiled() const { return flat_ != nullptr; }
 
   struct Node {
     double threshold = 0;     // numerical: value; categorical: index into the model's bitsets
@@ -76,8 +76,7 @@ class GbdtModel {
   std::string objective_;
   std::vector<Tree> trees_;
   std::vector<int> used_features_;
-  std::shared_ptr<const GbdtFlatForest> flat_;
-  void predict_batch(const double* rows, std::size_t n_rows, std::size_t n_cols, double* out) const;
+  std::shared_ptr<const GbdtForest> forest_;  // evaluation form of trees_ (general nodes refer to them)
 };
 
 }  // namespace tilepick

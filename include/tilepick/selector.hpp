@@ -187,10 +187,11 @@ class Selector {
   std::vector<Ranked> score(const Problem& p, const ArchSpec& arch, std::vector<KernelConfig> configs, int k,
                             bool allow_model, bool use_fast, std::string* reason) const;
   struct PoolCache;  // per (model, arch target, set): registry candidates in a candidate set
-  const std::vector<KernelConfig>& set_candidates(const ModelEntry& m, const CandidateSet& set, const ArchSpec& arch,
+  // The registry's candidates for m's op on arch that are in `set` (all of them for nullptr).
+  const std::vector<KernelConfig>& set_candidates(const ModelEntry& m, const CandidateSet* set, const ArchSpec& arch,
                                                   bool* unique_pool_forms) const;
-  // Legal configs of `set` resolved for p (empty when none is legal).
-  std::vector<KernelConfig> set_pool(const ModelEntry& m, const CandidateSet& set, const Problem& p,
+  // Legal configs of `set` (nullptr: the whole registry) resolved for p, in registry order.
+  std::vector<KernelConfig> set_pool(const ModelEntry& m, const CandidateSet* set, const Problem& p,
                                      const ArchSpec& arch) const;
   std::vector<KernelConfig> pool_impl(const Problem& p, const ArchSpec& arch, bool* pruned, bool* fast) const;
   std::string dir_;

@@ -34,13 +34,11 @@ struct NameSink {
   void cfg(std::string_view var, double) { names.push_back("cfg_" + std::string(var)); }
 };
 
+// The leading features, which depend on the problem alone (one problem's rows share them).
 template <class Sink>
-void emit_features(const Problem& p, const select::ProblemTerms& t, const KernelConfig& c, const ArchSpec& d,
-                   Sink& put) {
-  const select::Analysis a = select::analyze(p, t, c, d);
+void emit_problem_features(const Problem& p, const select::ProblemTerms& t, const ArchSpec& d, Sink& put) {
   const auto* g = std::get_if<GemmProblem>(&p);
   const auto* cv = std::get_if<ConvProblem>(&p);
-  const bool dw = c.fam() == Family::dw;
 
   // Problem: op, dtypes, sizes of the (implicit) GEMM view, intensity against the ridge point.
   put("op", g ? 0 : 1 + static_cast<int>(cv->dir));
@@ -99,6 +97,15 @@ void emit_features(const Problem& p, const select::ProblemTerms& t, const Kernel
   const bool pointwise = q.filter == std::array<std::int64_t, 3>{1, 1, 1} &&
                          q.stride == std::array<std::int64_t, 3>{1, 1, 1} && q.pad == std::array<std::int64_t, 3>{};
   put("conv_pointwise", on * pointwise);
+}
+
+// The rest of the row, after emit_problem_features.
+template <class Sink>
+void emit_config_features(const Problem& p, const select::ProblemTerms& t, const KernelConfig& c, const ArchSpec& d,
+                          Sink& put) {
+  const select::Analysis a = select::analyze(p, t, c, d);
+  const bool dw = c.fam() == Family::dw;
+  const double on = std::holds_alternative<ConvProblem>(p) ? 1 : 0;  // zero every conv term of a GEMM
 
   // Tiling: padded work per dimension, tiles, split-K.
   put("tiles_m", a.tiles_m);
@@ -176,6 +183,13 @@ void emit_features(const Problem& p, const select::ProblemTerms& t, const Kernel
   // Config fields, one per component, in field-table order.
   for (const auto& f : config_fields())
     for (int i = 0; i < f.arity; ++i) put.cfg(f.vars[i], c.*(f.slots[i]));
+}
+
+template <class Sink>
+void emit_features(const Problem& p, const select::ProblemTerms& t, const KernelConfig& c, const ArchSpec& d,
+                   Sink& put) {
+  emit_problem_features(p, t, d, put);
+  emit_config_features(p, t, c, d, put);
 }
 
 FeatureSchema build_schema() {
@@ -271,10 +285,16 @@ void features_batch(const Problem& problem, std::span<const KernelConfig> config
                     double* out, int threads) {
   const std::size_t width = feature_schema().size();
   const select::ProblemTerms terms = select::problem_terms(problem, device);
+  // The problem's leading features once, copied into every row.
+  std::vector<double> head(width);
+  ValueSink problem_sink{head.data()};
+  emit_problem_features(problem, terms, device, problem_sink);
+  const std::size_t n_head = problem_sink.i;
   parallel_rows(configs.size(), threads, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
-      ValueSink sink{out + i * width};
-      emit_features(problem, terms, resolved(configs[i], problem), device, sink);
+      std::copy_n(head.data(), n_head, out + i * width);
+      ValueSink sink{out + i * width, n_head};
+      emit_config_features(problem, terms, resolved(configs[i], problem), device, sink);
     }
   });
 }

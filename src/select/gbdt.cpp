@@ -22,8 +22,6 @@ namespace {
 // Decision-type bits of LightGBM's tree nodes.
 constexpr std::uint8_t kCategoricalMask = 1, kDefaultLeftMask = 2;
 enum MissingType : std::uint8_t { kMissingNone = 0, kMissingZero = 1, kMissingNaN = 2 };
-// LightGBM's zero band: values within it are zeros (stored as 1e-35f widened to double).
-const double kZeroThreshold = static_cast<double>(1e-35f);
 
 struct Line {
   std::string_view text;
@@ -194,7 +192,6 @@ int gbdt_decide(const GbdtModel::Tree& t, const GbdtModel::Node& n, double v) {
   return v <= n.threshold ? n.left : n.right;
 }
 
-double gbdt_zero_band(double v) { return !(std::fabs(v) > kZeroThreshold) && !std::isnan(v) ? 0.0 : v; }
 
 namespace {
 
@@ -297,7 +294,7 @@ GbdtModel GbdtModel::parse(std::string_view text, const std::string& source) {
     for (const Node& n : t.nodes) used[static_cast<std::size_t>(n.feature)] = true;
   for (std::size_t f = 0; f < used.size(); ++f)
     if (used[f]) m.used_features_.push_back(static_cast<int>(f));
-  m.flat_ = gbdt_build_flat(m.trees_, m.used_features_, m.feature_names_.size());
+  m.forest_ = gbdt_build_forest(m.trees_, m.used_features_, m.feature_names_.size());
   return m;
 }
 
@@ -323,32 +320,11 @@ void GbdtModel::check_schema(const FeatureSchema& schema) const {
 
 double GbdtModel::predict_row(const double* row) const {
   // LightGBM reads a dense row as sparse pairs: values inside the zero band become exact zeros.
-  thread_local std::vector<double> x;
-  x.assign(row, row + feature_names_.size());
+  std::vector<double> x(row, row + feature_names_.size());
   for (double& v : x) v = gbdt_zero_band(v);
   double sum = 0.0;
   for (const Tree& t : trees_) sum += tree_value(t, x.data());
   return sum;
-}
-
-void GbdtModel::predict(const double* rows, std::size_t n_rows, std::size_t n_cols, double* out) const {
-  if (n_cols != feature_names_.size())
-    throw ModelMismatch("rows have " + std::to_string(n_cols) + " columns but the model has " +
-                        std::to_string(feature_names_.size()) + " features");
-  if (n_rows > 1 && flat_) {
-    gbdt_predict_flat(*flat_, rows, n_rows, n_cols, out);
-  } else if (n_rows <= kGbdtRowByRowMaxRows) {
-    // Few rows: specializing the forest costs more than it saves. Tree by tree over the rows (the
-    // forest is read once), each row summing in tree order as predict_row does.
-    thread_local std::vector<double> x;
-    x.resize(n_rows * n_cols);
-    for (std::size_t i = 0; i < n_rows * n_cols; ++i) x[i] = gbdt_zero_band(rows[i]);
-    for (std::size_t i = 0; i < n_rows; ++i) out[i] = 0.0;
-    for (const Tree& t : trees_)
-      for (std::size_t i = 0; i < n_rows; ++i) out[i] += tree_value(t, x.data() + i * n_cols);
-  } else {
-    predict_batch(rows, n_rows, n_cols, out);
-  }
 }
 
 }  // namespace tilepick

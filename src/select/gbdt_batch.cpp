@@ -1,224 +1,223 @@
-// Batch prediction. Columns constant over the batch (every problem and device term when the rows
-// are one problem's candidates) decide their nodes once: each tree is specialized to the nodes on
-// varying columns, then evaluated tree by tree over all rows. Every row reaches the same leaves and
-// sums them in the same tree order as predict_row, so the scores are bit-identical.
+// Evaluation over the load-time forest (gbdt_internal.hpp's GbdtForest). Rows go in groups of up
+// to kGroup, each tree walked once per group with the set of rows at each node as a bit mask: a
+// node on a column that is constant over the batch (one problem's candidates share every problem
+// and device term) is decided once for the whole set; a node on a varying column splits the set by
+// comparing the group's values, stored column by column. Every row reaches the same leaf as
+// LightGBM and sums its leaves in tree order from 0: the scores are bit-identical.
 #include <algorithm>
+#include <bit>
 #include <cmath>
-#include <cstdint>
 #include <cstring>
 #include <limits>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "select/gbdt_internal.hpp"
 
 namespace tilepick {
 namespace {
 
-// How a specialized node compares its value; kGeneral defers to gbdt_decide.
-enum Kind : std::uint8_t {
-  kLe,         // left iff v <= t (no NaN in the column, or NaN-missing with default right)
-  kNotGt,      // left iff !(v > t): NaN-missing, default left
-  kNanZeroLe,  // NaN reads as 0, then v <= t: missing type None
-  kGeneral,    // categorical or zero-missing
+constexpr std::size_t kPrefetchAhead = 4;            // trees
+constexpr std::size_t kPrefetchMinNodes = 1u << 15;  // 512 KiB of nodes: smaller forests stay in cache
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// What a NaN reads as in each version of a column (see GbdtNode); version 2 is the plain value.
+constexpr double kNanAs[3] = {0.0, -std::numeric_limits<double>::infinity(), kNaN};
+constexpr std::int32_t kPlain = 2;
+
+struct Context {
+  const std::vector<GbdtModel::Tree>& trees;
+  const GbdtForest& forest;
 };
 
-struct SpecNode {
-  double threshold;
-  std::int32_t col;          // column of the compact matrix
-  std::int32_t left, right;  // >= 0: specialized node; < 0: ~index into Workspace::leaves
-  std::uint8_t kind;
-  const GbdtModel::Tree* tree;  // kGeneral: the original node
-  const GbdtModel::Node* node;
-};
+// Whether the row goes left at general node n (its plain value v).
+bool general_goes_left(const Context& c, const GbdtNode& n, double v) {
+  const auto g = c.forest.general[static_cast<std::size_t>(n.value)];
+  const GbdtModel::Tree& t = c.trees[g.tree];
+  const GbdtModel::Node& node = t.nodes[g.node];
+  return gbdt_decide(t, node, v) == node.left;
+}
 
+// Appends the preorder form of `tree` from `node` (>= 0 node, < 0 ~leaf) to f; returns its depth.
+std::size_t append_tree(GbdtForest& f, const std::vector<std::int32_t>& col_of, const GbdtModel::Tree& tree,
+                 std::uint32_t tree_index, int node) {
+  const auto index = static_cast<std::int32_t>(f.nodes.size());
+  if (node < 0) {
+    f.nodes.push_back({tree.leaves[static_cast<std::size_t>(~node)], index, 0});
+    return 0;
+  }
+  const GbdtModel::Node& n = tree.nodes[static_cast<std::size_t>(node)];
+  const int missing = (n.decision >> 2) & 3;
+  const bool general = (n.decision & 1) || (missing != 0 && missing != 2) || std::isnan(n.threshold);
+  const std::int32_t version = general || (missing == 2 && !(n.decision & 2)) ? kPlain : missing == 2 ? 1 : 0;
+  const auto width = static_cast<std::int32_t>(f.columns.size());
+  f.nodes.push_back({n.threshold, 0, version * width + col_of[static_cast<std::size_t>(n.feature)]});
+  if (general) {
+    f.nodes.back().value = static_cast<double>(f.general.size());
+    f.general.push_back({tree_index, static_cast<std::uint32_t>(node)});
+  }
+  const std::size_t left = append_tree(f, col_of, tree, tree_index, n.left);
+  const auto right = static_cast<std::int32_t>(f.nodes.size());
+  f.nodes[static_cast<std::size_t>(index)].right = general ? ~right : right;
+  return 1 + std::max(left, append_tree(f, col_of, tree, tree_index, n.right));
+}
+
+// One call's rows: which slots are constant over the batch (and their value), and one group's
+// varying values slot by slot (x[slot * group size + r]).
 struct Workspace {
-  std::vector<double> x;            // rows x varying columns, zero-banded
-  std::vector<std::int32_t> col_of; // feature -> compact column, -1 when constant or unused
-  std::vector<double> const_value;  // feature -> value when constant
-  std::vector<std::uint8_t> has_nan;
-  std::vector<SpecNode> nodes;
-  std::vector<double> leaves;
-  std::vector<std::int32_t> roots;  // per tree
-  // Branch-free form of the specialized trees without kGeneral nodes: leaves are nodes too, whose
-  // children are themselves, so every row takes `depth` steps. next = child[2 i + !(v' <= threshold)]
-  // with v' = the value, or nan_as[i] when it is NaN.
-  std::vector<double> threshold, nan_as, value;
-  std::vector<std::int32_t> col, child;
-  struct Flat {
-    std::int32_t root = 0, depth = 0;  // root < 0: a tree with kGeneral nodes (branchy path)
+  std::vector<std::uint8_t> constant;  // per slot
+  std::vector<double> value;           // per slot: the constant value
+  std::vector<double> x;
+  struct Pending {
+    std::int32_t node;
+    std::uint64_t rows;
   };
-  std::vector<Flat> flat;  // per tree
+  std::vector<Pending> stack;  // the right subtrees still to walk: at most one per level
 };
+
+// Bit r set iff v[r] <= t (false for NaN), r < kGroup.
+template <std::size_t kGroup, class Mask>
+Mask rows_le(const double* v, double t) {
+  Mask m = 0;
+#if defined(__SSE2__)
+  const __m128d threshold = _mm_set1_pd(t);
+#pragma GCC unroll 32
+  for (std::size_t r = 0; r < kGroup; r += 2)
+    m |= static_cast<Mask>(_mm_movemask_pd(_mm_cmple_pd(_mm_loadu_pd(v + r), threshold))) << r;
+#else
+  for (std::size_t r = 0; r < kGroup; ++r) m |= static_cast<Mask>(v[r] <= t) << r;
+#endif
+  return m;
+}
+
+// Sums of g <= kGroup rows (already in ws.x) into out. Mask: the rows as bits.
+template <std::size_t kGroup, class Mask>
+void eval_group(const Context& c, Workspace& ws, std::size_t g, double* out) {
+  static_assert(kGroup <= 8 * sizeof(Mask));
+  const GbdtNode* nodes = c.forest.nodes.data();
+  const std::uint8_t* constant = ws.constant.data();
+  const double* cval = ws.value.data();
+  const double* x = ws.x.data();
+  const Mask all = g >= 8 * sizeof(Mask) ? ~Mask{0} : (Mask{1} << g) - 1;
+  double sum[kGroup] = {};
+  Workspace::Pending* stack = ws.stack.data();
+  const std::vector<std::int32_t>& roots = c.forest.roots;
+  const bool prefetch = c.forest.nodes.size() > kPrefetchMinNodes;
+  for (std::size_t t = 0; t < roots.size(); ++t) {
+    // Node loads along a path depend on each other: fetch a later tree while this one is walked.
+    if (prefetch && t + kPrefetchAhead + 1 < roots.size())
+      for (std::int32_t p = roots[t + kPrefetchAhead]; p < roots[t + kPrefetchAhead + 1]; p += 4) __builtin_prefetch(nodes + p);
+    std::size_t top = 0;
+    std::int32_t i = roots[t];
+    Mask rows = all;
+    for (;;) {
+      const GbdtNode& n = nodes[i];
+      if (n.right == i) {  // leaf: each of the rows gets it
+        for (Mask m = rows; m; m &= m - 1) sum[std::countr_zero(m)] += n.value;
+        if (top == 0) break;
+        --top, i = stack[top].node, rows = static_cast<Mask>(stack[top].rows);
+        continue;
+      }
+      const bool general = n.right < 0;
+      const std::int32_t right = general ? ~n.right : n.right;
+      const auto slot = static_cast<std::size_t>(n.slot);
+      if (constant[slot]) {
+        i = (general ? general_goes_left(c, n, cval[slot]) : cval[slot] <= n.value) ? i + 1 : right;
+        continue;
+      }
+      const double* v = x + slot * kGroup;
+      Mask left = 0;
+      if (!general) [[likely]] {
+        left = rows_le<kGroup, Mask>(v, n.value);
+      } else {
+        for (Mask m = rows; m; m &= m - 1)
+          left |= static_cast<Mask>(general_goes_left(c, n, v[std::countr_zero(m)])) << std::countr_zero(m);
+      }
+      left &= rows;
+      const Mask go_right = rows & ~left;
+      if (!go_right) {
+        ++i;
+      } else if (!left) {
+        i = right;
+      } else {
+        stack[top++] = {right, go_right};
+        ++i, rows = left;
+      }
+    }
+  }
+  for (std::size_t r = 0; r < g; ++r) out[r] = sum[r];
+}
+
+// Fills ws.x group by group (the varying slots) and evaluates each group; at(i, j): row i, column j.
+template <std::size_t kGroup, class Mask, class At>
+void predict_groups(const Context& c, Workspace& ws, const At& at, std::size_t n_rows, double* out) {
+  const std::size_t width = c.forest.columns.size();
+  ws.x.resize(3 * width * kGroup);
+  for (std::size_t base = 0; base < n_rows; base += kGroup) {
+    const std::size_t g = std::min(kGroup, n_rows - base);
+    for (std::size_t j = 0; j < width; ++j) {
+      if (ws.constant[j]) continue;
+      for (std::size_t r = 0; r < kGroup; ++r) {
+        const double v = r < g ? at(base + r, j) : kNaN;
+        for (std::size_t version = 0; version < 3; ++version)
+          ws.x[((version * width + j) * kGroup) + r] = std::isnan(v) ? kNanAs[version] : v;
+      }
+    }
+    eval_group<kGroup, Mask>(c, ws, g, out + base);
+  }
+}
 
 bool same(double a, double b) { return std::isnan(a) ? std::isnan(b) : std::memcmp(&a, &b, sizeof a) == 0; }
 
-class Specializer {
- public:
-  Specializer(Workspace& ws, const GbdtModel::Tree& t) : ws_(ws), t_(t) {}
-
-  // The specialized form of original child `child` (node >= 0 or ~leaf): constant nodes are
-  // decided here, so the result is a node on a varying column or a leaf.
-  std::int32_t child(int child) {
-    while (child >= 0) {
-      const GbdtModel::Node& n = t_.nodes[static_cast<std::size_t>(child)];
-      if (ws_.col_of[static_cast<std::size_t>(n.feature)] >= 0) return emit(n);
-      child = gbdt_decide(t_, n, ws_.const_value[static_cast<std::size_t>(n.feature)]);
-    }
-    ws_.leaves.push_back(t_.leaves[static_cast<std::size_t>(~child)]);
-    return ~static_cast<std::int32_t>(ws_.leaves.size() - 1);
-  }
-
- private:
-  std::int32_t emit(const GbdtModel::Node& n) {
-    const auto f = static_cast<std::size_t>(n.feature);
-    const int missing = (n.decision >> 2) & 3;
-    const bool categorical = n.decision & 1, default_left = n.decision & 2;
-    std::uint8_t kind = kGeneral;
-    if (!categorical && missing != 1 && !std::isnan(n.threshold)) {
-      if (!ws_.has_nan[f] || (missing == 2 && !default_left)) kind = kLe;
-      else if (missing == 2) kind = kNotGt;
-      else kind = kNanZeroLe;  // missing None
-    }
-    const auto index = static_cast<std::int32_t>(ws_.nodes.size());
-    ws_.nodes.push_back({n.threshold, ws_.col_of[f], 0, 0, kind, &t_, &n});
-    const std::int32_t l = child(n.left), r = child(n.right);
-    ws_.nodes[static_cast<std::size_t>(index)].left = l;
-    ws_.nodes[static_cast<std::size_t>(index)].right = r;
-    return index;
-  }
-  Workspace& ws_;
-  const GbdtModel::Tree& t_;
-};
-
-// Appends specialized subtree `node` (or ~leaf) to the flat arrays; returns its flat index.
-std::int32_t flatten(Workspace& ws, std::int32_t node, std::int32_t& depth, bool& general) {
-  const auto index = static_cast<std::int32_t>(ws.threshold.size());
-  ws.threshold.push_back(0), ws.nan_as.push_back(0), ws.value.push_back(0), ws.col.push_back(0);
-  ws.child.push_back(index), ws.child.push_back(index);
-  const auto i = static_cast<std::size_t>(index);
-  if (node < 0) {
-    ws.value[i] = ws.leaves[static_cast<std::size_t>(~node)];
-    depth = 0;
-    return index;
-  }
-  const SpecNode& s = ws.nodes[static_cast<std::size_t>(node)];
-  general |= s.kind == kGeneral;
-  ws.threshold[i] = s.threshold, ws.col[i] = s.col;
-  ws.nan_as[i] = s.kind == kNotGt ? -std::numeric_limits<double>::infinity()
-                 : s.kind == kNanZeroLe ? 0.0 : std::numeric_limits<double>::quiet_NaN();
-  std::int32_t dl = 0, dr = 0;
-  const std::int32_t l = flatten(ws, s.left, dl, general), r = flatten(ws, s.right, dr, general);
-  ws.child[2 * i] = l, ws.child[2 * i + 1] = r;
-  depth = 1 + std::max(dl, dr);
-  return index;
-}
-
-void build_flat(Workspace& ws) {
-  ws.threshold.clear(), ws.nan_as.clear(), ws.value.clear(), ws.col.clear(), ws.child.clear();
-  ws.flat.assign(ws.roots.size(), {});
-  for (std::size_t t = 0; t < ws.roots.size(); ++t) {
-    const std::size_t mark = ws.threshold.size();
-    bool general = false;
-    Workspace::Flat f;
-    f.root = flatten(ws, ws.roots[t], f.depth, general);
-    if (general) {  // the branchy path evaluates it; drop what was appended
-      ws.threshold.resize(mark), ws.nan_as.resize(mark), ws.value.resize(mark), ws.col.resize(mark);
-      ws.child.resize(2 * mark);
-      f.root = -1;
-    }
-    ws.flat[t] = f;
-  }
-}
-
-// One flat tree over all rows, kGroup rows in lockstep for instruction-level parallelism.
-void flat_tree(const Workspace& ws, const Workspace::Flat& f, std::size_t width, std::size_t n_rows, double* out) {
-  constexpr std::size_t kGroup = 16;
-  const double* thr = ws.threshold.data();
-  const double* nan_as = ws.nan_as.data();
-  const std::int32_t* col = ws.col.data();
-  const std::int32_t* child = ws.child.data();
-  for (std::size_t base = 0; base < n_rows; base += kGroup) {
-    const std::size_t g = std::min(kGroup, n_rows - base);
-    const double* rows = ws.x.data() + base * width;
-    std::int32_t cur[kGroup];
-    for (std::size_t r = 0; r < kGroup; ++r) cur[r] = f.root;
-    for (std::int32_t step = 0; step < f.depth; ++step)
-      for (std::size_t r = 0; r < g; ++r) {
-        const auto n = static_cast<std::size_t>(cur[r]);
-        double v = rows[r * width + static_cast<std::size_t>(col[n])];
-        v = v != v ? nan_as[n] : v;
-        cur[r] = child[2 * n + !(v <= thr[n])];
-      }
-    for (std::size_t r = 0; r < g; ++r) out[base + r] += ws.value[static_cast<std::size_t>(cur[r])];
-  }
-}
-
 }  // namespace
 
-void GbdtModel::predict_batch(const double* rows, std::size_t n_rows, std::size_t n_cols, double* out) const {
+std::shared_ptr<const GbdtForest> gbdt_build_forest(const std::vector<GbdtModel::Tree>& trees,
+                                                    const std::vector<int>& used_features, std::size_t num_features) {
+  auto f = std::make_shared<GbdtForest>();
+  f->columns = used_features;
+  if (3 * f->columns.size() >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+    throw Unsupported("GBDT model with " + std::to_string(num_features) + " features: too many to evaluate");
+  std::vector<std::int32_t> col_of(num_features, -1);
+  for (std::size_t j = 0; j < used_features.size(); ++j)
+    col_of[static_cast<std::size_t>(used_features[j])] = static_cast<std::int32_t>(j);
+  for (std::size_t t = 0; t < trees.size(); ++t) {
+    f->roots.push_back(static_cast<std::int32_t>(f->nodes.size()));
+    f->max_depth = std::max(f->max_depth, append_tree(*f, col_of, trees[t], static_cast<std::uint32_t>(t),
+                                                      trees[t].nodes.empty() ? -1 : 0));
+  }
+  return f;
+}
+
+void GbdtModel::predict(const double* rows, std::size_t n_rows, std::size_t n_cols, double* out) const {
+  if (n_cols != feature_names_.size())
+    throw ModelMismatch("rows have " + std::to_string(n_cols) + " columns but the model has " +
+                        std::to_string(feature_names_.size()) + " features");
+  if (!forest_ || n_rows == 0) {  // a default-constructed model scores 0
+    std::fill_n(out, n_rows, 0.0);
+    return;
+  }
+  const Context c{trees_, *forest_};
+  const std::vector<int>& columns = forest_->columns;
+  const std::size_t width = columns.size();
   thread_local Workspace ws;
-  // Columns: constant over the batch or varying (gathered into the compact matrix).
-  ws.col_of.assign(n_cols, -1);
-  ws.const_value.assign(n_cols, 0.0);
-  ws.has_nan.assign(n_cols, 0);
-  std::vector<int> varying;  // small: at most used_features_.size()
-  varying.reserve(used_features_.size());
-  for (int f : used_features_) {
-    const auto fi = static_cast<std::size_t>(f);
-    const double first = gbdt_zero_band(rows[fi]);
-    bool constant = true, nan = false;
-    for (std::size_t i = 0; i < n_rows; ++i) {
-      const double v = gbdt_zero_band(rows[i * n_cols + fi]);
-      constant &= same(v, first);
-      nan |= std::isnan(v);
-    }
-    ws.has_nan[fi] = nan;
-    if (constant) ws.const_value[fi] = first;
-    else ws.col_of[fi] = static_cast<std::int32_t>(varying.size()), varying.push_back(f);
-  }
-  const std::size_t width = varying.size();
-  ws.x.resize(n_rows * width);
-  for (std::size_t i = 0; i < n_rows; ++i)
-    for (std::size_t j = 0; j < width; ++j)
-      ws.x[i * width + j] = gbdt_zero_band(rows[i * n_cols + static_cast<std::size_t>(varying[j])]);
-
-  // The forest specialized to this batch.
-  ws.nodes.clear(), ws.leaves.clear(), ws.roots.clear();
-  for (const Tree& t : trees_) ws.roots.push_back(Specializer(ws, t).child(t.nodes.empty() ? -1 : 0));
-
-  build_flat(ws);
-  // Tree by tree over the rows; each row sums its leaves in tree order.
-  for (std::size_t i = 0; i < n_rows; ++i) out[i] = 0.0;
-  const SpecNode* nodes = ws.nodes.data();
-  const double* leaves = ws.leaves.data();
-  for (std::size_t t = 0; t < ws.roots.size(); ++t) {
-    const std::int32_t root = ws.roots[t];
-    if (ws.flat[t].root >= 0) {
-      flat_tree(ws, ws.flat[t], width, n_rows, out);
-      continue;
-    }
-    if (root < 0) {
-      const double v = leaves[~root];
-      for (std::size_t i = 0; i < n_rows; ++i) out[i] += v;
-      continue;
-    }
-    const double* row = ws.x.data();
-    for (std::size_t i = 0; i < n_rows; ++i, row += width) {
-      std::int32_t node = root;
-      do {
-        const SpecNode& s = nodes[node];
-        const double v = row[s.col];
-        bool left;
-        switch (s.kind) {
-          case kLe: left = v <= s.threshold; break;
-          case kNotGt: left = !(v > s.threshold); break;
-          case kNanZeroLe: left = (std::isnan(v) ? 0.0 : v) <= s.threshold; break;
-          default: left = gbdt_decide(*s.tree, *s.node, v) == s.node->left; break;
-        }
-        node = left ? s.left : s.right;
-      } while (node >= 0);
-      out[i] += leaves[~node];
+  ws.constant.assign(3 * width, 0);
+  ws.value.assign(3 * width, 0.0);
+  ws.stack.resize(forest_->max_depth + 1);
+  // LightGBM reads a dense row as sparse pairs: values inside the zero band become exact zeros.
+  auto at = [&](std::size_t i, std::size_t j) { return gbdt_zero_band(rows[i * n_cols + static_cast<std::size_t>(columns[j])]); };
+  for (std::size_t j = 0; j < width; ++j) {
+    const double first = at(0, j);
+    bool constant = true;
+    for (std::size_t i = 1; i < n_rows && constant; ++i) constant = same(at(i, j), first);
+    for (std::size_t version = 0; version < 3; ++version) {
+      ws.constant[version * width + j] = constant;
+      ws.value[version * width + j] = std::isnan(first) ? kNanAs[version] : first;
     }
   }
+  // Groups of 16 rows for small batches (the re-scoring of a student's top 16), of 64 for large ones
+  // (fewer walks of each tree for the nodes on constant columns).
+  if (n_rows <= 16) predict_groups<16, std::uint16_t>(c, ws, at, n_rows, out);
+  else predict_groups<64, std::uint64_t>(c, ws, at, n_rows, out);
 }
 
 }  // namespace tilepick

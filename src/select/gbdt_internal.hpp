@@ -1,5 +1,7 @@
-// Pieces of the GBDT evaluator shared by the per-row and the batch paths. Internal to src/select.
+// Pieces of the GBDT evaluator shared by the parser (gbdt.cpp) and the evaluation (gbdt_batch.cpp).
+// Internal to src/select.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -10,24 +12,36 @@ namespace tilepick {
 
 // LightGBM's decision at node `n` of `t` for one (zero-banded) feature value; returns the child.
 int gbdt_decide(const GbdtModel::Tree& t, const GbdtModel::Node& n, double v);
+// LightGBM's zero band: values within it are zeros (stored as 1e-35f widened to double).
+inline const double kZeroThreshold = static_cast<double>(1e-35f);
 // A dense value as LightGBM reads it: inside the zero band -> exact 0 (NaN stays NaN).
-double gbdt_zero_band(double v);
+inline double gbdt_zero_band(double v) { return !(std::fabs(v) > kZeroThreshold) && !std::isnan(v) ? 0.0 : v; }
 
-// Batches up to this many rows (without a flat form) are evaluated row by row: specializing the
-// forest (~0.6 us per tree) costs more than it saves for them.
-inline constexpr std::size_t kGbdtRowByRowMaxRows = 32;
-// Forests up to this many trees, none deeper than kGbdtFlatMaxDepth, are precompiled into a flat
-// form at load (gbdt_flat.cpp). Every row walks a flat tree's whole depth, so deep trees are faster
-// through the per-call specialization, which drops the nodes on the batch's constant columns (a
-// 128 x 31-leaf student: 1.5 ms flat vs 1.07 ms specialized on 823 rows).
-inline constexpr std::size_t kGbdtFlatMaxTrees = 256;
-inline constexpr std::int32_t kGbdtFlatMaxDepth = 8;
-// The flat form of `trees`, or nullptr when a tree has a node it cannot take (categorical,
-// zero-missing), is deeper than kGbdtFlatMaxDepth, or there are more than kGbdtFlatMaxTrees trees.
-std::shared_ptr<const GbdtFlatForest> gbdt_build_flat(const std::vector<GbdtModel::Tree>& trees,
-                                                      const std::vector<int>& used, std::size_t num_features);
-// Row-major rows (n_cols columns) -> out, bit-identical to predict_row.
-void gbdt_predict_flat(const GbdtFlatForest& f, const double* rows, std::size_t n_rows, std::size_t n_cols,
-                       double* out);
+// The forest in evaluation form, built at load: 16-byte nodes, each tree in preorder (a node's left
+// child is the next node), leaves are nodes whose right child is themselves. The columns some split
+// uses are renumbered 0..n-1 and every one comes in three versions, by what a NaN value reads as: 0
+// (missing None), -inf (NaN-missing, default left), NaN (NaN-missing, default right; the
+// zero-banded value as it is). A numerical node reads the version its missing type needs and sends
+// the row left iff that value <= value. Categorical, zero-missing and NaN-threshold nodes
+// ("general") defer to gbdt_decide on the plain version of their column.
+struct GbdtNode {
+  double value;        // threshold; leaf: the leaf value; general: index into GbdtForest::general
+  std::int32_t right;  // right child (absolute index); leaf: itself; general node: ~right child
+  std::int32_t slot;   // version * columns.size() + column
+};
+static_assert(sizeof(GbdtNode) == 16);
+
+struct GbdtForest {
+  struct General {
+    std::uint32_t tree, node;  // in GbdtModel's trees
+  };
+  std::vector<int> columns;  // feature of each column (GbdtModel::used_features)
+  std::vector<GbdtNode> nodes;
+  std::vector<std::int32_t> roots;  // per tree
+  std::size_t max_depth = 0;         // of the deepest tree
+  std::vector<General> general;
+};
+std::shared_ptr<const GbdtForest> gbdt_build_forest(const std::vector<GbdtModel::Tree>& trees,
+                                                    const std::vector<int>& used_features, std::size_t num_features);
 
 }  // namespace tilepick

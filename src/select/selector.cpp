@@ -99,8 +99,8 @@ std::string mismatch(const ModelEntry& e) {
   return "";
 }
 
-// Indices best first: NaN last, higher score first, ties by config string. The order of the first
-// `keep` is exact; config strings are made (into texts) only for the tied runs that reach them.
+// Indices best first: NaN last, higher score first, ties by config string. Only the order of the
+// first `keep` is exact; config strings are made (into texts) only for the tied runs that reach them.
 std::vector<std::size_t> ranked_order(const std::vector<KernelConfig>& configs, const std::vector<double>& scores,
                                       std::size_t keep, std::vector<std::string>& texts) {
   std::vector<std::size_t> order(scores.size());
@@ -110,7 +110,14 @@ std::vector<std::size_t> ranked_order(const std::vector<KernelConfig>& configs, 
     if (an != bn) return bn;
     return !an && scores[a] > scores[b];
   };
-  std::sort(order.begin(), order.end(), before);
+  // Only the first `keep` need their order: sort those, then bring the rest of a tied run that
+  // reaches position keep - 1 right after them (the tie-break below orders the whole run).
+  const auto mid = order.begin() + static_cast<std::ptrdiff_t>(keep);
+  std::partial_sort(order.begin(), mid, order.end(), before);
+  if (keep > 0 && keep < order.size()) {
+    const std::size_t last = order[keep - 1];
+    std::partition(mid, order.end(), [&](std::size_t i) { return !before(last, i); });
+  }
   for (std::size_t begin = 0; begin < keep;) {
     std::size_t end = begin + 1;
     while (end < order.size() && !before(order[begin], order[end])) ++end;  // a run of equal scores
@@ -254,7 +261,8 @@ std::vector<Ranked> Selector::score(const Problem& p, const ArchSpec& arch, std:
   const std::size_t keep = k > 0 ? std::min(n, static_cast<std::size_t>(k)) : n;
   if (m) {
     const std::size_t width = feature_schema().size();
-    std::vector<double> rows(n * width);
+    thread_local std::vector<double> rows;  // reused: a conv pool's rows are ~1.5 MB
+    rows.resize(n * width);
     features_batch(p, configs, arch, rows.data(), threads_);
     const FastModel* fast = use_fast && m->fast ? &*m->fast : nullptr;
     const GbdtModel& model = fast ? fast->model : *m->model;
@@ -302,15 +310,15 @@ std::vector<Ranked> Selector::score(const Problem& p, const ArchSpec& arch, std:
   return out;
 }
 
-const std::vector<KernelConfig>& Selector::set_candidates(const ModelEntry& m, const CandidateSet& set,
+const std::vector<KernelConfig>& Selector::set_candidates(const ModelEntry& m, const CandidateSet* set,
                                                           const ArchSpec& arch, bool* unique_pool_forms) const {
   std::lock_guard<std::mutex> lock(cache_->mutex);
-  auto& slot = cache_->pools[{&m, &set, arch.sm}];
+  auto& slot = cache_->pools[{&m, set, arch.sm}];
   if (!slot) {
     slot = std::make_unique<PoolCache::Pool>();
     std::set<KernelConfig> forms;
     for (const auto& e : Registry::default_registry().candidates(m.spec.op, arch)) {
-      if (!set.contains(e.config)) continue;
+      if (set && !set->contains(e.config)) continue;
       slot->configs.push_back(e.config);
       slot->unique_pool_forms = forms.insert(pool_form(e.config)).second && slot->unique_pool_forms;
     }
@@ -319,14 +327,14 @@ const std::vector<KernelConfig>& Selector::set_candidates(const ModelEntry& m, c
   return slot->configs;
 }
 
-std::vector<KernelConfig> Selector::set_pool(const ModelEntry& m, const CandidateSet& set, const Problem& p,
+std::vector<KernelConfig> Selector::set_pool(const ModelEntry& m, const CandidateSet* set, const Problem& p,
                                              const ArchSpec& arch) const {
   std::vector<KernelConfig> out;
   bool unique = true;
   const std::vector<KernelConfig>& candidates = set_candidates(m, set, arch, &unique);
   out.reserve(candidates.size());
   for (const auto& c : candidates)
-    if (legal(p, c, arch)) out.push_back(resolve(c, p));
+    if (family_runs(c.fam(), p) && legal(p, c, arch)) out.push_back(resolve(c, p));
   // Distinct pool forms resolve to distinct configs; otherwise dedupe as Registry::lookup does.
   if (!unique) {
     std::set<KernelConfig> seen;
@@ -341,18 +349,20 @@ std::vector<KernelConfig> Selector::pool_impl(const Problem& p, const ArchSpec& 
   if (m && m->fast) {
     // The student's own set; when none of it is legal the teacher scores its usual pool.
     if (!m->fast->candidates) *fast = true;
-    else if (std::vector<KernelConfig> out = set_pool(*m, *m->fast->candidates, p, arch); !out.empty()) {
+    else if (std::vector<KernelConfig> out = set_pool(*m, &*m->fast->candidates, p, arch); !out.empty()) {
       *pruned = *fast = true;
       return out;
     }
   }
   if (prune_ && m && m->candidates) {
-    std::vector<KernelConfig> out = set_pool(*m, *m->candidates, p, arch);
+    std::vector<KernelConfig> out = set_pool(*m, &*m->candidates, p, arch);
     *pruned = !out.empty();
     if (!out.empty()) return out;
   }
   *pruned = false;
-  return Registry::default_registry().lookup_configs(p, arch);
+  // The model's whole legal pool: Registry::lookup_configs' configs in its order, over the cached
+  // candidates (no dedupe when their pool forms are distinct).
+  return m ? set_pool(*m, nullptr, p, arch) : Registry::default_registry().lookup_configs(p, arch);
 }
 
 std::vector<KernelConfig> Selector::pool(const Problem& p, const ArchSpec& arch, bool* pruned) const {
