@@ -1,6 +1,7 @@
 # Sourced by the one-call GPU scripts (bench/*_gpu.sh): a time budget and a work folder that is
 # tarred into $OUT/results.tgz on exit (the device tool returns at most 8 files).
-#   START, left (seconds of BUDGET_S left, default 560), W (the work folder), build_all, build_cli, timed_sweep
+#   START, left (seconds of BUDGET_S left, default 560), W (the work folder), build_all, build_cli, timed_sweep,
+#   setup_training
 START=$(date +%s)
 left() { echo $(( ${BUDGET_S:-560} - ($(date +%s) - START) )); }
 W="$OUT/w"; mkdir -p "$W"
@@ -29,4 +30,13 @@ timed_sweep() {
   timeout "$s" $T sweep "$@" --min-timed-ms 5 --max-reps 50 --gpus all -q --time-limit $(( s - 20 )) \
     -o "$W/$name.csv.gz" >"$W/$name.log" 2>&1
   echo "$name rc=$? after $(( $(date +%s) - START )) s: $(tail -1 "$W/$name.log")"
+}
+# Installs the carried LightGBM wheel (.whl), builds the Python module, and sets TRAIN / VAL: every
+# data/sweeps/h200 training and held-out record file (the training scripts, bench/train*_device.sh).
+setup_training() {
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  build_all
+  export PYTHONPATH="$PWD/python:/tmp/site"
+  TRAIN=(data/sweeps/h200/*_train*.csv.gz)
+  VAL=(data/sweeps/h200/*_val*.csv.gz)
 }

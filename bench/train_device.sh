@@ -11,16 +11,12 @@
 # Experiments: CONV_ARGS (extra tilepick.train options for conv, e.g. --no-pool-conv), GEMM=0 (conv only).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 source bench/gpu_session.sh
-build_all
-export PYTHONPATH="$PWD/python:/tmp/site"
+setup_training
 cp -r models "$W/models"
 half=$(( $(nproc) / 2 )); [ "${GEMM:-1}" = 0 ] && half=$(nproc)
-train=(data/sweeps/h200/*_train*.csv.gz)
-val=(data/sweeps/h200/*_val*.csv.gz)
-common=("${train[@]}" --val "${val[@]}" --problems-file data/problems/sweep/*.txt --out "$W/models" --threads "$half")
-echo "commit $(cat .commit 2>/dev/null); $(nproc) cores; train: ${train[*]}" | tee "$W/train_command.txt"
+common=("${TRAIN[@]}" --val "${VAL[@]}" --problems-file data/problems/sweep/*.txt --out "$W/models" --threads "$half")
+echo "commit $(cat .commit 2>/dev/null); $(nproc) cores; train: ${TRAIN[*]}" | tee "$W/train_command.txt"
 t=$(( $(left) - 100 ))
 [ "${GEMM:-1}" = 0 ] || timeout $t python3 -m tilepick.train "${common[@]}" --only gemm_half_h200 >"$W/train_gemm.log" 2>&1 &
 timeout $t python3 -m tilepick.train "${common[@]}" ${CONV_ARGS:-} --only conv_fwd_half_h200 conv_bwd_data_half_h200 \

@@ -6,20 +6,16 @@
 #   VARIANTS="base:;clip:--clip 0.69" BUDGET_S=560 bash bench/train_variants_device.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 source bench/gpu_session.sh
-build_all
-export PYTHONPATH="$PWD/python:/tmp/site"
+setup_training
 IFS=';' read -ra variants <<<"${VARIANTS:?VARIANTS=name:options;...}"
 threads=$(( $(nproc) / ${#variants[@]} )); [ $threads -ge 1 ] || threads=1
-train=(data/sweeps/h200/*_train*.csv.gz)
-val=(data/sweeps/h200/*_val*.csv.gz)
-echo "commit $(cat .commit 2>/dev/null); $(nproc) cores, $threads per variant; train: ${train[*]}" | tee "$W/train_command.txt"
+echo "commit $(cat .commit 2>/dev/null); $(nproc) cores, $threads per variant; train: ${TRAIN[*]}" | tee "$W/train_command.txt"
 t=$(( $(left) - 30 ))
 for v in "${variants[@]}"; do
   name=${v%%:*}; opts=${v#*:}
   # shellcheck disable=SC2086  # the options split into words
-  timeout $t python3 -m tilepick.train "${train[@]}" --val "${val[@]}" --problems-file data/problems/sweep/*.txt \
+  timeout $t python3 -m tilepick.train "${TRAIN[@]}" --val "${VAL[@]}" --problems-file data/problems/sweep/*.txt \
     --out "$W/$name" --threads $threads $opts --only conv_fwd_half_h200 conv_bwd_data_half_h200 \
     conv_bwd_weight_half_h200 >"$W/$name.log" 2>&1 &
 done
