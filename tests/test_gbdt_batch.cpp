@@ -94,6 +94,17 @@ double value(std::mt19937_64& rng, int kind, double constant) {
 
 bool identical(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
+// One batched predict over `rows` (kFeatures per row) against predict_row, bit for bit.
+void expect_batch_matches_rows(const GbdtModel& m, const std::vector<double>& rows, int round) {
+  const std::size_t n = rows.size() / kFeatures;
+  std::vector<double> batch(n);
+  m.predict(rows.data(), n, kFeatures, batch.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    const double want = m.predict_row(rows.data() + i * kFeatures);
+    ASSERT_TRUE(identical(batch[i], want)) << "round " << round << " row " << i << ": " << batch[i] << " != " << want;
+  }
+}
+
 TEST(GbdtBatch, MatchesPredictRowBitForBit) {
   std::mt19937_64 rng(7);
   for (int round = 0; round < 200; ++round) {
@@ -102,14 +113,10 @@ TEST(GbdtBatch, MatchesPredictRowBitForBit) {
     std::vector<int> kind(kFeatures);
     std::vector<double> constant(kFeatures);
     for (int f = 0; f < kFeatures; ++f) kind[f] = static_cast<int>(rng() % 4), constant[f] = value(rng, 3, 0);
-    std::vector<double> rows(n * kFeatures), batch(n);
+    std::vector<double> rows(n * kFeatures);
     for (std::size_t i = 0; i < n; ++i)
       for (int f = 0; f < kFeatures; ++f) rows[i * kFeatures + f] = value(rng, kind[f], constant[f]);
-    m.predict(rows.data(), n, kFeatures, batch.data());
-    for (std::size_t i = 0; i < n; ++i) {
-      const double want = m.predict_row(rows.data() + i * kFeatures);
-      ASSERT_TRUE(identical(batch[i], want)) << "round " << round << " row " << i << ": " << batch[i] << " != " << want;
-    }
+    ASSERT_NO_FATAL_FAILURE(expect_batch_matches_rows(m, rows, round));
   }
 }
 
@@ -120,13 +127,9 @@ TEST(GbdtBatch, NumericalForestsMatchPredictRowBitForBitAtEveryBatchSize) {
   for (int round = 0; round < 200; ++round) {
     const GbdtModel m = GbdtModel::parse(random_forest(rng, 1 + static_cast<int>(rng() % 60), true));
     const std::size_t n = 1 + rng() % 70;
-    std::vector<double> rows(n * kFeatures), batch(n);
+    std::vector<double> rows(n * kFeatures);
     for (auto& v : rows) v = value(rng, 3, 0);
-    m.predict(rows.data(), n, kFeatures, batch.data());
-    for (std::size_t i = 0; i < n; ++i) {
-      const double want = m.predict_row(rows.data() + i * kFeatures);
-      ASSERT_TRUE(identical(batch[i], want)) << "round " << round << " row " << i << ": " << batch[i] << " != " << want;
-    }
+    ASSERT_NO_FATAL_FAILURE(expect_batch_matches_rows(m, rows, round));
   }
 }
 
