@@ -19,8 +19,10 @@ import datetime as _dt
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -55,11 +57,19 @@ def dtype_family(problem: str) -> str:
     return _core.dtype_family(problem)
 
 
+_DTYPE = re.compile(r"^(f16|bf16|e4m3|e5m2|f32|fp16|fp32|tf32|fp8_?e4m3|fp8_?e5m2)(:[a-z0-9_]+)*$")
+
+
+def shape_of(problem: str) -> str:
+    """The problem without its dtype token: a shape swept in bf16 and in f16 is one shape."""
+    return " ".join(t for t in problem.split() if not _DTYPE.match(t))
+
+
 def cv_group(problem: str, tag: str | None) -> str:
-    """Whole networks stay together; synthetic and untagged shapes are their own family."""
+    """Whole networks stay together; synthetic and untagged shapes are their own family (all dtypes)."""
     if tag and not tag.startswith("synth"):
         return tag.split(".")[0]
-    return "shape:" + problem
+    return "shape:" + shape_of(problem)
 
 
 def load_rows(paths: list[str], problem_files: list[str]) -> tuple[dict, pd.DataFrame]:
@@ -79,6 +89,15 @@ def load_rows(paths: list[str], problem_files: list[str]) -> tuple[dict, pd.Data
     df = df.assign(tag=keys.map(tags), op=df["problem"].map(op), family=df["problem"].map(family))
     df["group"] = [cv_group(p, t if isinstance(t, str) else None) for p, t in zip(df["problem"], df["tag"])]
     return header, df
+
+
+def keep_share(problems: pd.Series, share: float) -> np.ndarray:
+    """A stable choice of about `share` of the problems; a shape's dtypes are kept or dropped together."""
+    if share >= 1:
+        return np.ones(len(problems), dtype=bool)
+    shape = problems.map(shape_of)
+    h = {s: zlib.crc32(s.encode()) % 10000 for s in shape.unique()}
+    return (shape.map(h) < share * 10000).to_numpy()
 
 
 def add_targets(df: pd.DataFrame) -> pd.DataFrame:
@@ -281,7 +300,7 @@ def train_group(names, df, X, args, header, out_dir, val=None):
             "trained_with": {o: int((df["op"] == o).sum()) for o in ops} if len(ops) > 1 else None,
             "objective": best, "rounds": rounds, "bag": bag, "trees": text.count("\nTree="),
             "params": params_for(best, args.seed, op), "cv": {o: cv[o][op] for o in args.objectives},
-            "target_clip": TARGET_CLIP, "near_weight": NEAR_WEIGHT,
+            "target_clip": TARGET_CLIP, "near_weight": NEAR_WEIGHT, "problem_fraction": args.problem_fraction,
             "device": header.get("devices", [{}])[0].get("name", ""), "commit": git_commit(),
             "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "warm_start": init is not None,
@@ -336,6 +355,9 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=0, help="LightGBM threads (0: all cores)")
     ap.add_argument("--clip", type=float, default=TARGET_CLIP,
                     help="reg_rel: clip the target log(time / best) at this (0: off)")
+    ap.add_argument("--problem-fraction", type=float, default=1.0,
+                    help="train on this share of the training problems (a stable hash of the problem without its "
+                         "dtype picks them; for learning curves)")
     ap.add_argument("--near-weight", type=float, default=NEAR_WEIGHT,
                     help=f"reg_rel: weight of rows within {NEAR_EFF} efficiency of the problem's best")
     args = ap.parse_args(argv)
@@ -348,6 +370,9 @@ def main(argv=None) -> int:
         ap.error("no training record files")
 
     header, raw = load_rows(args.records, args.problems_file)
+    if not 0 < args.problem_fraction <= 1:
+        ap.error(f"--problem-fraction must be in (0, 1], not {args.problem_fraction}")
+    raw = raw[keep_share(raw["problem"], args.problem_fraction)]
     df = add_targets(raw)
     vdf_all = add_targets(load_rows(args.val, args.problems_file)[1]) if args.val else None
     out_dir = Path(args.out)

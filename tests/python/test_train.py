@@ -32,8 +32,21 @@ def test_dtype_family_and_groups():
     assert train.dtype_family("gemm rcr m8 n8 k8 f32") == "tf32"
     assert train.dtype_family("gemm rcr m8 n8 k8 e4m3:e4m3:bf16") == "fp8"
     assert train.cv_group("gemm rcr m1 n2 k3 bf16", "llama3_8b.qkv.t1") == "llama3_8b"
-    assert train.cv_group("gemm rcr m1 n2 k3 bf16", "synth_gemm.r1") == "shape:gemm rcr m1 n2 k3 bf16"
-    assert train.cv_group("gemm rcr m1 n2 k3 bf16", None) == "shape:gemm rcr m1 n2 k3 bf16"
+    # a synthetic shape swept in two dtypes is one group (otherwise its twin leaks into the other folds)
+    assert train.cv_group("gemm rcr m1 n2 k3 bf16", "synth_gemm.r1") == "shape:gemm rcr m1 n2 k3"
+    assert train.cv_group("gemm rcr m1 n2 k3 f16", None) == "shape:gemm rcr m1 n2 k3"
+    assert train.cv_group("gemm rcr m1 n2 k3 bf16:bf16:f32 ep=relu", None) == "shape:gemm rcr m1 n2 k3 ep=relu"
+
+
+def test_problem_share_is_stable_and_keeps_dtypes_together():
+    probs = pd.Series([f"fwd g1 mb{i} ic8 ih5 iw5 oc8 kh3 kw3 sh1 sw1 ph1 pw1 {d}" for i in range(2000)
+                       for d in ("bf16", "f16")])
+    keep = train.keep_share(probs, 0.3)
+    assert 0.27 < keep.mean() < 0.33
+    assert (keep[::2] == keep[1::2]).all()
+    assert (train.keep_share(probs, 0.3) == keep).all()
+    assert not (keep & ~train.keep_share(probs, 0.6)).any()  # a larger share holds the smaller one
+    assert train.keep_share(probs, 1.0).all()
 
 
 def test_folds_keep_whole_groups_and_balance():
