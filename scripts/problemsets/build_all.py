@@ -56,7 +56,8 @@ def manifest():
     return out
 
 
-SWEEP_FILES = ("sweep/gemm_train.txt", "sweep/gemm_val.txt", "sweep/conv_train.txt", "sweep/conv_val.txt")
+SWEEP_FILES = ("sweep/gemm_train.txt", "sweep/gemm_val.txt", "sweep/conv_train.txt", "sweep/conv_train_more.txt",
+               "sweep/conv_val.txt")
 
 
 def build(out_dir):
