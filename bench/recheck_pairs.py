@@ -5,7 +5,8 @@ choice timed on the same GPU minutes apart, free of the min-over-noisy-records b
 (docs/selection.md, "Rechecked eval"). Output: 'problem|config' lines.
 
 usage: python bench/recheck_pairs.py --records R.csv.gz... [-m 8] [--band 0.05] [--cap 16] [-k 4]
-       [--models DIR] --out PAIRS.txt"""
+       [--models DIR...] [--ops fwd bwd_data ...] --out PAIRS.txt
+Several --models folders (a candidate beside the shipped one) give the union of their first K."""
 import argparse
 import sys
 from pathlib import Path
@@ -37,19 +38,19 @@ def main() -> None:
     ap.add_argument("--band", type=float, default=0.05, help="also every config within this of the recorded best")
     ap.add_argument("--cap", type=int, default=16, help="most recorded configs per problem")
     ap.add_argument("-k", type=int, default=4, help="the models' first K (dispatch top_k's k)")
-    ap.add_argument("--models", default=str(ROOT.parent / "models"))
+    ap.add_argument("--models", nargs="+", default=[str(ROOT.parent / "models")])
+    ap.add_argument("--ops", nargs="*", default=[], help="only problems of these ops (gemm, fwd, bwd_data, bwd_weight)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     rec = recorded_best(a.records, a.m, a.band, a.cap)
-    problems = sorted(rec)
-    top = ranked(problems, a.models, a.k, ["fast", "full"])
+    problems = sorted(p for p in rec if not a.ops or p.split()[0] in a.ops)
+    tops = [ranked(problems, m, a.k, ["fast", "full"]) for m in a.models]
     n = 0
     with open(a.out, "w") as f:
         for p in problems:
-            canon = top[p][0]
-            if canon != p:
-                sys.exit(f"recheck_pairs: record problem '{p}' is not canonical ('{canon}')")
-            for c in dict.fromkeys(rec[p] + top[p][1:]):
+            if any(top[p][0] != p for top in tops):
+                sys.exit(f"recheck_pairs: record problem '{p}' is not canonical")
+            for c in dict.fromkeys(rec[p] + [c for top in tops for c in top[p][1:]]):
                 f.write(f"{p}|{c}\n")
                 n += 1
     print(f"{a.out}: {n} pairs for {len(problems)} problems")
