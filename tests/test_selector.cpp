@@ -440,6 +440,37 @@ TEST_F(SelectorTest, EvalScoresTheTimedTopKAndWhetherTheModelsOwnChoicesWereMeas
   EXPECT_THROW(eval::evaluate(sel, records, h200, {}, 0), Error);
 }
 
+TEST_F(SelectorTest, EvalTimesARepeatedPairByItsFastestOrItsMedianRecord) {
+  write_model("gemm_half_h200", model_text(base_trees()), spec_json());
+  Selector sel(models());
+  const ArchSpec& h200 = test::arch("h200");
+  const auto top = sel.rank(parse_problem(kP1), h200, 2);
+  ASSERT_EQ(top.size(), 2u);
+  // The model's choice ran three times (one lucky pass), the other config twice and once failed.
+  std::vector<sweep::Record> records;
+  for (double us : {9.0, 12.0, 11.0}) records.push_back(rec(kP1, top[0].text, "ok", us));
+  for (double us : {10.0, 10.5}) records.push_back(rec(kP1, top[1].text, "ok", us));
+  records.push_back(rec(kP1, top[1].text, "wrong", 0));
+  records.push_back(rec(kP1, "vendor=cublaslt:heur", "ok", 20));
+  records.push_back(rec(kP1, "vendor=cublaslt:heur", "ok", 30));
+  records.push_back(rec(kP1, "vendor=cublaslt:heur", "ok", 25));
+
+  const auto fastest = eval::evaluate(sel, records, h200, {});
+  ASSERT_EQ(fastest.problems.size(), 1u);
+  EXPECT_DOUBLE_EQ(fastest.problems[0].model.us, 9);
+  EXPECT_DOUBLE_EQ(fastest.problems[0].oracle_us, 9);
+  EXPECT_DOUBLE_EQ(fastest.problems[0].vendor_heur_us, 20);
+
+  // Median: 11 for the choice, the lower middle 10 of the other config's two ok records: it is the oracle.
+  const auto median = eval::evaluate(sel, records, h200, {}, eval::kTimedTopK, eval::Repeats::median);
+  const auto& p = median.problems[0];
+  EXPECT_DOUBLE_EQ(p.model.us, 11);
+  EXPECT_DOUBLE_EQ(p.oracle_us, 10);
+  EXPECT_EQ(p.oracle_config, top[1].text);
+  EXPECT_DOUBLE_EQ(p.model.efficiency, 10.0 / 11);
+  EXPECT_DOUBLE_EQ(p.vendor_heur_us, 25);
+}
+
 // ------------------------------------------------------------------------------ CLI
 
 

@@ -31,6 +31,7 @@ struct EvalArgs {
   bool no_plot = false;
   bool no_prune = false;
   int timed_k = eval::kTimedTopK;
+  std::string repeats = "fastest";
   std::string select;  // "", full or fast (TILEPICK_SELECT when "")
 };
 
@@ -131,13 +132,15 @@ void run(const EvalArgs& a) {
                                (m.fast->candidates ? ", " + std::to_string(m.fast->candidates->configs.size()) + " configs" : "")
                          : std::string())
               << "\n";
-  const eval::EvalReport report = eval::evaluate(selector, records, arch, tags, a.timed_k);
+  const eval::EvalReport report = eval::evaluate(selector, records, arch, tags, a.timed_k,
+                                                     a.repeats == "median" ? eval::Repeats::median : eval::Repeats::fastest);
   std::cout << "arch " << arch.name << ", " << records.size() << " records\n" << eval::format_table(report);
 
   if (!a.out.empty()) {
     fs::create_directories(a.out);
     nlohmann::json j = eval::to_json(report);
     j["records"] = a.records;
+    j["repeats"] = a.repeats;
     j["models_dir"] = selector.models_dir();
     j["feature_schema"] = feature_schema().hash;
     j["models"] = nlohmann::json::array();
@@ -182,6 +185,11 @@ void add_eval_commands(CLI::App& app) {
   cmd->add_option("--timed-k", args->timed_k,
                   "t<K> column: the fastest measured of the model's first K (dispatch top_k's k)")
       ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--repeats", args->repeats,
+                  "a pair recorded more than once: its fastest record (several sweep files), or the median of its "
+                  "records (a same-run recheck, `sweep --repeat`)")
+      ->check(CLI::IsMember({"fastest", "median"}))
       ->capture_default_str();
   cmd->add_flag("--no-prune", args->no_prune,
                 "ignore the models' candidates.txt: the model chooses among every measured config");

@@ -249,6 +249,11 @@ def negate_leaves(text: str) -> str:
 
 
 def git_commit() -> str:
+    """The source commit: a `.commit` file at the tree's root wins (the device tool's copy of the tree
+    carries a stale .git; CMake reads the same file), else git."""
+    stamp = Path(__file__).resolve().parents[2] / ".commit"
+    if stamp.is_file() and stamp.read_text().strip():
+        return stamp.read_text().strip()
     try:
         return subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
                               cwd=Path(__file__).resolve().parent, check=True).stdout.strip()

@@ -13,8 +13,9 @@ namespace tilepick::eval {
 namespace {
 
 struct Measured {
-  double us = kNaN;      // min over ok rows
-  std::string status;    // "ok" when any row is ok, else the first failure
+  double us = kNaN;          // over the ok rows: their minimum or median (Repeats)
+  std::string status;        // "ok" when any row is ok, else the first failure
+  std::vector<double> oks;   // the ok rows' times
 };
 
 struct ProblemRows {
@@ -26,11 +27,18 @@ struct ProblemRows {
 
 void merge(Measured& m, const sweep::Record& r) {
   if (r.status == "ok") {
-    m.us = std::isnan(m.us) ? r.median_us : std::min(m.us, r.median_us);
+    m.oks.push_back(r.median_us);
     m.status = "ok";
   } else if (m.status.empty()) {
     m.status = r.status;
   }
+}
+
+// A pair recorded more than once: the fastest time, or the median (the lower middle of an even count).
+void settle(Measured& m, Repeats repeats) {
+  if (m.oks.empty()) return;
+  std::sort(m.oks.begin(), m.oks.end());
+  m.us = repeats == Repeats::fastest ? m.oks.front() : m.oks[(m.oks.size() - 1) / 2];
 }
 
 double quantile(const std::vector<double>& sorted, double q) {
@@ -194,7 +202,7 @@ Stats summarize(std::vector<double> eff, const std::vector<double>& regrets, std
 }
 
 EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& records, const ArchSpec& arch,
-                    const std::map<std::string, std::string>& tags, int timed_k) {
+                    const std::map<std::string, std::string>& tags, int timed_k, Repeats repeats) {
   if (timed_k < 1) throw Error(Status::invalid_argument, "eval: timed_k must be at least 1, not " + std::to_string(timed_k));
   EvalReport report;
   report.arch = arch.name;
@@ -235,6 +243,11 @@ EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& 
     }
     if (!rows.configs.count(text)) rows.order.push_back(text);
     merge(rows.configs[text], r);
+  }
+
+  for (auto& [key, rows] : by_problem) {
+    for (auto& [_, m] : rows.configs) settle(m, repeats);
+    for (auto& [_, m] : rows.vendor) settle(m, repeats);
   }
 
   for (const auto& key : order) {

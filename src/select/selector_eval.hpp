@@ -91,10 +91,14 @@ struct EvalReport {
 // GEMM: "m=tiny" (M <= 16) | small (<= 256) | medium (<= 2048) | large. Conv: "conv=dense|grouped|
 // depthwise", "filter=1x1|3x3|7x7" (3-D: 1x1x1 ...) or "filter=other", "stride=1|strided", "dims=2d|3d".
 std::vector<std::string> problem_slices(const Problem& p);
+// How a (problem, config) pair recorded more than once is timed: its fastest record (several sweep
+// files), or the median of its records (a same-run recheck, `tilepick sweep --repeat`).
+enum class Repeats { fastest, median };
 // `tags`: canonical problem string -> network tag.
 // `timed_k` >= 1: how many of the model's first ranked configs "timed" and "own" look at.
 EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& records, const ArchSpec& arch,
-                    const std::map<std::string, std::string>& tags, int timed_k = kTimedTopK);
+                    const std::map<std::string, std::string>& tags, int timed_k = kTimedTopK,
+                    Repeats repeats = Repeats::fastest);
 // Efficiency statistics; quantiles interpolate linearly (numpy's default).
 Stats summarize(std::vector<double> efficiencies, const std::vector<double>& regrets, std::size_t failed,
                 std::size_t top1, std::size_t top5, bool has_top5);
