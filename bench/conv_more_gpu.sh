@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# One GPU session of the second conv training sweep (issue 5): data/problems/sweep/conv_train_more.txt
-# (800 more training problems, bf16) with 40 sampled configs each, as conv_train.csv.gz was measured
+# One GPU session of a later conv training sweep (issue 5): data/problems/sweep/NAME.txt (default
+# conv_train_more; conv_train_more2: 800 more training problems each, bf16) with 40 sampled configs each, as conv_train.csv.gz was measured
 # (data/sweeps/README.md) but without the vendor rows (training does not read them). Time-boxed and
-# resumable: pass the returned conv_train_more.csv.gz back as $RESUME to continue. Run it on a 4x or 2x
+# resumable: pass the returned NAME.csv.gz back as $RESUME to continue. Run it on a 4x or 2x
 # host only (data/sweeps/README.md: the 1x host times short kernels differently).
-#   BUDGET_S=570 [RESUME=path.csv.gz] bash bench/conv_more_gpu.sh
+#   BUDGET_S=570 [RESUME=path.csv.gz] bash bench/conv_more_gpu.sh [NAME]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
+name=${1:-conv_train_more}
 build_cli
-[ -z "${RESUME:-}" ] || cp "$RESUME" "$W/conv_train_more.csv.gz"
-timed_sweep conv_train_more $(( $(left) - 10 )) -f data/problems/sweep/conv_train_more.txt --sample 40 --seed 1 --no-vendor
+[ -z "${RESUME:-}" ] || cp "$RESUME" "$W/$name.csv.gz"
+timed_sweep "$name" $(( $(left) - 10 )) -f "data/problems/sweep/$name.txt" --sample 40 --seed 1 --no-vendor

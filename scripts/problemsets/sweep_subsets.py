@@ -3,10 +3,11 @@
 
   python3 scripts/problemsets/sweep_subsets.py [--data data/problems] [--out data/problems/sweep]
       [--dtype bf16] [--max-flops 2e11] [--gemm-train 210] [--gemm-val 80] [--conv-train 400] [--conv-val 130]
-      [--conv-train-more 800]
+      [--conv-train-more 800 800]
 
 Writes gemm_train.txt, gemm_val.txt, conv_train.txt, conv_val.txt (suffix _<dtype> unless bf16), and
-conv_train_more.txt: the problems a conv-train budget larger by --conv-train-more adds (a second sweep).
+conv_train_more.txt, conv_train_more2.txt, ...: the problems each step of --conv-train-more adds to the
+conv-train budget (later sweeps; a larger budget holds the smaller one's problems).
 Problems above --max-flops are left out and duplicate keys are written once. The budget is split
 over the strata at each level (levels below; a stratum smaller than its share gives the
 rest to the others), and inside a stratum problems are taken in order of a hash of their key, so
@@ -165,7 +166,7 @@ def main(argv=None):
     ap.add_argument("--gemm-val", type=int, default=80)
     ap.add_argument("--conv-train", type=int, default=400)
     ap.add_argument("--conv-val", type=int, default=130)
-    ap.add_argument("--conv-train-more", type=int, default=800)
+    ap.add_argument("--conv-train-more", type=int, nargs="*", default=[800, 800])
     a = ap.parse_args(argv)
     sfx = "" if a.dtype == "bf16" else "_" + a.dtype
     src = lambda name: os.path.join(a.data, f"{name}{sfx}.txt")  # noqa: E731
@@ -187,12 +188,15 @@ def main(argv=None):
     items = sources([src("conv_nets_train"), src("conv_synth")], c)
     pick = by_source(items, {"nets": n * 13 // 20, "synth": n - n * 13 // 20}, CONV_KIND_WEIGHTS)
     write(pick, f"conv_train{sfx}.txt", shown, a.out, "from conv_nets_train + conv_synth (training)")
-    n += a.conv_train_more
     taken = {it[2] for it in pick}
-    more = [it for it in by_source(items, {"nets": n * 13 // 20, "synth": n - n * 13 // 20}, CONV_KIND_WEIGHTS)
-            if it[2] not in taken]
-    write(more, f"conv_train_more{sfx}.txt", shown, a.out,
-          f"from conv_nets_train + conv_synth (training): what a budget of {n} adds to conv_train{sfx}.txt")
+    for i, step in enumerate(a.conv_train_more):
+        n += step
+        more = [it for it in by_source(items, {"nets": n * 13 // 20, "synth": n - n * 13 // 20}, CONV_KIND_WEIGHTS)
+                if it[2] not in taken]
+        taken |= {it[2] for it in more}
+        name = f"conv_train_more{i + 1 if i else ''}{sfx}.txt"
+        write(more, name, shown, a.out,
+              f"from conv_nets_train + conv_synth (training): what a budget of {n} adds to the files before")
 
     items = sources([src("conv_nets_val")], conv_levels(a.max_flops, by_network=True))
     write(by_source(items, {"nets": a.conv_val}), f"conv_val{sfx}.txt", shown, a.out,
