@@ -182,6 +182,11 @@ def problem_op(problem: str) -> str:
     return OPS.get(first, "unknown")
 
 
+def is_dtype_token(tok: str) -> bool:
+    """A problem's dtype token: one dtype, or three (a:b:c)."""
+    return tok.count(":") in (0, 2) and all(part in DTYPES for part in tok.split(":"))
+
+
 def problem_fields(problem: str) -> dict:
     """The sizes of a problem string (include/tilepick/problem.hpp grammar) with defaults filled in.
 
@@ -212,7 +217,7 @@ def problem_fields(problem: str) -> dict:
             out[key] = num
             if key in ("id", "kd", "sd", "pd", "dd", "od"):
                 out["ndim"] = 3
-        elif all(part in DTYPES for part in tok.split(":")) and tok.count(":") in (0, 2):
+        elif is_dtype_token(tok):
             parts = [DTYPES[p] for p in tok.split(":")]
             out["dtypes"] = tuple(parts * 3 if len(parts) == 1 else parts)
         elif op != "gemm" and tok in ("nhwgc", "ndhwgc"):

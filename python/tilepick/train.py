@@ -19,7 +19,6 @@ import datetime as _dt
 import gzip
 import json
 import os
-import re
 import subprocess
 import sys
 import zlib
@@ -57,12 +56,9 @@ def dtype_family(problem: str) -> str:
     return _core.dtype_family(problem)
 
 
-_DTYPE = re.compile(r"^(f16|bf16|e4m3|e5m2|f32|fp16|fp32|tf32|fp8_?e4m3|fp8_?e5m2)(:[a-z0-9_]+)*$")
-
-
 def shape_of(problem: str) -> str:
     """The problem without its dtype token: a shape swept in bf16 and in f16 is one shape."""
-    return " ".join(t for t in problem.split() if not _DTYPE.match(t))
+    return " ".join(t for t in problem.split() if not rec.is_dtype_token(t))
 
 
 def cv_group(problem: str, tag: str | None) -> str:
