@@ -186,13 +186,14 @@ def main(argv=None):
 
     n = a.conv_train
     items = sources([src("conv_nets_train"), src("conv_synth")], c)
-    pick = by_source(items, {"nets": n * 13 // 20, "synth": n - n * 13 // 20}, CONV_KIND_WEIGHTS)
+    conv_pick = lambda n: by_source(items, {"nets": n * 13 // 20, "synth": n - n * 13 // 20},  # noqa: E731
+                                    CONV_KIND_WEIGHTS)
+    pick = conv_pick(n)
     write(pick, f"conv_train{sfx}.txt", shown, a.out, "from conv_nets_train + conv_synth (training)")
     taken = {it[2] for it in pick}
     for i, step in enumerate(a.conv_train_more):
         n += step
-        more = [it for it in by_source(items, {"nets": n * 13 // 20, "synth": n - n * 13 // 20}, CONV_KIND_WEIGHTS)
-                if it[2] not in taken]
+        more = [it for it in conv_pick(n) if it[2] not in taken]
         taken |= {it[2] for it in more}
         name = f"conv_train_more{i + 1 if i else ''}{sfx}.txt"
         write(more, name, shown, a.out,
