@@ -57,7 +57,7 @@ def manifest():
 
 
 SWEEP_FILES = ("sweep/gemm_train.txt", "sweep/gemm_val.txt", "sweep/conv_train.txt", "sweep/conv_train_more.txt",
-               "sweep/conv_train_more2.txt", "sweep/conv_val.txt")
+               "sweep/conv_train_more2.txt", "sweep/conv_train_more3.txt", "sweep/conv_val.txt")
 
 
 def build(out_dir):

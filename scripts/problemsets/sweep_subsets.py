@@ -3,7 +3,7 @@
 
   python3 scripts/problemsets/sweep_subsets.py [--data data/problems] [--out data/problems/sweep]
       [--dtype bf16] [--max-flops 2e11] [--gemm-train 210] [--gemm-val 80] [--conv-train 400] [--conv-val 130]
-      [--conv-train-more 800 800]
+      [--conv-train-more 800 800 800]
 
 Writes gemm_train.txt, gemm_val.txt, conv_train.txt, conv_val.txt (suffix _<dtype> unless bf16), and
 conv_train_more.txt, conv_train_more2.txt, ...: the problems each step of --conv-train-more adds to the
@@ -166,7 +166,7 @@ def main(argv=None):
     ap.add_argument("--gemm-val", type=int, default=80)
     ap.add_argument("--conv-train", type=int, default=400)
     ap.add_argument("--conv-val", type=int, default=130)
-    ap.add_argument("--conv-train-more", type=int, nargs="*", default=[800, 800])
+    ap.add_argument("--conv-train-more", type=int, nargs="*", default=[800, 800, 800])
     a = ap.parse_args(argv)
     sfx = "" if a.dtype == "bf16" else "_" + a.dtype
     src = lambda name: os.path.join(a.data, f"{name}{sfx}.txt")  # noqa: E731
