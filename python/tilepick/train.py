@@ -47,6 +47,7 @@ THREADS = os.cpu_count() or 2
 TARGET_CLIP = 0.0
 NEAR_WEIGHT = 1.0
 NEAR_EFF = 0.8  # rows at least this efficient (oracle / time) get NEAR_WEIGHT
+PARAM_OVERRIDES: dict = {}  # --param KEY=VALUE: LightGBM settings over PARAMS, for every op trained
 
 
 def dtype_family(problem: str) -> str:
@@ -115,7 +116,7 @@ def compute_features(df: pd.DataFrame, arch: str) -> np.ndarray:
 
 
 def params_for(objective: str, seed: int, op: str = "gemm") -> dict:
-    base = dict(PARAMS["gemm" if op == "gemm" else "conv"], seed=seed, deterministic=True,
+    base = dict(PARAMS["gemm" if op == "gemm" else "conv"], **PARAM_OVERRIDES, seed=seed, deterministic=True,
                 force_row_wise=True, num_threads=THREADS, verbose=-1)
     if objective == "lambdarank":
         base.update(objective="lambdarank", metric="ndcg", eval_at=[1, 5], lambdarank_truncation_level=40,
@@ -336,8 +337,20 @@ def stamp_eval(models_dir: Path, eval_json: str) -> None:
         print(f"{manifest_path}: eval {manifest['eval']}")
 
 
+def parse_param(text: str) -> tuple[str, float | int]:
+    """KEY=VALUE of --param: a PARAMS key and a number."""
+    key, sep, value = text.partition("=")
+    known = set(BASE_PARAMS) | set(PARAMS["conv"])
+    if not sep or key not in known:
+        raise argparse.ArgumentTypeError(f"'{text}': expected KEY=NUMBER with KEY one of {sorted(known)}")
+    try:
+        return key, int(value) if value.strip().lstrip("-").isdigit() else float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}': '{value}' is not a number") from None
+
+
 def main(argv=None) -> int:
-    global THREADS, TARGET_CLIP, NEAR_WEIGHT
+    global THREADS, TARGET_CLIP, NEAR_WEIGHT, PARAM_OVERRIDES
     ap = argparse.ArgumentParser(prog="python -m tilepick.train", description=__doc__.split("\n")[0])
     ap.add_argument("records", nargs="*", help="training record files (.csv.gz)")
     ap.add_argument("--val", nargs="*", default=[], help="held-out record files (whole networks absent from training)")
@@ -361,8 +374,11 @@ def main(argv=None) -> int:
                          "dtype picks them; for learning curves)")
     ap.add_argument("--near-weight", type=float, default=NEAR_WEIGHT,
                     help=f"reg_rel: weight of rows within {NEAR_EFF} efficiency of the problem's best")
+    ap.add_argument("--param", type=parse_param, action="append", default=[], metavar="KEY=VALUE",
+                    help="LightGBM setting over the per-op PARAMS (e.g. num_leaves=63), for hyperparameter studies")
     args = ap.parse_args(argv)
     THREADS = args.threads or THREADS
+    PARAM_OVERRIDES = dict(args.param)
     TARGET_CLIP, NEAR_WEIGHT = args.clip, args.near_weight
     if args.stamp_eval:
         stamp_eval(Path(args.out), args.stamp_eval)

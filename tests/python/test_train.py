@@ -87,7 +87,7 @@ def test_end_to_end_on_fake_sweep(tmp_path):
     problems, records = fake_sweep(tmp_path, lines, 24)
     out = tmp_path / "models"
     rc = train.main([str(records), "--val", str(records), "--problems-file", str(problems), "--out", str(out),
-                     "--objectives", "reg_rel", "reg_tflops"])
+                     "--objectives", "reg_rel", "reg_tflops", "--param", "num_leaves=15"])
     assert rc == 0
     folder = out / "gemm_half_h200"
     spec = json.loads((folder / "feature_spec.json").read_text())
@@ -97,9 +97,18 @@ def test_end_to_end_on_fake_sweep(tmp_path):
     assert spec["score"] == "higher_is_better" and spec["objective"] in ("reg_rel", "reg_tflops")
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["rows"] > 100 and set(manifest["cv"]) == {"reg_rel", "reg_tflops"}
+    assert manifest["params"]["num_leaves"] == 15 and manifest["params"]["learning_rate"] == 0.08
     assert 0 < manifest["validation"]["mean"] <= 1
     text = gzip.open(folder / "model.txt.gz", "rt").read()
     assert text.startswith("tree") and "feature_names=" in text
+
+
+def test_param_overrides_take_known_numeric_settings_only():
+    assert train.parse_param("num_leaves=63") == ("num_leaves", 63)
+    assert train.parse_param("learning_rate=0.05") == ("learning_rate", 0.05)
+    for bad in ("num_leaves", "leaves=63", "num_leaves=many"):
+        with pytest.raises(Exception, match=bad.split("=")[0]):
+            train.parse_param(bad)
 
 
 def test_merged_model_scores_the_sum_of_its_parts():
