@@ -4,8 +4,9 @@ files already hold. Measuring them makes the held-out eval see the model's own f
 training the configs the model currently believes in. Output: 'problem|config' lines for `tilepick sweep --pairs`.
 
 usage: python bench/model_pairs.py PROBLEMS.txt... --records R.csv.gz... [-k 16] [--kp 8] [--models DIR]
-       [--select fast full] --out PAIRS.txt"""
+       [--select fast full] --out PAIRS.txt[.gz]"""
 import argparse
+import gzip
 import os
 import shutil
 import subprocess
@@ -71,7 +72,7 @@ def main() -> None:
         top_whole = ranked(problems, whole, a.k, a.select)
     top_pruned = ranked(problems, a.models, a.kp, a.select) if a.kp else {}
     n = 0
-    with open(a.out, "w") as f:
+    with (gzip.open(a.out, "wt") if a.out.endswith(".gz") else open(a.out, "w")) as f:
         for p in problems:
             # records hold the canonical problem string, as the selector returns it
             canon = top_whole[p][0]

@@ -5,9 +5,10 @@ choice timed on the same GPU minutes apart, free of the min-over-noisy-records b
 (docs/selection.md, "The misses are real: a same-run recheck"). Output: 'problem|config' lines.
 
 usage: python bench/recheck_pairs.py --records R.csv.gz... [-m 8] [--band 0.05] [--cap 16] [-k 4]
-       [--models DIR...] [--ops fwd bwd_data ...] --out PAIRS.txt
+       [--models DIR...] [--ops fwd bwd_data ...] --out PAIRS.txt[.gz]
 Several --models folders (a candidate beside the shipped one) give the union of their first K."""
 import argparse
+import gzip
 import sys
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def main() -> None:
     problems = sorted(p for p in rec if not a.ops or p.split()[0] in a.ops)
     tops = [ranked(problems, m, a.k, ["fast", "full"]) for m in a.models]
     n = 0
-    with open(a.out, "w") as f:
+    with (gzip.open(a.out, "wt") if a.out.endswith(".gz") else open(a.out, "w")) as f:
         for p in problems:
             if any(top[p][0] != p for top in tops):
                 sys.exit(f"recheck_pairs: record problem '{p}' is not canonical")

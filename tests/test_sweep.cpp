@@ -72,14 +72,17 @@ class SweepTest : public ::testing::Test {
 };
 
 TEST_F(SweepTest, PairsFileGivesEachProblemItsOwnConfigs) {
-  const std::string pairs = (dir_ / "pairs.txt").string();
-  std::ofstream(pairs) << "# tilepick search proposals\n"
-                          "gemm rcr m33 n64 k40 bf16|fam=sm80 tile=64x64x32 warps=2x2 stages=3\n"
-                          "gemm rcr m33 n64 k40 bf16|fam=sm80 tile=32x64x32 warps=1x2 stages=4\n"
-                          "gemm rcr m33 n64 k40 bf16|fam=sm80 tile=64x64x32 warps=2x2 stages=3\n"  // repeated
-                          "gemm rrr m50 n70 k90 f16|fam=sm80 tile=64x64x32 warps=2x2 stages=3\n"
-                          "gemm rrr m50 n70 k90 f16|fam=sm80 tile=256x256x64 warps=1x1 stages=8\n";  // illegal
+  const std::string pairs = (dir_ / "pairs.txt").string(), gz = (dir_ / "pairs.txt.gz").string();
+  const std::string text = "# tilepick search proposals\n"
+                           "gemm rcr m33 n64 k40 bf16|fam=sm80 tile=64x64x32 warps=2x2 stages=3\n"
+                           "gemm rcr m33 n64 k40 bf16|fam=sm80 tile=32x64x32 warps=1x2 stages=4\n"
+                           "gemm rcr m33 n64 k40 bf16|fam=sm80 tile=64x64x32 warps=2x2 stages=3\n"  // repeated
+                           "gemm rrr m50 n70 k90 f16|fam=sm80 tile=64x64x32 warps=2x2 stages=3\n"
+                           "gemm rrr m50 n70 k90 f16|fam=sm80 tile=256x256x64 warps=1x1 stages=8\n";  // illegal
+  std::ofstream(pairs) << text;
+  std::ofstream(gz, std::ios::binary) << sweep::gzip_member(text);
   const auto got = planned("--pairs " + pairs);
+  EXPECT_EQ(planned("--pairs " + gz), got);  // a gzip pair list reads the same
   std::map<std::string, std::set<std::string>> by_problem;
   for (const auto& [p, item] : got) by_problem[p].insert(item);
   const Problem a = parse_problem("gemm rcr m33 n64 k40 bf16"), b = parse_problem("gemm rrr m50 n70 k90 f16");

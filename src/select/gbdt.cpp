@@ -6,13 +6,13 @@
 // prediction does not need.
 #include "tilepick/gbdt.hpp"
 
-#include <zlib.h>
 
 #include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
 
+#include "core/text_file.hpp"
 #include "select/gbdt_internal.hpp"
 #include "tilepick/features.hpp"
 
@@ -205,26 +205,12 @@ double tree_value(const GbdtModel::Tree& t, const double* row) {
   return t.leaves[static_cast<std::size_t>(~node)];
 }
 
-std::string read_file(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");  // reads plain files as they are
-  if (!f) throw NotFound("cannot open model '" + path + "'");
-  std::string text;
-  char buf[1 << 16];
-  int n = 0;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
-  int err = 0;
-  std::string why = n < 0 ? gzerror(f, &err) : "";
-  gzclose(f);
-  if (n < 0) throw Error(Status::io_error, "cannot read model '" + path + "': " + why);
-  return text;
-}
-
 const char* const kRawObjectives[] = {"regression", "regression_l2", "regression_l1", "huber", "fair",
                                       "quantile", "mape", "lambdarank", "rank_xendcg"};
 
 }  // namespace
 
-GbdtModel GbdtModel::load(const std::string& path) { return parse(read_file(path), path); }
+GbdtModel GbdtModel::load(const std::string& path) { return parse(read_text_file(path, "model"), path); }
 
 GbdtModel GbdtModel::parse(std::string_view text, const std::string& source) {
   Cursor cur{source, {}, 0};

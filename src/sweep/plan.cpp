@@ -3,11 +3,12 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "core/hash.hpp"
+#include "core/text_file.hpp"
 #include "sweep/backend.hpp"
 #include "tilepick/error.hpp"
 #include "tilepick/legality.hpp"
@@ -90,8 +91,7 @@ std::vector<SweepJob> plan_jobs(const std::vector<NamedProblem>& problems, const
 
 std::vector<NamedProblem> load_pairs_file(const std::string& path,
                                           std::map<std::string, std::vector<std::string>>* out) {
-  std::ifstream in(path);
-  if (!in) throw NotFound("sweep --pairs: cannot read " + path);
+  std::istringstream in(read_text_file(path, "sweep --pairs file"));  // plain or gzip
   std::vector<NamedProblem> problems;
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
