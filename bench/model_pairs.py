@@ -66,9 +66,7 @@ def main() -> None:
         _, df = read_records(a.records)
         done = set(zip(df.problem.str.strip(), df.config.str.strip()))
     with tempfile.TemporaryDirectory() as whole:  # the same models without their pruned sets
-        for m in Path(a.models).iterdir():
-            if (m / "feature_spec.json").exists():
-                shutil.copytree(m, Path(whole) / m.name, ignore=shutil.ignore_patterns("candidates.txt*"))
+        shutil.copytree(a.models, whole, dirs_exist_ok=True, ignore=shutil.ignore_patterns("candidates.txt*"))
         top_whole = ranked(problems, whole, a.k, a.select)
     top_pruned = ranked(problems, a.models, a.kp, a.select) if a.kp else {}
     n = 0

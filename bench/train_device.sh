@@ -3,7 +3,7 @@
 # GEMM and pooled conv train side by side (half the cores each) on every data/sweeps/h200/*_train*
 # record file, validated on every *_val* file; then the fast students are re-distilled. The new
 # models/ folder (students, manifests, logs) lands in $OUT/results.tgz, the teachers in
-# $OUT/<op>_model.txt.gz (pooled conv: three equal files); copy them over models/ here.
+# $OUT/<op>_model.txt.gz (pooled conv: conv_model.txt.gz); copy them over models/ here.
 # LightGBM travels as a wheel (the image has none):
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 -d .whl lightgbm==4.7.0
@@ -28,3 +28,4 @@ echo "distilled rc=$? after $(( $(date +%s) - START )) s"; tail -n 8 "$W/distill
 # The teachers travel as their own files (one file back is at most 16 MiB).
 m="$W/models"
 for d in "$m"/*/; do n=$(basename "$d"); [ -f "$d/model.txt.gz" ] && mv "$d/model.txt.gz" "$OUT/${n%_half_h200}_model.txt.gz"; done
+[ -f "$m/conv_half_h200.model.txt.gz" ] && mv "$m/conv_half_h200.model.txt.gz" "$OUT/conv_model.txt.gz"

@@ -23,6 +23,5 @@ wait
 echo "trained after $(( $(date +%s) - START )) s"
 for v in "${variants[@]}"; do
   name=${v%%:*}; echo "== $name (${v#*:})"; grep -E "CV|held-out" "$W/$name.log" | cut -c1-160
-  [ -f "$W/$name/conv_fwd_half_h200/model.txt.gz" ] && mv "$W/$name/conv_fwd_half_h200/model.txt.gz" "$OUT/${name}_conv_model.txt.gz"
-  rm -f "$W/$name"/*/model.txt.gz
+  [ -f "$W/$name/conv_half_h200.model.txt.gz" ] && mv "$W/$name/conv_half_h200.model.txt.gz" "$OUT/${name}_conv_model.txt.gz"
 done

@@ -293,6 +293,32 @@ TEST_F(SelectorTest, SchemaMismatchAndBrokenFoldersAreRefusedWithTheReason) {
   EXPECT_NE(why.find("no model for gemm half h200"), std::string::npos) << why;
 }
 
+TEST_F(SelectorTest, FoldersNamingOneModelFileShareItsParsedModel) {
+  // The conv directions of a pooled model: one file at the models root, named by each feature_spec.
+  std::ofstream(dir_ / "models" / "conv_half_h200.model.txt.gz", std::ios::binary)
+      << sweep::gzip_member(model_text(base_trees()));
+  for (const std::string op : {"conv_fwd", "conv_bwd_data"}) {
+    const fs::path d = dir_ / "models" / (op + "_half_h200");
+    fs::create_directories(d);
+    auto spec = spec_json(op);
+    spec["model_file"] = "../conv_half_h200.model.txt.gz";
+    std::ofstream(d / "feature_spec.json") << spec.dump(2);
+  }
+  auto missing = spec_json("conv_bwd_weight");
+  missing["model_file"] = "../nowhere.txt.gz";
+  write_model("conv_bwd_weight_half_h200", model_text(base_trees()), missing);  // its own copy is not read
+  Selector sel(models());
+  ASSERT_EQ(sel.models().size(), 3u);
+  const ModelEntry &dgrad = sel.models()[0], &wgrad = sel.models()[1], &fwd = sel.models()[2];
+  ASSERT_TRUE(fwd.usable() && dgrad.usable()) << fwd.rejected << dgrad.rejected;
+  EXPECT_EQ(fwd.model.get(), dgrad.model.get());  // parsed once
+  EXPECT_EQ(fwd.spec.version.substr(fwd.spec.version.find('@')), dgrad.spec.version.substr(dgrad.spec.version.find('@')));
+  EXPECT_NE(wgrad.rejected.find("names model_file"), std::string::npos) << wgrad.rejected;
+  EXPECT_NE(wgrad.rejected.find("nowhere.txt.gz"), std::string::npos) << wgrad.rejected;
+  Selector again(models());  // another Selector while the first holds it: the same parsed model
+  EXPECT_EQ(again.models()[2].model.get(), fwd.model.get());
+}
+
 // ------------------------------------------------------------------------------ evaluation
 
 const char* const kA = "fam=sm80 tile=128x128x32 warps=2x2 stages=4 splitk=1 skmode=serial raster=row swz=1 align=auto epi=direct";  // model 11

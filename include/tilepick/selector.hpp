@@ -5,7 +5,10 @@
 //   models/<name>/model.txt.gz (or model.txt)  LightGBM text model, feature_names = feature_schema().names
 //   models/<name>/feature_spec.json            {"feature_names", "schema_hash", "feature_version",
 //                                               "space_hash", "op", "dtype_family", "arch", "objective",
-//                                               "score": "higher_is_better" | "lower_is_better"}
+//                                               "score": "higher_is_better" | "lower_is_better",
+//                                               optional "model_file": a model file relative to the
+//                                               folder instead of model.txt.gz, e.g. the conv
+//                                               directions' shared ../conv_half_h200.model.txt.gz}
 //   models/<name>/manifest.json                free-form training record (optional "eval" thresholds)
 //   models/<name>/candidates.txt               optional pruned pool (python -m tilepick.prune): '#'
 //                                               comments, then one config per line (align=auto form);
@@ -61,6 +64,8 @@ struct ModelSpec {
   std::vector<std::string> feature_names;
   nlohmann::json manifest;      // manifest.json, or null when absent
   std::string version;          // "<name>@<FNV-1a 64 of the model file's bytes>": plan caches key on it
+  std::string model_file;       // feature_spec "model_file" (relative to dir; the conv directions of a
+                                // pooled model share one file) or dir/model.txt.gz, else dir/model.txt
 };
 
 // The pool form of a config: align reset to auto (sm80 family; dw configs have no align), so a
@@ -106,7 +111,7 @@ FastModel load_fast_folder(const ModelSpec& teacher);
 // One model folder found under the models dir; `rejected` says why it is not used ("" = usable).
 struct ModelEntry {
   ModelSpec spec;
-  std::optional<GbdtModel> model;  // set when usable
+  std::shared_ptr<const GbdtModel> model;  // set when usable; folders naming one file share it
   std::string rejected;
   // candidates.txt: set when the file exists, parses and lists at least one config; otherwise
   // the whole legal pool is scored and, for a file that exists but cannot be used,

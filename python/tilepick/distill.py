@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tilepick.train import model_file, read_model_text
+
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM_FILES = "data/problems/sweep/*_train*.txt"
 # Student and pool settings, chosen by the held-out table this script prints (docs/selection.md).
@@ -135,16 +137,12 @@ def teacher_table(folder: Path, problems: list[str], arch: str, threads: int, ch
     higher is better). Features are recomputed later for the student's rows only."""
     import lightgbm as lgb
 
-    import gzip
-
     c = core()
     spec = json.loads((folder / "feature_spec.json").read_text())
     manifest = json.loads((folder / "manifest.json").read_text()) if (folder / "manifest.json").exists() else {}
     bag = int(manifest.get("bag") or 1)
     sign = 1.0 if spec.get("score", "higher_is_better") == "higher_is_better" else -1.0
-    path = folder / "model.txt.gz"
-    text = gzip.open(path, "rt").read() if path.exists() else (folder / "model.txt").read_text()
-    booster = lgb.Booster(model_str=text)
+    booster = lgb.Booster(model_str=read_model_text(folder))
     pools, scores = [], []
     batch_p, batch_c, sizes = [], [], []
 
@@ -337,7 +335,7 @@ def distill(folder: Path, args) -> dict:
     out.mkdir(exist_ok=True)
     model_text = model.model_to_string()
     (out / "model.txt").write_text(model_text)
-    teacher_file = folder / "model.txt.gz" if (folder / "model.txt.gz").exists() else folder / "model.txt"
+    teacher_file = model_file(folder)
     fast_spec = {**{k: spec[k] for k in ("feature_names", "schema_hash", "feature_version", "space_hash", "op",
                                         "dtype_family", "arch")},
                  "objective": "regression", "score": "higher_is_better",

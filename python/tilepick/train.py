@@ -46,6 +46,8 @@ THREADS = os.cpu_count() or 2
 # reg_rel target shaping (--clip, --near-weight): 0 / 1 leave the target and the rows as they are.
 TARGET_CLIP = 0.0
 NEAR_WEIGHT = 1.0
+# Early stopping's ceiling: with ~3,000 conv problems the pooled model still improved at 1,500 rounds.
+MAX_ROUNDS = 4000
 NEAR_EFF = 0.8  # rows at least this efficient (oracle / time) get NEAR_WEIGHT
 PARAM_OVERRIDES: dict = {}  # --param KEY=VALUE: LightGBM settings over PARAMS, for every op trained
 
@@ -167,7 +169,7 @@ def fit(X, df, objective, seed, rounds=None, init_model=None):
     tr = ~df["group"].isin(inner).to_numpy()
     dtr = dataset(X[tr], df[tr], objective, lgb)
     dva = dataset(X[~tr], df[~tr], objective, lgb, ref=dtr)
-    return lgb.train(params, dtr, num_boost_round=1500, valid_sets=[dva], init_model=init_model,
+    return lgb.train(params, dtr, num_boost_round=MAX_ROUNDS, valid_sets=[dva], init_model=init_model,
                      callbacks=[lgb.early_stopping(60, verbose=False)])
 
 
@@ -245,6 +247,21 @@ def negate_leaves(text: str) -> str:
                      if not l.startswith("tree_sizes="))
 
 
+def model_file(folder: Path) -> Path:
+    """A model folder's teacher file: its feature_spec "model_file" (relative to the folder; the conv
+    directions of a pooled model share one), else model.txt.gz, else model.txt. The C++ loader's rule."""
+    folder = Path(folder)
+    spec = json.loads((folder / "feature_spec.json").read_text())
+    if "model_file" in spec:
+        return Path(os.path.normpath(folder / spec["model_file"]))
+    return folder / "model.txt.gz" if (folder / "model.txt.gz").exists() else folder / "model.txt"
+
+
+def read_model_text(folder: Path) -> str:
+    path = model_file(folder)
+    return gzip.open(path, "rt").read() if path.suffix == ".gz" else path.read_text()
+
+
 def git_commit() -> str:
     """The source commit: a `.commit` file at the tree's root wins (the device tool's copy of the tree
     carries a stale .git; CMake reads the same file), else git."""
@@ -274,26 +291,36 @@ def train_group(names, df, X, args, header, out_dir, val=None):
     best = max(args.objectives, key=lambda o: (round(np.mean([cv[o][op]["mean"] for op in ops]), 4),
                                                np.mean([cv[o][op]["p10"] for op in ops])))
     init = None
-    if args.warm_start:
-        prev = Path(args.warm_start) / names[0] / "model.txt.gz"
-        if prev.exists():
-            init = str(prev.with_suffix(""))
-            Path(init).write_text(gzip.open(prev, "rt").read())
+    if args.warm_start and (Path(args.warm_start) / names[0] / "feature_spec.json").exists():
+        init = str(out_dir / f".warm_start_{names[0]}.txt")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        Path(init).write_text(read_model_text(Path(args.warm_start) / names[0]))
     rounds = max(20, int(best_iter[best] * 1.1))
     text = merge_models([fit(X, df, best, args.seed + b, rounds=rounds, init_model=init).model_to_string()
                          for b in range(bag)])
     if score_sign(best) < 0:
         text = negate_leaves(text)
     manifests = {}
+    # One file for a pooled model, named by each direction's feature_spec "model_file".
+    shared = f"conv_{names[0].rsplit('_', 2)[1]}_{names[0].rsplit('_', 2)[2]}.model.txt.gz" if len(names) > 1 else None
+    if shared:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with gzip.GzipFile(out_dir / shared, "wb", mtime=0) as f:
+            f.write(text.encode())
     for name, op in zip(names, ops):
         folder = out_dir / name
         folder.mkdir(parents=True, exist_ok=True)
-        with gzip.GzipFile(folder / "model.txt.gz", "wb", mtime=0) as f:
-            f.write(text.encode())
+        if shared:
+            (folder / "model.txt.gz").unlink(missing_ok=True)
+        else:
+            with gzip.GzipFile(folder / "model.txt.gz", "wb", mtime=0) as f:
+                f.write(text.encode())
         _, family, arch = name.rsplit("_", 2)
         spec = {"feature_names": list(_core.feature_names()), "schema_hash": _core.feature_schema_hash(),
                 "feature_version": int(_core.feature_version()), "space_hash": _core.config_space_hash(op),
                 "op": op, "dtype_family": family, "arch": arch, "objective": best, "score": "higher_is_better"}
+        if shared:
+            spec["model_file"] = "../" + shared
         (folder / "feature_spec.json").write_text(json.dumps(spec, indent=1) + "\n")
         mine = df[df["op"] == op]
         manifest = {
@@ -310,7 +337,7 @@ def train_group(names, df, X, args, header, out_dir, val=None):
         v = val.get(op) if val else None
         if v is not None and len(v[0]):
             vdf, vX = v
-            s = _core.gbdt_predict(str(folder / "model.txt.gz"), vX)
+            s = _core.gbdt_predict(str(model_file(folder)), vX)
             manifest["validation"] = summarize(efficiency(vdf, s))
             manifest["validation_files"] = sorted(vdf["source"].unique().tolist())
             print(f"  {name} held-out networks: {json.dumps(manifest['validation'])}", flush=True)

@@ -72,7 +72,31 @@ ModelSpec parse_spec(const fs::path& dir) {
     throw ParseError(score, path.string() + ": 'score' is '" + score + "', not higher_is_better or lower_is_better");
   s.higher_is_better = score == "higher_is_better";
   if (fs::exists(dir / "manifest.json")) s.manifest = read_json_file(dir / "manifest.json");
+  if (j.contains("model_file")) {
+    s.model_file = (dir / required<std::string>(j, "model_file", path)).lexically_normal().string();
+    if (!fs::exists(s.model_file))
+      throw NotFound("model " + s.name + ": its feature_spec.json names model_file '" + s.model_file + "', which is missing");
+  } else {
+    const fs::path gz = dir / "model.txt.gz", txt = dir / "model.txt";
+    if (!fs::exists(gz) && !fs::exists(txt)) throw NotFound("model " + s.name + ": no model.txt.gz or model.txt");
+    s.model_file = (fs::exists(gz) ? gz : txt).string();
+  }
   return s;
+}
+
+// The parsed model of a file's bytes, shared by every folder (and Selector) that names the same file
+// with the same contents while one of them holds it.
+std::shared_ptr<const GbdtModel> shared_model(const std::string& file, const std::string& bytes_hash) {
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, std::string>, std::weak_ptr<const GbdtModel>> loaded;
+  std::error_code ec;
+  const fs::path canonical = fs::weakly_canonical(file, ec);
+  const std::pair<std::string, std::string> key{ec ? file : canonical.string(), bytes_hash};
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto live = loaded[key].lock()) return live;
+  auto model = std::make_shared<const GbdtModel>(GbdtModel::load(file));
+  loaded[key] = model;
+  return model;
 }
 
 // The reason a parsed folder cannot serve this build, or "".
@@ -168,11 +192,9 @@ ModelEntry load_model_folder(const std::string& dir) {
   e.spec.dir = dir;
   try {
     e.spec = parse_spec(dir);
-    const fs::path gz = fs::path(dir) / "model.txt.gz", txt = fs::path(dir) / "model.txt";
-    if (!fs::exists(gz) && !fs::exists(txt)) throw NotFound("model " + e.spec.name + ": no model.txt.gz or model.txt");
-    const fs::path file = fs::exists(gz) ? gz : txt;
-    e.model = GbdtModel::load(file.string());
-    e.spec.version = e.spec.name + "@" + hex16(fnv1a64(read_file_bytes(file)));
+    const std::string hash = hex16(fnv1a64(read_file_bytes(e.spec.model_file)));
+    e.model = shared_model(e.spec.model_file, hash);
+    e.spec.version = e.spec.name + "@" + hash;
     e.rejected = mismatch(e);
   } catch (const Error& err) {
     e.rejected = std::string("model folder ") + dir + " cannot be used: " + err.what();

@@ -147,8 +147,11 @@ def test_pooled_conv_model_is_written_for_every_direction(tmp_path):
     out = tmp_path / "models"
     assert train.main([str(records), "--problems-file", str(problems), "--out", str(out), "--bag", "2"]) == 0
     names = ["conv_fwd_half_h200", "conv_bwd_data_half_h200", "conv_bwd_weight_half_h200"]
-    models = {(out / n / "model.txt.gz").read_bytes() for n in names}
-    assert len(models) == 1  # one model, the op is a feature
+    # One model (the op is a feature), stored once and named by every direction's feature_spec.
+    assert {train.model_file(out / n) for n in names} == {out / "conv_half_h200.model.txt.gz"}
+    assert not any((out / n / "model.txt.gz").exists() for n in names)
+    versions = {_core.model_version(str(out / n)).split("@")[1] for n in names}  # the C++ loader resolves it too
+    assert len(versions) == 1 and len(versions.pop()) == 16
     for n in names:
         op = n.rsplit("_", 2)[0]
         assert json.loads((out / n / "feature_spec.json").read_text())["op"] == op
