@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session of a later conv training sweep (issue 5): data/problems/sweep/NAME.txt (default
-# conv_train_more, or conv_train_more2: 800 more training problems each, bf16), 40 sampled configs per
+# conv_train_more, conv_train_more2, conv_train_more3: the later training budgets; conv_train_nets2: the
+# later training networks; bf16), 40 sampled configs per
 # problem as conv_train.csv.gz was measured (data/sweeps/README.md) but without the vendor rows
 # (training does not read them). Time-boxed and
 # resumable: pass the returned NAME.csv.gz back as $RESUME to continue. Run it on a 4x or 2x

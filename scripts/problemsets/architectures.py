@@ -257,6 +257,92 @@ def r2plus1d18():
     return _video_resnet("r2plus1d18", True)
 
 
+def densenet121():
+    """Dense blocks (6, 12, 24, 16), growth 32, bottleneck 4x growth; transitions halve channels."""
+    tr = Tracer("densenet121")
+    x = tr.pool(tr.conv(T(3, (224, 224)), "features.conv0", 64, 7, 2, 3), 3, 2, 1)
+    for b, layers in enumerate((6, 12, 24, 16), start=1):
+        for i in range(1, layers + 1):
+            n = f"features.denseblock{b}.denselayer{i}"
+            x = tr.cat(x, tr.conv(tr.conv(x, f"{n}.conv1", 128, 1), f"{n}.conv2", 32, 3))
+        if b < 4:
+            x = tr.pool(tr.conv(x, f"features.transition{b}.conv", x.c // 2, 1), 2)
+    return tr
+
+
+def shufflenet_v2():
+    """ShuffleNetV2 x1.0: stages (4, 8, 4) of 116 / 232 / 464 channels; units split the channels in half."""
+    tr = Tracer("shufflenet_v2")
+    x = tr.pool(tr.conv(T(3, (224, 224)), "conv1", 24, 3, 2), 3, 2, 1)
+    for stage, (repeats, out) in enumerate(((4, 116), (8, 232), (4, 464)), start=2):
+        half = out // 2
+        for i in range(repeats):
+            n = f"stage{stage}.{i}"
+            if i == 0:  # stride 2: both branches see the whole input
+                b1 = tr.conv(tr.conv(x, f"{n}.branch1.0", x.c, 3, 2, g=x.c), f"{n}.branch1.2", half, 1)
+                y = tr.conv(x, f"{n}.branch2.0", half, 1)
+            else:
+                y = tr.conv(T(half, x.sp), f"{n}.branch2.0", half, 1)
+            y = tr.conv(y, f"{n}.branch2.3", half, 3, 2 if i == 0 else 1, g=half)
+            y = tr.conv(y, f"{n}.branch2.5", half, 1)
+            x = tr.cat(b1 if i == 0 else T(half, y.sp), y)
+    tr.conv(x, "conv5", 1024, 1)
+    return tr
+
+
+def mobilenet_v3_large():
+    tr = Tracer("mobilenet_v3_large")
+    x = tr.conv(T(3, (224, 224)), "features.0", 16, 3, 2)
+    cfg = ((3, 16, 16, False, 1), (3, 64, 24, False, 2), (3, 72, 24, False, 1), (5, 72, 40, True, 2),
+           (5, 120, 40, True, 1), (5, 120, 40, True, 1), (3, 240, 80, False, 2), (3, 200, 80, False, 1),
+           (3, 184, 80, False, 1), (3, 184, 80, False, 1), (3, 480, 112, True, 1), (3, 672, 112, True, 1),
+           (5, 672, 160, True, 2), (5, 960, 160, True, 1), (5, 960, 160, True, 1))
+    for idx, (k, exp, out, se, s) in enumerate(cfg, start=1):
+        n = f"features.{idx}"
+        y = tr.conv(x, f"{n}.expand", exp, 1) if exp != x.c else x
+        y = tr.conv(y, f"{n}.dw", exp, k, s, g=exp)
+        if se:  # squeeze-excitation on the pooled 1x1 map
+            tr.conv(tr.conv(T(exp, (1, 1)), f"{n}.se.fc1", _make_divisible(exp // 4), 1), f"{n}.se.fc2", exp, 1)
+        x = tr.conv(y, f"{n}.project", out, 1)
+    tr.conv(x, "features.16", 960, 1)
+    return tr
+
+
+def googlenet():
+    """GoogLeNet (Inception v1) as torchvision builds it (its "5x5" branch uses a 3x3 kernel)."""
+    tr = Tracer("googlenet")
+    x = tr.pool(tr.conv(T(3, (224, 224)), "conv1", 64, 7, 2, 3), 3, 2, ceil=True)
+    x = tr.pool(tr.conv(tr.conv(x, "conv2", 64, 1), "conv3", 192, 3), 3, 2, ceil=True)
+    cfg = {"3a": (64, 96, 128, 16, 32, 32), "3b": (128, 128, 192, 32, 96, 64), "4a": (192, 96, 208, 16, 48, 64),
+           "4b": (160, 112, 224, 24, 64, 64), "4c": (128, 128, 256, 24, 64, 64), "4d": (112, 144, 288, 32, 64, 64),
+           "4e": (256, 160, 320, 32, 128, 128), "5a": (256, 160, 320, 32, 128, 128),
+           "5b": (384, 192, 384, 48, 128, 128)}
+    for name, (c1, r3, c3, r5, c5, pp) in cfg.items():
+        n = f"inception{name}"
+        x = tr.cat(tr.conv(x, f"{n}.branch1", c1, 1), tr.conv(tr.conv(x, f"{n}.branch2.0", r3, 1), f"{n}.branch2.1", c3, 3),
+                   tr.conv(tr.conv(x, f"{n}.branch3.0", r5, 1), f"{n}.branch3.1", c5, 3),
+                   tr.conv(tr.pool(x, 3, 1, 1, ceil=True), f"{n}.branch4", pp, 1))
+        if name in ("3b", "4e"):
+            x = tr.pool(x, 3 if name == "3b" else 2, 2, ceil=True)
+    return tr
+
+
+def mc3_18():
+    """Mixed 3-D/2-D video ResNet-18: a 3x7x7 stem and 3x3x3 layer1, then 1x3x3 convs (no temporal stride)."""
+    tr = Tracer("mc3_18")
+    x = tr.conv(T(3, (16, 112, 112)), "stem.0", 64, (3, 7, 7), (1, 2, 2), (1, 3, 3))
+    for stage, planes in enumerate((64, 128, 256, 512), start=1):
+        for b in range(2):
+            s = 2 if (b == 0 and stage > 1) else 1
+            n, k, pad = f"layer{stage}.{b}", (3 if stage == 1 else (1, 3, 3)), (1 if stage == 1 else (0, 1, 1))
+            y = tr.conv(x, f"{n}.conv1", planes, k, (1, s, s), pad)
+            y = tr.conv(y, f"{n}.conv2", planes, k, 1, pad)
+            if s != 1 or x.c != planes:
+                tr.conv(x, f"{n}.downsample", planes, 1, (1, s, s))
+            x = y
+    return tr
+
+
 NETWORKS = {f.__name__: f for f in (resnet18, resnet34, resnet50, resnet101, resnext50, mobilenet_v2, convnext_t,
                                     convnext_s, efficientnet_b0, efficientnet_b3, vgg16, inception_v3, unet, r3d18,
-                                    r2plus1d18)}
+                                    r2plus1d18, densenet121, shufflenet_v2, mobilenet_v3_large, googlenet, mc3_18)}

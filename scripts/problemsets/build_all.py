@@ -53,11 +53,15 @@ def manifest():
             (f"gemm_llm_val{sfx}.txt", gemm_llm, ["--split", "val"] + dt + gemm_t + ["--exclude"] + train_files
              + legacy),
         ]
+    # Later training networks (bf16 only), kept apart from the held-out networks and the first split.
+    out.append(("conv_nets_train2.txt", conv_nets, ["--split", "train2", "--exclude", "@conv_nets_train.txt",
+                                                    "@conv_nets_val.txt"]))
     return out
 
 
 SWEEP_FILES = ("sweep/gemm_train.txt", "sweep/gemm_val.txt", "sweep/conv_train.txt", "sweep/conv_train_more.txt",
-               "sweep/conv_train_more2.txt", "sweep/conv_train_more3.txt", "sweep/conv_val.txt")
+               "sweep/conv_train_more2.txt", "sweep/conv_train_more3.txt", "sweep/conv_train_nets2.txt",
+               "sweep/conv_val.txt")
 
 
 def build(out_dir):
