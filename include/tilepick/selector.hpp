@@ -210,6 +210,9 @@ class Selector {
 // Reads one model folder (feature_spec.json, model.txt[.gz], manifest.json) and checks it against
 // this build; never throws for a bad folder (the reason goes to `rejected`).
 ModelEntry load_model_folder(const std::string& dir);
+// The teacher file a model folder names (ModelSpec::model_file) without loading it; NotFound when
+// it is missing. Python's tilepick.train.model_file reads this rule through the bindings.
+std::string model_file_of(const std::string& dir);
 
 // Writes "tilepick: warning: ..." to stderr once per (op, reason) per process (when the log level
 // is warn or more); returns whether it was written.

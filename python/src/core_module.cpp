@@ -228,6 +228,8 @@ NB_MODULE(_core, m) {
         "The best k (config, score) of the Selector of models_dir (mode full or fast).");
   m.def("model_version", [](const std::string& dir) { return load_model_folder(dir).spec.version; }, "dir"_a,
         "'<name>@<hash of the model file>' of a model folder: the key plan caches and fast/ students use.");
+  m.def("model_file", &model_file_of, "dir"_a,
+        "The teacher file of a model folder: feature_spec.json 'model_file' (relative to it), else model.txt.gz, else model.txt.");
   m.def("pool_form", [](const std::string& s) { return to_string(pool_form(parse_config(s))); }, "config"_a,
         "A config with align reset to auto: the form of candidates.txt lines.");
   m.def("gbdt_predict", &gbdt_predict_py, "model_path"_a, "rows"_a,

@@ -248,13 +248,11 @@ def negate_leaves(text: str) -> str:
 
 
 def model_file(folder: Path) -> Path:
-    """A model folder's teacher file: its feature_spec "model_file" (relative to the folder; the conv
-    directions of a pooled model share one), else model.txt.gz, else model.txt. The C++ loader's rule."""
-    folder = Path(folder)
-    spec = json.loads((folder / "feature_spec.json").read_text())
-    if "model_file" in spec:
-        return Path(os.path.normpath(folder / spec["model_file"]))
-    return folder / "model.txt.gz" if (folder / "model.txt.gz").exists() else folder / "model.txt"
+    """A model folder's teacher file, by the C++ loader's rule (feature_spec "model_file", relative to
+    the folder, which the conv directions of a pooled model share; else model.txt.gz, else model.txt)."""
+    from tilepick import _core
+
+    return Path(_core.model_file(str(folder)))
 
 
 def read_model_text(folder: Path) -> str:
@@ -302,7 +300,8 @@ def train_group(names, df, X, args, header, out_dir, val=None):
         text = negate_leaves(text)
     manifests = {}
     # One file for a pooled model, named by each direction's feature_spec "model_file".
-    shared = f"conv_{names[0].rsplit('_', 2)[1]}_{names[0].rsplit('_', 2)[2]}.model.txt.gz" if len(names) > 1 else None
+    _, family, arch = names[0].rsplit("_", 2)
+    shared = f"conv_{family}_{arch}.model.txt.gz" if len(names) > 1 else None
     if shared:
         out_dir.mkdir(parents=True, exist_ok=True)
         with gzip.GzipFile(out_dir / shared, "wb", mtime=0) as f:

@@ -53,6 +53,20 @@ T required(const nlohmann::json& j, const char* key, const fs::path& path) {
   }
 }
 
+std::string model_file_in(const nlohmann::json& spec, const fs::path& dir) {
+  const std::string name = dir.filename().string();
+  if (spec.contains("model_file")) {
+    const std::string file =
+        (dir / required<std::string>(spec, "model_file", dir / "feature_spec.json")).lexically_normal().string();
+    if (!fs::exists(file))
+      throw NotFound("model " + name + ": its feature_spec.json names model_file '" + file + "', which is missing");
+    return file;
+  }
+  const fs::path gz = dir / "model.txt.gz", txt = dir / "model.txt";
+  if (!fs::exists(gz) && !fs::exists(txt)) throw NotFound("model " + name + ": no model.txt.gz or model.txt");
+  return (fs::exists(gz) ? gz : txt).string();
+}
+
 ModelSpec parse_spec(const fs::path& dir) {
   const fs::path path = dir / "feature_spec.json";
   const nlohmann::json j = read_json_file(path);
@@ -72,15 +86,7 @@ ModelSpec parse_spec(const fs::path& dir) {
     throw ParseError(score, path.string() + ": 'score' is '" + score + "', not higher_is_better or lower_is_better");
   s.higher_is_better = score == "higher_is_better";
   if (fs::exists(dir / "manifest.json")) s.manifest = read_json_file(dir / "manifest.json");
-  if (j.contains("model_file")) {
-    s.model_file = (dir / required<std::string>(j, "model_file", path)).lexically_normal().string();
-    if (!fs::exists(s.model_file))
-      throw NotFound("model " + s.name + ": its feature_spec.json names model_file '" + s.model_file + "', which is missing");
-  } else {
-    const fs::path gz = dir / "model.txt.gz", txt = dir / "model.txt";
-    if (!fs::exists(gz) && !fs::exists(txt)) throw NotFound("model " + s.name + ": no model.txt.gz or model.txt");
-    s.model_file = (fs::exists(gz) ? gz : txt).string();
-  }
+  s.model_file = model_file_in(j, dir);
   return s;
 }
 
@@ -184,6 +190,10 @@ bool warn_fallback_once(const std::string& op, const std::string& reason) {
   if (env::log_level() < 1) return false;
   std::cerr << "tilepick: warning: " + op + " selection uses the analytic fallback: " + reason + "\n";
   return true;
+}
+
+std::string model_file_of(const std::string& dir) {
+  return model_file_in(read_json_file(fs::path(dir) / "feature_spec.json"), fs::path(dir));
 }
 
 ModelEntry load_model_folder(const std::string& dir) {
