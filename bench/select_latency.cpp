@@ -7,7 +7,7 @@
 // Everything but BM_select/*_fast runs the full models (ScoreMode::full), as before the students.
 // Uses the shipped model of the problem's (op, dtype, arch) when one is usable, else a synthetic
 // LightGBM text model written here (300 trees x 63 leaves over the feature schema, thresholds drawn
-// from the pool's own feature values) so the number reflects a realistic model size.
+// from the pool's own feature values) so the number reflects a realistic model size; stderr says why.
 //
 //   ./build/bench/bench_select_latency [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
@@ -16,6 +16,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -124,8 +125,13 @@ const Selector& selector() {
   static std::unique_ptr<Selector> synthetic;
   static const Selector* chosen = [] {
     static const Selector shipped(env::models_dir(), 1, true, ScoreMode::full);
-    if (shipped.model_for(parse_problem(kGemm), h200()) && shipped.model_for(parse_problem(kConv), h200()))
-      return &shipped;
+    std::string why_gemm, why_conv;
+    const bool gemm = shipped.model_for(parse_problem(kGemm), h200(), &why_gemm) != nullptr;
+    const bool conv = shipped.model_for(parse_problem(kConv), h200(), &why_conv) != nullptr;
+    if (gemm && conv) return &shipped;
+    // Said loudly: numbers from the synthetic model are not the shipped models' latency.
+    std::cerr << "bench_select_latency: timing synthetic " << kTrees << "x" << kLeaves << " models, the shipped ones in '"
+              << shipped.models_dir() << "' are not usable: " << (gemm ? why_conv : why_gemm) << "\n";
     const fs::path root = fs::temp_directory_path() / ("tilepick_bench_models_" + std::to_string(::getpid()));
     write_synthetic_model(root, parse_problem(kGemm));
     write_synthetic_model(root, parse_problem(kConv));
