@@ -19,6 +19,11 @@ sys.path.insert(0, str(ROOT / "python"))
 from tilepick.records import read_records  # noqa: E402
 
 
+def open_out(path: str):
+    """A text file to write, gzip-compressed when the name ends in .gz (tilepick sweep --pairs reads both)."""
+    return gzip.open(path, "wt") if path.endswith(".gz") else open(path, "w")
+
+
 def problems_of(path: str) -> list[str]:
     out = []
     for line in open(path):
@@ -70,7 +75,7 @@ def main() -> None:
         top_whole = ranked(problems, whole, a.k, a.select)
     top_pruned = ranked(problems, a.models, a.kp, a.select) if a.kp else {}
     n = 0
-    with (gzip.open(a.out, "wt") if a.out.endswith(".gz") else open(a.out, "w")) as f:
+    with open_out(a.out) as f:
         for p in problems:
             # records hold the canonical problem string, as the selector returns it
             canon = top_whole[p][0]

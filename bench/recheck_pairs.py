@@ -8,14 +8,13 @@ usage: python bench/recheck_pairs.py --records R.csv.gz... [-m 8] [--band 0.05] 
        [--models DIR...] [--ops fwd bwd_data ...] --out PAIRS.txt[.gz]
 Several --models folders (a candidate beside the shipped one) give the union of their first K."""
 import argparse
-import gzip
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT.parent / "python"))
-from model_pairs import ranked  # noqa: E402
+from model_pairs import open_out, ranked  # noqa: E402
 from tilepick.records import read_records  # noqa: E402
 
 
@@ -47,7 +46,7 @@ def main() -> None:
     problems = sorted(p for p in rec if not a.ops or p.split()[0] in a.ops)
     tops = [ranked(problems, m, a.k, ["fast", "full"]) for m in a.models]
     n = 0
-    with (gzip.open(a.out, "wt") if a.out.endswith(".gz") else open(a.out, "w")) as f:
+    with open_out(a.out) as f:
         for p in problems:
             if any(top[p][0] != p for top in tops):
                 sys.exit(f"recheck_pairs: record problem '{p}' is not canonical")

@@ -302,19 +302,14 @@ def train_group(names, df, X, args, header, out_dir, val=None):
     # One file for a pooled model, named by each direction's feature_spec "model_file".
     _, family, arch = names[0].rsplit("_", 2)
     shared = f"conv_{family}_{arch}.model.txt.gz" if len(names) > 1 else None
-    if shared:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        with gzip.GzipFile(out_dir / shared, "wb", mtime=0) as f:
+    for name in names:
+        (out_dir / name).mkdir(parents=True, exist_ok=True)
+        (out_dir / name / "model.txt.gz").unlink(missing_ok=True)
+    for path in [out_dir / shared] if shared else [out_dir / n / "model.txt.gz" for n in names]:
+        with gzip.GzipFile(path, "wb", mtime=0) as f:
             f.write(text.encode())
     for name, op in zip(names, ops):
         folder = out_dir / name
-        folder.mkdir(parents=True, exist_ok=True)
-        if shared:
-            (folder / "model.txt.gz").unlink(missing_ok=True)
-        else:
-            with gzip.GzipFile(folder / "model.txt.gz", "wb", mtime=0) as f:
-                f.write(text.encode())
-        _, family, arch = name.rsplit("_", 2)
         spec = {"feature_names": list(_core.feature_names()), "schema_hash": _core.feature_schema_hash(),
                 "feature_version": int(_core.feature_version()), "space_hash": _core.config_space_hash(op),
                 "op": op, "dtype_family": family, "arch": arch, "objective": best, "score": "higher_is_better"}

@@ -6,7 +6,6 @@
 // prediction does not need.
 #include "tilepick/gbdt.hpp"
 
-
 #include <charconv>
 #include <cmath>
 #include <limits>
