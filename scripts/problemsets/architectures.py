@@ -343,6 +343,116 @@ def mc3_18():
     return tr
 
 
+def wide_resnet50_2():
+    return _resnet("wide_resnet50_2", "bottleneck", (3, 4, 6, 3), width_per_group=128)
+
+
+def alexnet():
+    tr = Tracer("alexnet")
+    x = tr.pool(tr.conv(T(3, (224, 224)), "features.0", 64, 11, 4, 2), 3, 2)
+    x = tr.pool(tr.conv(x, "features.3", 192, 5, 1, 2), 3, 2)
+    x = tr.conv(tr.conv(x, "features.6", 384, 3), "features.8", 256, 3)
+    tr.conv(x, "features.10", 256, 3)
+    return tr
+
+
+def regnet_y_800mf():
+    """RegNetY-800MF: stages of depth (1, 3, 8, 2) and width (64, 144, 320, 784), group width 16,
+    squeeze-excitation to a quarter of the block's input width."""
+    tr = Tracer("regnet_y_800mf")
+    x = tr.conv(T(3, (224, 224)), "stem.0", 32, 3, 2)
+    for stage, (depth, w) in enumerate(zip((1, 3, 8, 2), (64, 144, 320, 784)), start=1):
+        for b in range(depth):
+            n, s, cin = f"trunk_output.block{stage}.block{stage}-{b}", 2 if b == 0 else 1, x.c
+            if s != 1 or cin != w:
+                tr.conv(x, f"{n}.proj", w, 1, s)
+            y = tr.conv(x, f"{n}.f.a", w, 1)
+            y = tr.conv(y, f"{n}.f.b", w, 3, s, g=w // 16)
+            tr.conv(tr.conv(T(w, (1, 1)), f"{n}.f.se.fc1", int(round(0.25 * cin)), 1), f"{n}.f.se.fc2", w, 1)
+            x = tr.conv(y, f"{n}.f.c", w, 1)
+    return tr
+
+
+def efficientnet_v2_s():
+    """EfficientNetV2-S at 384: fused-MBConv stages (dense kxk expansion), then MBConv with squeeze-excitation."""
+    tr = Tracer("efficientnet_v2_s")
+    x = tr.conv(T(3, (384, 384)), "features.0", 24, 3, 2)
+    cfg = (("fused", 1, 3, 1, 24, 2), ("fused", 4, 3, 2, 48, 4), ("fused", 4, 3, 2, 64, 4), ("mb", 4, 3, 2, 128, 6),
+           ("mb", 6, 3, 1, 160, 9), ("mb", 6, 3, 2, 256, 15))
+    for stage, (kind, t, k, s, c, n) in enumerate(cfg, start=1):
+        for i in range(n):
+            name, st, hidden = f"features.{stage}.{i}", s if i == 0 else 1, x.c * t
+            if kind == "fused":
+                y = tr.conv(x, f"{name}.fused", hidden if t != 1 else c, k, st)
+                x = tr.conv(y, f"{name}.project", c, 1) if t != 1 else y
+            else:
+                y = tr.conv(tr.conv(x, f"{name}.expand", hidden, 1), f"{name}.dw", hidden, k, st, g=hidden)
+                tr.conv(tr.conv(T(hidden, (1, 1)), f"{name}.se.fc1", max(1, x.c // 4), 1), f"{name}.se.fc2", hidden, 1)
+                x = tr.conv(y, f"{name}.project", c, 1)
+    tr.conv(x, "features.7", 1280, 1)
+    return tr
+
+
+def deeplabv3_resnet50():
+    """DeepLabV3 at 520x520: ResNet-50 with layer3/layer4 dilated (2, 4) instead of strided (output
+    stride 8), then ASPP (1x1, 3x3 at dilation 12/24/36, image pooling) and the head's 3x3 and 1x1."""
+    tr = Tracer("deeplabv3_resnet50")
+    x = tr.pool(tr.conv(T(3, (520, 520)), "backbone.conv1", 64, 7, 2, 3), 3, 2, 1)
+    dilation = 1
+    for stage, (blocks, planes) in enumerate(zip((3, 4, 6, 3), (64, 128, 256, 512)), start=1):
+        s, first_d = (2 if stage == 2 else 1), dilation
+        if stage > 2:
+            dilation *= 2
+        for b in range(blocks):
+            n, st, d = f"backbone.layer{stage}.{b}", s if b == 0 else 1, first_d if b == 0 else dilation
+            y = tr.conv(tr.conv(x, f"{n}.conv1", planes, 1), f"{n}.conv2", planes, 3, st, d=d)
+            y = tr.conv(y, f"{n}.conv3", planes * 4, 1)
+            if b == 0:
+                tr.conv(x, f"{n}.downsample", planes * 4, 1, st)
+            x = y
+    branches = [tr.conv(x, "classifier.0.convs.0", 256, 1)]
+    branches += [tr.conv(x, f"classifier.0.convs.{i}", 256, 3, d=r) for i, r in enumerate((12, 24, 36), start=1)]
+    tr.conv(T(x.c, (1, 1)), "classifier.0.convs.4", 256, 1)
+    y = tr.conv(T(256 * 5, branches[0].sp), "classifier.0.project", 256, 1)
+    tr.conv(tr.conv(y, "classifier.1", 256, 3), "classifier.4", 21, 1)
+    return tr
+
+
+def s3d():
+    """S3D (torchvision) on 16x224x224 clips: temporally separable convs ((1,k,k) then (k,1,1)) in
+    Inception blocks."""
+    tr = Tracer("s3d")
+
+    def sep(x, n, cout, k, s=1, p=None):
+        p = k // 2 if p is None else p
+        y = tr.conv(x, f"{n}.0", cout, (1, k, k), (1, s, s), (0, p, p))
+        return tr.conv(y, f"{n}.1", cout, (k, 1, 1), (s, 1, 1), (p, 0, 0))
+
+    x = sep(T(3, (16, 224, 224)), "features.0", 64, 7, 2, 3)
+    x = tr.pool(x, (1, 3, 3), (1, 2, 2), (0, 1, 1))
+    x = sep(tr.conv(x, "features.2", 64, 1), "features.3", 192, 3)
+    x = tr.pool(x, (1, 3, 3), (1, 2, 2), (0, 1, 1))
+    cfg = (("5", 64, 96, 128, 16, 32, 32), ("6", 128, 128, 192, 32, 96, 64), "pool3",
+           ("8", 192, 96, 208, 16, 48, 64), ("9", 160, 112, 224, 24, 64, 64), ("10", 128, 128, 256, 24, 64, 64),
+           ("11", 112, 144, 288, 32, 64, 64), ("12", 256, 160, 320, 32, 128, 128), "pool2",
+           ("14", 256, 160, 320, 32, 128, 128), ("15", 384, 192, 384, 48, 128, 128))
+    for c in cfg:
+        if c == "pool3":
+            x = tr.pool(x, 3, 2, 1)
+            continue
+        if c == "pool2":
+            x = tr.pool(x, 2, 2)
+            continue
+        i, b0, b1m, b1, b2m, b2, b3 = c
+        n = f"features.{i}"
+        x = tr.cat(tr.conv(x, f"{n}.branch0", b0, 1), sep(tr.conv(x, f"{n}.branch1.0", b1m, 1), f"{n}.branch1.1", b1, 3),
+                   sep(tr.conv(x, f"{n}.branch2.0", b2m, 1), f"{n}.branch2.1", b2, 3),
+                   tr.conv(x, f"{n}.branch3.1", b3, 1))
+    assert x.c == 1024, x
+    return tr
+
+
 NETWORKS = {f.__name__: f for f in (resnet18, resnet34, resnet50, resnet101, resnext50, mobilenet_v2, convnext_t,
                                     convnext_s, efficientnet_b0, efficientnet_b3, vgg16, inception_v3, unet, r3d18,
-                                    r2plus1d18, densenet121, shufflenet_v2, mobilenet_v3_large, googlenet, mc3_18)}
+                                    r2plus1d18, densenet121, shufflenet_v2, mobilenet_v3_large, googlenet, mc3_18,
+                                    wide_resnet50_2, alexnet, regnet_y_800mf, efficientnet_v2_s, deeplabv3_resnet50, s3d)}
