@@ -5,7 +5,7 @@ data/problems/sweep/*_train*.txt of the teacher's op, never a *_val* file, plus 
 around them), scores every config the selector would score (its pruned pool, else the legal pool)
 with the teacher, and writes models/<m>/fast/:
 
-  model.txt          a small LightGBM regressor (128 trees x 31 leaves) fitted to the teacher's
+  model.txt.gz       a small LightGBM regressor (128 trees x 31 leaves) fitted to the teacher's
                      score minus the problem's best (log time-ratio units: the teacher's score / its
                      bag), clipped at -CLIP
   feature_spec.json  the teacher's schema / space hashes and feature names, "teacher_version" (the
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import gzip
 import json
 import re
 import sys
@@ -334,7 +335,9 @@ def distill(folder: Path, args) -> dict:
     out = folder / "fast"
     out.mkdir(exist_ok=True)
     model_text = model.model_to_string()
-    (out / "model.txt").write_text(model_text)
+    (out / "model.txt").unlink(missing_ok=True)  # written plain before; the gzip file is a third the size
+    with open(out / "model.txt.gz", "wb") as f, gzip.GzipFile(fileobj=f, mode="wb", mtime=0) as z:
+        z.write(model_text.encode())
     teacher_file = model_file(folder)
     fast_spec = {**{k: spec[k] for k in ("feature_names", "schema_hash", "feature_version", "space_hash", "op",
                                         "dtype_family", "arch")},

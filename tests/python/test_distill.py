@@ -40,7 +40,7 @@ def test_writes_a_student_the_selector_uses_deterministically(tmp_path):
     run(a, pfile)
     run(b, pfile)
     fast = a / "gemm_half_h200" / "fast"
-    assert (fast / "model.txt").read_bytes() == (b / "gemm_half_h200" / "fast" / "model.txt").read_bytes()
+    assert (fast / "model.txt.gz").read_bytes() == (b / "gemm_half_h200" / "fast" / "model.txt.gz").read_bytes()
     assert not (fast / "candidates.txt").exists()
     spec = json.loads((fast / "feature_spec.json").read_text())
     assert spec["teacher_version"] == _core.model_version(str(a / "gemm_half_h200"))
