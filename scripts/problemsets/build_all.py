@@ -56,14 +56,15 @@ def manifest():
     # Later training networks (bf16 only), kept apart from the held-out networks and the first split.
     out.append(("conv_nets_train2.txt", conv_nets, ["--split", "train2", "--exclude", "@conv_nets_train.txt",
                                                     "@conv_nets_val.txt"]))
-    out.append(("conv_nets_train3.txt", conv_nets, ["--split", "train3", "--exclude", "@conv_nets_train.txt",
-                                                    "@conv_nets_val.txt", "@conv_nets_train2.txt"]))
+    # A second held-out set (bf16), its keys disjoint from every training split and from the first one.
+    out.append(("conv_nets_val2.txt", conv_nets, ["--split", "val2", "--exclude", "@conv_nets_train.txt",
+                                                  "@conv_nets_val.txt", "@conv_nets_train2.txt"]))
     return out
 
 
 SWEEP_FILES = ("sweep/gemm_train.txt", "sweep/gemm_val.txt", "sweep/conv_train.txt", "sweep/conv_train_more.txt",
                "sweep/conv_train_more2.txt", "sweep/conv_train_more3.txt", "sweep/conv_train_nets2.txt",
-               "sweep/conv_train_nets3.txt",
+               "sweep/conv_val2.txt",
                "sweep/conv_val.txt")
 
 

@@ -15,8 +15,8 @@ CONV_VAL = ("efficientnet_b3", "inception_v3", "vgg16", "r2plus1d18")
 # Training networks added after the first sweeps: their own split (conv_nets_train2.txt), so the files
 # sampled from CONV_TRAIN stay as they were swept.
 CONV_TRAIN2 = ("densenet121", "shufflenet_v2", "mobilenet_v3_large", "googlenet", "mc3_18")
-# A third set (conv_nets_train3.txt), swept after the second.
-CONV_TRAIN3 = ("wide_resnet50_2", "alexnet", "regnet_y_800mf", "efficientnet_v2_s", "deeplabv3_resnet50", "s3d")
+# A second held-out set (conv_nets_val2.txt): six more networks, their keys disjoint from every file above.
+CONV_VAL2 = ("wide_resnet50_2", "alexnet", "regnet_y_800mf", "efficientnet_v2_s", "deeplabv3_resnet50", "s3d")
 GEMM_TRAIN = ("llama3_8b", "llama3_70b", "mistral_7b", "gpt2", "gpt2_xl", "bert_large")
 GEMM_VAL = ("gptj_6b", "qwen2_7b", "phi3_mini")
 SYNTH_PREFIXES = ("synth_conv", "synth_gemm")

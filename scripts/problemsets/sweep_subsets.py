@@ -3,13 +3,13 @@
 
   python3 scripts/problemsets/sweep_subsets.py [--data data/problems] [--out data/problems/sweep]
       [--dtype bf16] [--max-flops 2e11] [--gemm-train 210] [--gemm-val 80] [--conv-train 400] [--conv-val 130]
-      [--conv-train-more 800 800 800] [--conv-train-nets2 900] [--conv-train-nets3 900]
+      [--conv-train-more 800 800 800] [--conv-train-nets2 900] [--conv-val2 900]
 
 Writes gemm_train.txt, gemm_val.txt, conv_train.txt, conv_val.txt (suffix _<dtype> unless bf16), and
 conv_train_more.txt, conv_train_more2.txt, ...: the problems each step of --conv-train-more adds to the
 conv-train budget (later sweeps; a larger budget holds the smaller one's problems), and
-conv_train_nets2.txt / conv_train_nets3.txt: --conv-train-nets2 / --conv-train-nets3 problems of the later training
-networks (conv_nets_train2.txt, conv_nets_train3.txt).
+conv_train_nets2.txt: --conv-train-nets2 problems of the later training networks (conv_nets_train2.txt),
+conv_val2.txt: --conv-val2 problems of the second held-out set (conv_nets_val2.txt).
 Problems above --max-flops are left out and duplicate keys are written once. The budget is split
 over the strata at each level (levels below; a stratum smaller than its share gives the
 rest to the others), and inside a stratum problems are taken in order of a hash of their key, so
@@ -170,7 +170,7 @@ def main(argv=None):
     ap.add_argument("--conv-val", type=int, default=130)
     ap.add_argument("--conv-train-more", type=int, nargs="*", default=[800, 800, 800])
     ap.add_argument("--conv-train-nets2", type=int, default=900)
-    ap.add_argument("--conv-train-nets3", type=int, default=900)
+    ap.add_argument("--conv-val2", type=int, default=900)
     a = ap.parse_args(argv)
     sfx = "" if a.dtype == "bf16" else "_" + a.dtype
     src = lambda name: os.path.join(a.data, f"{name}{sfx}.txt")  # noqa: E731
@@ -207,10 +207,10 @@ def main(argv=None):
         items = sources([src("conv_nets_train2")], c)
         write(by_source(items, {"nets": a.conv_train_nets2}, CONV_KIND_WEIGHTS), f"conv_train_nets2{sfx}.txt", shown,
               a.out, "from conv_nets_train2 (training networks added later)")
-    if os.path.exists(src("conv_nets_train3")):
-        items = sources([src("conv_nets_train3")], c)
-        write(by_source(items, {"nets": a.conv_train_nets3}, CONV_KIND_WEIGHTS), f"conv_train_nets3{sfx}.txt", shown,
-              a.out, "from conv_nets_train3 (the third set of training networks)")
+    if os.path.exists(src("conv_nets_val2")):  # sampled like conv_train_nets2, not like conv_val
+        items = sources([src("conv_nets_val2")], c)
+        write(by_source(items, {"nets": a.conv_val2}, CONV_KIND_WEIGHTS), f"conv_val2{sfx}.txt", shown,
+              a.out, "from conv_nets_val2 (the second held-out set)")
 
     items = sources([src("conv_nets_val")], conv_levels(a.max_flops, by_network=True))
     write(by_source(items, {"nets": a.conv_val}), f"conv_val{sfx}.txt", shown, a.out,

@@ -10,14 +10,14 @@ DATA = os.path.join(ROOT, "data", "problems")
 sys.path.insert(0, os.path.join(ROOT, "scripts", "problemsets"))
 
 import build_all  # noqa: E402
-from common import CONV_TRAIN, CONV_TRAIN2, CONV_TRAIN3, CONV_VAL, GEMM_TRAIN, GEMM_VAL, SYNTH_PREFIXES, network_of  # noqa: E402
+from common import CONV_TRAIN, CONV_TRAIN2, CONV_VAL, CONV_VAL2, GEMM_TRAIN, GEMM_VAL, SYNTH_PREFIXES, network_of  # noqa: E402
 from shapes import read_problems  # noqa: E402
 from sweep_subsets import conv_info, gemm_flops  # noqa: E402
 
 GENERATED = [name for name, _, _ in build_all.manifest()] + list(build_all.LEGACY) + list(build_all.SWEEP_FILES)
 VAL_FILES = [n for n in GENERATED if "_val" in n]
 TRAIN_FILES = [n for n in GENERATED if n not in VAL_FILES]
-VAL_NETS = set(CONV_VAL) | set(GEMM_VAL)
+VAL_NETS = set(CONV_VAL) | set(CONV_VAL2) | set(GEMM_VAL)
 LEGACY_NETS = {"mbv2"}  # mobilenet_v2's tag prefix in the legacy files
 
 
@@ -38,7 +38,7 @@ def test_generators_reproduce_committed_files(tmp_path):
 
 
 def test_no_validation_network_in_training_files():
-    known = set(CONV_TRAIN) | set(CONV_TRAIN2) | set(CONV_TRAIN3) | set(GEMM_TRAIN) | set(SYNTH_PREFIXES) | LEGACY_NETS
+    known = set(CONV_TRAIN) | set(CONV_TRAIN2) | set(GEMM_TRAIN) | set(SYNTH_PREFIXES) | LEGACY_NETS
     for name in TRAIN_FILES:
         nets = {network_of(tag) for tag, _ in problems(name)}
         assert not nets & VAL_NETS, f"{name} holds validation networks {nets & VAL_NETS}"
@@ -60,6 +60,7 @@ def test_every_validation_network_is_present():
     conv = {network_of(t) for t, _ in problems("conv_nets_val.txt")}
     gemm = {network_of(t) for t, _ in problems("gemm_llm_val.txt")}
     assert conv == set(CONV_VAL) and gemm == set(GEMM_VAL)
+    assert {network_of(t) for t, _ in problems("conv_nets_val2.txt")} == set(CONV_VAL2)
 
 
 @pytest.mark.parametrize("name,lo,hi", [("sweep/gemm_train.txt", 150, 250), ("sweep/gemm_val.txt", 60, 100),
