@@ -440,6 +440,9 @@ TEST_F(SelectorTest, EvalScoresTheTimedTopKAndWhetherTheModelsOwnChoicesWereMeas
   EXPECT_DOUBLE_EQ(p1.timed_efficiency, 5.0 / 12);
   EXPECT_TRUE(p1.own_first_measured);
   EXPECT_EQ(p1.own_top_k_measured, 4);
+  const Selection own1 = sel.select(parse_problem(kP1), h200, 4);
+  EXPECT_DOUBLE_EQ(p1.own_confidence, own1.confidence);
+  EXPECT_FALSE(std::isnan(p1.own_confidence));  // set (NaN where no whole-pool choice)
   const auto& p2 = report.problems[1];
   EXPECT_EQ(p2.model.status, "wrong");
   EXPECT_DOUBLE_EQ(p2.timed_us, 8);

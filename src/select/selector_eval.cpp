@@ -149,6 +149,7 @@ void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRo
     e.own_top_k_measured += measured;
   }
   e.own_top_k_all = !own.top.empty() && e.own_top_k_measured == static_cast<int>(own.top.size());
+  e.own_confidence = own.confidence;
 }
 
 }  // namespace
@@ -346,7 +347,7 @@ std::string to_csv(const EvalReport& r) {
   out << "op,problem,tag,source,candidates,model_candidates,chosen_config,chosen_status,chosen_us,oracle_config,oracle_us,"
          "efficiency,oracle_rank,top1,top5,fallback_config,fallback_us,fallback_efficiency,vendor,"
          "vendor_heur_us,vendor_best_us,vendor_efficiency_own,vendor_efficiency_vs_oracle,timed_us,timed_efficiency,"
-         "own_first_measured,own_top_k_measured\n";
+         "own_first_measured,own_top_k_measured,own_confidence\n";
   for (const auto& p : r.problems) {
     const bool vendor_ok = p.vendor_heur_status == "ok";
     out << p.op << ',' << quote(p.problem) << ',' << p.tag << ',' << p.model.source << ',' << p.candidates << ','
@@ -360,7 +361,7 @@ std::string to_csv(const EvalReport& r) {
         << ','
         << (p.vendor_heur_status.empty() ? "" : fmt(vendor_ok ? p.oracle_us / p.vendor_heur_us : 0.0, "%.6f"))
         << ',' << fmt(p.timed_us) << ',' << fmt(p.timed_efficiency, "%.6f") << ',' << p.own_first_measured << ','
-        << p.own_top_k_measured << '\n';
+        << p.own_top_k_measured << ',' << fmt(p.own_confidence, "%.6g") << '\n';
   }
   return out.str();
 }

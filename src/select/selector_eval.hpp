@@ -56,6 +56,7 @@ struct ProblemEval {
   bool own_first_measured = false;
   int own_top_k_measured = 0;
   bool own_top_k_all = false;        // all of its first timed_k (or its whole pool, if smaller)
+  double own_confidence = kNaN;      // Selection::confidence of that whole-pool choice (NaN: none)
   std::string vendor;                // "cublaslt", "cudnn" or "" (no vendor rows)
   std::string vendor_heur_status;    // "ok", a failure, or "" when absent
   double vendor_heur_us = kNaN;
