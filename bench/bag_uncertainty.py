@@ -19,15 +19,18 @@ from tilepick import _core
 def main() -> None:
     ev = pd.read_csv(sys.argv[1] if len(sys.argv) > 1 else 'build/eval/eval.csv')
     ev = ev[ev.op.str.startswith('conv')].reset_index(drop=True)
-    text = gzip.open('models/conv_half_h200.model.txt.gz','rt').read()
-    m = json.load(open('models/conv_fwd_half_h200/manifest.json')); R = m['rounds']; B = m['bag']
+    text = gzip.open('models/conv_half_h200.model.txt.gz', 'rt').read()
+    m = json.load(open('models/conv_fwd_half_h200/manifest.json'))
+    R, B = m['rounds'], m['bag']
     bst = lgb.Booster(model_str=text)
     assert bst.num_trees() == R*B, (bst.num_trees(), R, B)
     rows_p, rows_c, owner = [], [], []
     for i, p in enumerate(ev.problem):
         s = _core.select(p, 'h200', 16)
         for t in s['top']:
-            rows_p.append(s['problem']); rows_c.append(t['config']); owner.append(i)
+            rows_p.append(s['problem'])
+            rows_c.append(t['config'])
+            owner.append(i)
     X = _core.features_batch(rows_p, rows_c, 'h200', 0)
     owner = np.array(owner)
     S = np.stack([bst.predict(X, start_iteration=b*R, num_iteration=R, raw_score=True) for b in range(B)], 1)
@@ -40,11 +43,13 @@ def main() -> None:
         u_dis.append(sum(np.argmax(s[:, b]) != a for b in range(B)))
         # per-booster margin of the ensemble's top over the best other
         mm = [s[a, b] - np.max(np.delete(s[:, b], a)) for b in range(B)]
-        u_std.append(np.std(mm)); marg.append(np.mean(mm))
-    ev['dis'] = u_dis; ev['mstd'] = u_std; ev['mmean'] = marg
+        u_std.append(np.std(mm))
+        marg.append(np.mean(mm))
+    ev['dis'], ev['mstd'] = u_dis, u_std
     ev['z'] = np.array(marg) / (np.array(u_std) + 1e-9)
     for op, x in ev.groupby('op'):
-        print(op, 'spearman e1 vs: dis %.2f  mstd %.2f  z %.2f conf %.2f' % tuple(x[[c, 'efficiency']].corr(method='spearman').iloc[0, 1] for c in ['dis', 'mstd', 'z', 'own_confidence']))
+        rho = [x[[c, 'efficiency']].corr(method='spearman').iloc[0, 1] for c in ('dis', 'mstd', 'z', 'own_confidence')]
+        print(op, 'spearman e1 vs: dis %.2f  mstd %.2f  z %.2f conf %.2f' % tuple(rho))
         print('   e1 mean by #disagreeing boosters:', x.groupby('dis').efficiency.agg(['size', 'mean']).round(3).to_dict('index'))
         for share in (0.25, 0.5):
             for c, asc in (('z', True), ('dis', False)):
