@@ -202,6 +202,18 @@ TEST(LegalityRule, SplitK) {
   EXPECT_TRUE(ok(check(p, kSm80 + " splitk=2 skmode=parallel")));
 }
 
+// One accumulator may sum at most 2^20 products: DeepLab's stem bwd_weight at mb128 has K = 128 x 260 x 260.
+TEST(LegalityRule, SplitKBoundsTheAccumulationChain) {
+  const std::string p = "bwd_weight g1 mb128 ic3 ih520 iw520 oc64 kh7 kw7 sh2 sw2 ph3 pw3 bf16";
+  const std::string c = "fam=sm80 tile=64x64x32 warps=2x2 stages=3 align=8x1x1";
+  EXPECT_TRUE(violates(check(p, c), "splitk", {"8652800 products", "at most 1048576"}));
+  EXPECT_TRUE(violates(check(p, c + " splitk=4 skmode=parallel"), "splitk", {"2163200 products"}));
+  EXPECT_TRUE(ok(check(p, c + " splitk=16 skmode=parallel")));  // 540,800 per split
+  // 2^20 exactly is allowed: K = 16 x 256 x 256.
+  EXPECT_TRUE(ok(check("bwd_weight g1 mb16 ic16 ih256 iw256 oc16 kh1 kw1 bf16", c)));
+  EXPECT_TRUE(violates(check("bwd_weight g1 mb17 ic16 ih256 iw256 oc16 kh1 kw1 bf16", c), "splitk", {"products"}));
+}
+
 TEST(LegalityRule, Index32) {
   // 65536 x 32768 = 2^31 elements of A.
   EXPECT_TRUE(violates(check("gemm rcr m65536 n128 k32768 bf16", kSm80), "index32", {"2147483648"}));

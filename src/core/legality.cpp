@@ -9,6 +9,8 @@
 namespace tilepick {
 namespace {
 
+constexpr std::int64_t kMaxAccumulationChain = std::int64_t{1} << 20;
+
 Verdict no(std::string rule, std::string reason) { return {false, std::move(rule), std::move(reason)}; }
 
 DType input_dtype(const Problem& p) {
@@ -238,6 +240,14 @@ Verdict legal(const Problem& p, const KernelConfig& config, const ArchSpec& arch
   if (c.splitk > k_tiles)
     return no("splitk", "splitk " + std::to_string(c.splitk) + " exceeds the " + std::to_string(k_tiles) +
                             " K tiles of size " + std::to_string(c.tile_k));
+  // The tensor cores' f32 accumulation drifts along one long chain of K steps: every sm80 bwd_weight
+  // record with more than 2^20 products per split (K = N x output pixels) that failed the output check
+  // had one (f16 from 1.6 M, bf16 at 8.7 M), none at or below it (data/sweeps/README.md).
+  const std::int64_t chain = (k_tiles + c.splitk - 1) / c.splitk * c.tile_k;
+  if (chain > kMaxAccumulationChain)
+    return no("splitk", "splitk " + std::to_string(c.splitk) + " leaves " + std::to_string(chain) +
+                            " products per accumulator (at most " + std::to_string(kMaxAccumulationChain) +
+                            ": longer chains lose f32 precision)");
   std::int64_t largest = 0;
   if (gemm) largest = std::max({gemm->m * gemm->k, gemm->k * gemm->n, gemm->m * gemm->n});
   else largest = std::max({conv->x_elems(), conv->w_elems(), conv->y_elems()});
