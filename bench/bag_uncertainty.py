@@ -7,6 +7,7 @@ the margin over its spread, and the efficiency when only the least certain share
 usage: PYTHONPATH=python TILEPICK_MODELS_DIR=$PWD/models python3 bench/bag_uncertainty.py build/eval/eval.csv"""
 import gzip
 import json
+import os
 import sys
 
 import lightgbm as lgb
@@ -14,6 +15,9 @@ import numpy as np
 import pandas as pd
 
 from tilepick import _core
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from confidence_gating import gated  # noqa: E402
 
 
 def main() -> None:
@@ -53,9 +57,7 @@ def main() -> None:
         print('   e1 mean by #disagreeing boosters:', x.groupby('dis').efficiency.agg(['size', 'mean']).round(3).to_dict('index'))
         for share in (0.25, 0.5):
             for c, asc in (('z', True), ('dis', False)):
-                order = x[c].rank(method='first', ascending=asc)
-                timed = order <= share * len(x)
-                e = np.where(timed, x.timed_efficiency, x.efficiency) * 100
+                e = gated(x, x[c] if asc else -x[c], share)
                 print(f'   gate by {c:3s} time {share:.0%}: mean {e.mean():.1f} P10 {np.percentile(e,10):.1f}')
 
 

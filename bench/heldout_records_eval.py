@@ -8,7 +8,6 @@ import json
 import sys
 from pathlib import Path
 
-from tilepick import _core
 from tilepick import train as T
 
 
@@ -18,8 +17,8 @@ def main() -> None:
     df = T.add_targets(df)
     for op in ("conv_fwd", "conv_bwd_data", "conv_bwd_weight"):
         d = df[df["op"] == op].reset_index(drop=True)
-        s = _core.gbdt_predict(str(T.model_file(models / f"{op}_half_h200")), T.compute_features(d, "h200"))
-        print(op, json.dumps({k: round(v, 4) for k, v in T.summarize(T.efficiency(d, s)).items()}))
+        summary = T.heldout_summary(models / f"{op}_half_h200", d, T.compute_features(d, "h200"))
+        print(op, json.dumps({k: round(v, 4) for k, v in summary.items()}))
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import gzip
 import json
 import re
 import sys
@@ -35,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tilepick.train import model_file, read_model_text
+from tilepick.train import model_file, read_model_text, write_text_gz
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM_FILES = "data/problems/sweep/*_train*.txt"
@@ -336,8 +335,7 @@ def distill(folder: Path, args) -> dict:
     out.mkdir(exist_ok=True)
     model_text = model.model_to_string()
     (out / "model.txt").unlink(missing_ok=True)  # written plain before; the gzip file is a third the size
-    with open(out / "model.txt.gz", "wb") as f, gzip.GzipFile(fileobj=f, mode="wb", mtime=0) as z:
-        z.write(model_text.encode())
+    write_text_gz(out / "model.txt.gz", model_text)
     teacher_file = model_file(folder)
     fast_spec = {**{k: spec[k] for k in ("feature_names", "schema_hash", "feature_version", "space_hash", "op",
                                         "dtype_family", "arch")},

@@ -247,6 +247,20 @@ def negate_leaves(text: str) -> str:
                      if not l.startswith("tree_sizes="))
 
 
+def write_text_gz(path: Path, text: str) -> None:
+    """A model text gzipped reproducibly (no timestamp in the header)."""
+    with gzip.GzipFile(path, "wb", mtime=0) as f:
+        f.write(text.encode())
+
+
+def heldout_summary(folder: Path, vdf: pd.DataFrame, vX: np.ndarray) -> dict:
+    """A model folder's choice among each held-out problem's measured configs, summarized (a manifest's
+    "validation")."""
+    from tilepick import _core
+
+    return summarize(efficiency(vdf, _core.gbdt_predict(str(model_file(folder)), vX)))
+
+
 def model_file(folder: Path) -> Path:
     """A model folder's teacher file, by the C++ loader's rule (feature_spec "model_file", relative to
     the folder, which the conv directions of a pooled model share; else model.txt.gz, else model.txt)."""
@@ -306,8 +320,7 @@ def train_group(names, df, X, args, header, out_dir, val=None):
         (out_dir / name).mkdir(parents=True, exist_ok=True)
         (out_dir / name / "model.txt.gz").unlink(missing_ok=True)
     for path in [out_dir / shared] if shared else [out_dir / n / "model.txt.gz" for n in names]:
-        with gzip.GzipFile(path, "wb", mtime=0) as f:
-            f.write(text.encode())
+        write_text_gz(path, text)
     for name, op in zip(names, ops):
         folder = out_dir / name
         spec = {"feature_names": list(_core.feature_names()), "schema_hash": _core.feature_schema_hash(),
@@ -331,8 +344,7 @@ def train_group(names, df, X, args, header, out_dir, val=None):
         v = val.get(op) if val else None
         if v is not None and len(v[0]):
             vdf, vX = v
-            s = _core.gbdt_predict(str(model_file(folder)), vX)
-            manifest["validation"] = summarize(efficiency(vdf, s))
+            manifest["validation"] = heldout_summary(folder, vdf, vX)
             manifest["validation_files"] = sorted(vdf["source"].unique().tolist())
             print(f"  {name} held-out networks: {json.dumps(manifest['validation'])}", flush=True)
         (folder / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str) + "\n")
