@@ -62,7 +62,7 @@ def manifest():
     return out
 
 
-SWEEP_FILES = ("sweep/gemm_train.txt", "sweep/gemm_val.txt", "sweep/conv_train.txt", "sweep/conv_train_more.txt",
+SWEEP_FILES = ("sweep/gemm_train.txt", "sweep/gemm_train_more.txt", "sweep/gemm_val.txt", "sweep/conv_train.txt", "sweep/conv_train_more.txt",
                "sweep/conv_train_more2.txt", "sweep/conv_train_more3.txt", "sweep/conv_train_nets2.txt",
                "sweep/conv_val2.txt",
                "sweep/conv_val.txt")

@@ -3,13 +3,14 @@
 
   python3 scripts/problemsets/sweep_subsets.py [--data data/problems] [--out data/problems/sweep]
       [--dtype bf16] [--max-flops 2e11] [--gemm-train 210] [--gemm-val 80] [--conv-train 400] [--conv-val 130]
-      [--conv-train-more 800 800 800] [--conv-train-nets2 900] [--conv-val2 900]
+      [--conv-train-more 800 800 800] [--conv-train-nets2 900] [--conv-val2 900] [--gemm-train-more 600]
 
 Writes gemm_train.txt, gemm_val.txt, conv_train.txt, conv_val.txt (suffix _<dtype> unless bf16), and
 conv_train_more.txt, conv_train_more2.txt, ...: the problems each step of --conv-train-more adds to the
 conv-train budget (later sweeps; a larger budget holds the smaller one's problems), and
 conv_train_nets2.txt: --conv-train-nets2 problems of the later training networks (conv_nets_train2.txt),
-conv_val2.txt: --conv-val2 problems of the second held-out set (conv_nets_val2.txt).
+conv_val2.txt: --conv-val2 problems of the second held-out set (conv_nets_val2.txt),
+gemm_train_more.txt, ...: what each step of --gemm-train-more adds to the gemm-train budget.
 Problems above --max-flops are left out and duplicate keys are written once. The budget is split
 over the strata at each level (levels below; a stratum smaller than its share gives the
 rest to the others), and inside a stratum problems are taken in order of a hash of their key, so
@@ -171,6 +172,7 @@ def main(argv=None):
     ap.add_argument("--conv-train-more", type=int, nargs="*", default=[800, 800, 800])
     ap.add_argument("--conv-train-nets2", type=int, default=900)
     ap.add_argument("--conv-val2", type=int, default=900)
+    ap.add_argument("--gemm-train-more", type=int, nargs="*", default=[600])
     a = ap.parse_args(argv)
     sfx = "" if a.dtype == "bf16" else "_" + a.dtype
     src = lambda name: os.path.join(a.data, f"{name}{sfx}.txt")  # noqa: E731
@@ -180,8 +182,17 @@ def main(argv=None):
 
     n = a.gemm_train
     items = sources([src("gemm_llm_train"), src("gemm_synth")], g)
-    pick = by_source(items, {"fwd": n * 2 // 5, "bwd": n // 5, "random": n // 5, "edge": n - n * 4 // 5})
+    gemm_pick = lambda n: by_source(items, {"fwd": n * 2 // 5, "bwd": n // 5, "random": n // 5,  # noqa: E731
+                                            "edge": n - n * 4 // 5})
+    pick = gemm_pick(n)
     write(pick, f"gemm_train{sfx}.txt", shown, a.out, "from gemm_llm_train + gemm_synth (training)")
+    taken = {it[2] for it in pick}
+    for i, step in enumerate(a.gemm_train_more):
+        n += step
+        more = [it for it in gemm_pick(n) if it[2] not in taken]
+        taken |= {it[2] for it in more}
+        write(more, f"gemm_train_more{i + 1 if i else ''}{sfx}.txt", shown, a.out,
+              f"from gemm_llm_train + gemm_synth (training): what a budget of {n} adds to the files before")
 
     n = a.gemm_val
     items = sources([src("gemm_llm_val")], g)
