@@ -456,6 +456,21 @@ TEST_F(SelectorTest, EvalScoresTheTimedTopKAndWhetherTheModelsOwnChoicesWereMeas
   EXPECT_DOUBLE_EQ(g->own_top_k_measured, 0.5);
   EXPECT_NE(eval::format_table(report).find(" t4 "), std::string::npos);
   EXPECT_EQ(eval::to_json(report)["groups"][0]["own_first_measured"], 0.5);
+  // What dispatch runs: P1's whole-pool first choice and the fastest of its first 4 (all measured);
+  // P2's first choice was not measured, so it is left out of those numbers.
+  EXPECT_DOUBLE_EQ(p1.own_first_us, 15);
+  EXPECT_FALSE(p1.own_first_failed);
+  EXPECT_DOUBLE_EQ(p1.own_timed_us, 12);
+  EXPECT_TRUE(std::isnan(p2.own_first_us));
+  EXPECT_TRUE(std::isnan(p2.own_timed_us));
+  EXPECT_EQ(g->own_first.count, 1u);
+  EXPECT_DOUBLE_EQ(g->own_first.mean, 5.0 / 15);
+  EXPECT_EQ(g->own_timed.count, 1u);
+  EXPECT_DOUBLE_EQ(g->own_timed.mean, 5.0 / 12);
+  EXPECT_EQ(eval::to_json(report)["groups"][0]["own_first_choice"]["count"], 1);
+  EXPECT_NE(eval::format_table(report).find("whole-pool choices"), std::string::npos);
+  EXPECT_NE(eval::to_csv(report).find(",own_first_us,own_first_efficiency,own_timed_us,own_timed_efficiency\n"),
+            std::string::npos);
 
   // k = 5 reaches P1's oracle; k = 1 is the first choice (P2's failed: nothing timed).
   const auto five = eval::evaluate(sel, records, h200, {}, 5);

@@ -48,6 +48,11 @@ TARGET_CLIP = 0.0
 NEAR_WEIGHT = 1.0
 # Early stopping's ceiling: with ~3,000 conv problems the pooled model still improved at 1,500 rounds.
 MAX_ROUNDS = 4000
+# Early stopping's patience (rounds without a better inner-split loss). GEMM: with the 955-problem data
+# (gemm_train_more) 60 stopped at 410 rounds and lost 1 point of held-out mean and 4 of P10 against 300
+# (1,902 rounds; bench/results/2026-11-22-h200x4-gemm-more/). Conv stops near 2,200 rounds with 60.
+PATIENCE = {"gemm": 300, "conv": 60}
+PATIENCE_OVERRIDE: int | None = None  # --patience: one value for every op trained
 NEAR_EFF = 0.8  # rows at least this efficient (oracle / time) get NEAR_WEIGHT
 PARAM_OVERRIDES: dict = {}  # --param KEY=VALUE: LightGBM settings over PARAMS, for every op trained
 
@@ -156,6 +161,10 @@ def dataset(X, df, objective, lgb, ref=None):
                        free_raw_data=False, feature_name=list(_core.feature_names()), **kw)
 
 
+def patience_for(op: str) -> int:
+    return PATIENCE_OVERRIDE or PATIENCE["gemm" if op == "gemm" else "conv"]
+
+
 def fit(X, df, objective, seed, rounds=None, init_model=None):
     """Early stopping on an inner split (10% of the groups) unless `rounds` is fixed."""
     import lightgbm as lgb
@@ -170,7 +179,7 @@ def fit(X, df, objective, seed, rounds=None, init_model=None):
     dtr = dataset(X[tr], df[tr], objective, lgb)
     dva = dataset(X[~tr], df[~tr], objective, lgb, ref=dtr)
     return lgb.train(params, dtr, num_boost_round=MAX_ROUNDS, valid_sets=[dva], init_model=init_model,
-                     callbacks=[lgb.early_stopping(60, verbose=False)])
+                     callbacks=[lgb.early_stopping(patience_for(df["op"].iloc[0]), verbose=False)])
 
 
 def efficiency(df: pd.DataFrame, score: np.ndarray) -> pd.DataFrame:
@@ -337,7 +346,7 @@ def train_group(names, df, X, args, header, out_dir, val=None):
             "objective": best, "rounds": rounds, "bag": bag, "trees": text.count("\nTree="),
             "params": params_for(best, args.seed, op), "cv": {o: cv[o][op] for o in args.objectives},
             "target_clip": TARGET_CLIP, "near_weight": NEAR_WEIGHT, "problem_fraction": args.problem_fraction,
-            "device": header.get("devices", [{}])[0].get("name", ""), "commit": git_commit(),
+            "patience": patience_for(op), "device": header.get("devices", [{}])[0].get("name", ""), "commit": git_commit(),
             "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "warm_start": init is not None,
         }
@@ -383,7 +392,7 @@ def parse_param(text: str) -> tuple[str, float | int]:
 
 
 def main(argv=None) -> int:
-    global THREADS, TARGET_CLIP, NEAR_WEIGHT, PARAM_OVERRIDES
+    global THREADS, TARGET_CLIP, NEAR_WEIGHT, PARAM_OVERRIDES, PATIENCE_OVERRIDE
     ap = argparse.ArgumentParser(prog="python -m tilepick.train", description=__doc__.split("\n")[0])
     ap.add_argument("records", nargs="*", help="training record files (.csv.gz)")
     ap.add_argument("--val", nargs="*", default=[], help="held-out record files (whole networks absent from training)")
@@ -407,12 +416,17 @@ def main(argv=None) -> int:
                          "dtype picks them; for learning curves)")
     ap.add_argument("--near-weight", type=float, default=NEAR_WEIGHT,
                     help=f"reg_rel: weight of rows within {NEAR_EFF} efficiency of the problem's best")
+    ap.add_argument("--patience", type=int, help="early stopping's patience in rounds for every op; default PATIENCE "
+                                                  f"({PATIENCE})")
     ap.add_argument("--param", type=parse_param, action="append", default=[], metavar="KEY=VALUE",
                     help="LightGBM setting over the per-op PARAMS (e.g. num_leaves=63), for hyperparameter studies")
     args = ap.parse_args(argv)
     THREADS = args.threads or THREADS
     PARAM_OVERRIDES = dict(args.param)
     TARGET_CLIP, NEAR_WEIGHT = args.clip, args.near_weight
+    if args.patience is not None and args.patience < 1:
+        ap.error(f"--patience must be at least 1, not {args.patience}")
+    PATIENCE_OVERRIDE = args.patience
     if args.stamp_eval:
         stamp_eval(Path(args.out), args.stamp_eval)
         return 0

@@ -82,7 +82,7 @@ struct Acc {
       top1 += t1;
       top5 += t5;
     }
-  } model, fallback, vendor_own, vendor_oracle, timed;
+  } model, fallback, vendor_own, vendor_oracle, timed, own_first_pick, own_timed_pick;
   std::size_t own_first = 0, own_top_k = 0;
 
   void add(const ProblemEval& p) {
@@ -91,6 +91,13 @@ struct Acc {
     timed.add(p.timed_efficiency, p.timed_us - p.oracle_us, timed_fail, within_band(p.timed_us, p.oracle_us), false);
     own_first += p.own_first_measured;
     own_top_k += p.own_top_k_all;
+    auto eff = [&](double us) { return std::isnan(us) ? 0.0 : p.oracle_us / us; };
+    if (p.own_first_measured)
+      own_first_pick.add(eff(p.own_first_us), p.own_first_us - p.oracle_us, p.own_first_failed,
+                         within_band(p.own_first_us, p.oracle_us), false);
+    if (p.own_top_k_all)
+      own_timed_pick.add(eff(p.own_timed_us), p.own_timed_us - p.oracle_us, std::isnan(p.own_timed_us),
+                         within_band(p.own_timed_us, p.oracle_us), false);
     fallback.add(p.fallback.efficiency, p.fallback.us - p.oracle_us, p.fallback.failed, p.fallback.top1,
                  p.fallback.top5);
     if (p.vendor_heur_status.empty()) return;
@@ -107,7 +114,7 @@ struct Acc {
     const double n = static_cast<double>(model.eff.size());
     return {name,          s(model, true),          s(fallback, true),       s(vendor_own, false),
             s(vendor_oracle, false), s(timed, false), static_cast<double>(own_first) / n,
-            static_cast<double>(own_top_k) / n};
+            static_cast<double>(own_top_k) / n, s(own_first_pick, false), s(own_timed_pick, false)};
   }
 };
 
@@ -143,12 +150,21 @@ void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRo
   } catch (const Error&) {
     return;  // no legal candidate for this arch: nothing of its own to compare
   }
+  double fastest = kNaN;
   for (std::size_t i = 0; i < own.top.size(); ++i) {
-    const bool measured = rows.configs.count(own.top[i].text) > 0;
-    if (i == 0) e.own_first_measured = measured;
+    const auto it = rows.configs.find(own.top[i].text);
+    const bool measured = it != rows.configs.end();
+    const bool ok = measured && it->second.status == "ok";
+    if (i == 0) {
+      e.own_first_measured = measured;
+      e.own_first_failed = measured && !ok;
+      if (ok) e.own_first_us = it->second.us;
+    }
+    if (ok && !(it->second.us >= fastest)) fastest = it->second.us;
     e.own_top_k_measured += measured;
   }
   e.own_top_k_all = !own.top.empty() && e.own_top_k_measured == static_cast<int>(own.top.size());
+  if (e.own_top_k_all) e.own_timed_us = fastest;
   e.own_confidence = own.confidence;
 }
 
@@ -337,7 +353,9 @@ nlohmann::json to_json(const EvalReport& r) {
                       {"vendor_heur_vs_oracle", stats_json(g.vendor_vs_oracle)},
                       {"model_timed_top_k", stats_json(g.timed)},
                       {"own_first_measured", num(g.own_first_measured)},
-                      {"own_top_k_measured", num(g.own_top_k_measured)}});
+                      {"own_top_k_measured", num(g.own_top_k_measured)},
+                      {"own_first_choice", stats_json(g.own_first)},
+                      {"own_timed_top_k", stats_json(g.own_timed)}});
   return {{"arch", r.arch},         {"tie_band", kTieBand},  {"timed_top_k", r.timed_k}, {"problems", r.problems.size()},
           {"skipped", r.skipped},   {"unparsed_records", r.unparsed}, {"groups", groups}};
 }
@@ -347,7 +365,8 @@ std::string to_csv(const EvalReport& r) {
   out << "op,problem,tag,source,candidates,model_candidates,chosen_config,chosen_status,chosen_us,oracle_config,oracle_us,"
          "efficiency,oracle_rank,top1,top5,fallback_config,fallback_us,fallback_efficiency,vendor,"
          "vendor_heur_us,vendor_best_us,vendor_efficiency_own,vendor_efficiency_vs_oracle,timed_us,timed_efficiency,"
-         "own_first_measured,own_top_k_measured,own_confidence\n";
+         "own_first_measured,own_top_k_measured,own_confidence,own_first_us,own_first_efficiency,own_timed_us,"
+         "own_timed_efficiency\n";
   for (const auto& p : r.problems) {
     const bool vendor_ok = p.vendor_heur_status == "ok";
     out << p.op << ',' << quote(p.problem) << ',' << p.tag << ',' << p.model.source << ',' << p.candidates << ','
@@ -361,7 +380,11 @@ std::string to_csv(const EvalReport& r) {
         << ','
         << (p.vendor_heur_status.empty() ? "" : fmt(vendor_ok ? p.oracle_us / p.vendor_heur_us : 0.0, "%.6f"))
         << ',' << fmt(p.timed_us) << ',' << fmt(p.timed_efficiency, "%.6f") << ',' << p.own_first_measured << ','
-        << p.own_top_k_measured << ',' << fmt(p.own_confidence, "%.6g") << '\n';
+        << p.own_top_k_measured << ',' << fmt(p.own_confidence, "%.6g") << ',' << fmt(p.own_first_us) << ','
+        << (p.own_first_measured ? fmt(p.own_first_failed ? 0.0 : p.oracle_us / p.own_first_us, "%.6f") : "") << ','
+        << fmt(p.own_timed_us) << ','
+        << (p.own_top_k_all ? fmt(std::isnan(p.own_timed_us) ? 0.0 : p.oracle_us / p.own_timed_us, "%.6f") : "")
+        << '\n';
   }
   return out.str();
 }
@@ -390,6 +413,17 @@ std::string format_table(const EvalReport& r) {
                   pct(f.p10).c_str(), pct(f.top1).c_str(), pct(v.mean).c_str(), pct(v.p10).c_str(),
                   pct(v.top1).c_str(), pct(vo.mean).c_str(), pct(tk.mean).c_str(), pct(tk.p10).c_str(),
                   pct(tk.min).c_str(), fmt(100 * g.own_first_measured, "%.0f").c_str());
+    out << line;
+  }
+  // What dispatch runs: the whole-pool choices, where measured (the table above ranks the measured configs).
+  out << "whole-pool choices (what dispatch runs), over the problems where they were measured: first choice | t"
+      << r.timed_k << "\n";
+  for (const auto& g : r.groups) {
+    if (g.name.find(' ') != std::string::npos) continue;  // ops and sources only
+    const Stats &f = g.own_first, &tk = g.own_timed;
+    std::snprintf(line, sizeof line, "%-38s %5zu | %6s %6s %6s %5s | %5zu | %6s %6s %6s\n", g.name.substr(0, 38).c_str(),
+                  f.count, pct(f.mean).c_str(), pct(f.p10).c_str(), pct(f.min).c_str(), pct(f.top1).c_str(), tk.count,
+                  pct(tk.mean).c_str(), pct(tk.p10).c_str(), pct(tk.min).c_str());
     out << line;
   }
   std::size_t pruned = 0, measured = 0, kept = 0;

@@ -57,6 +57,12 @@ struct ProblemEval {
   int own_top_k_measured = 0;
   bool own_top_k_all = false;        // all of its first timed_k (or its whole pool, if smaller)
   double own_confidence = kNaN;      // Selection::confidence of that whole-pool choice (NaN: none)
+  // What dispatch would run, where measured: the whole-pool first choice's time (NaN: unmeasured or
+  // failed; own_first_failed tells them apart), and the fastest ok of its whole-pool first timed_k when
+  // all of those are measured (NaN otherwise).
+  double own_first_us = kNaN;
+  bool own_first_failed = false;
+  double own_timed_us = kNaN;
   std::string vendor;                // "cublaslt", "cudnn" or "" (no vendor rows)
   std::string vendor_heur_status;    // "ok", a failure, or "" when absent
   double vendor_heur_us = kNaN;
@@ -78,6 +84,8 @@ struct GroupEval {
   Stats timed;             // best of the model's first timed_k (dispatch top_k)
   double own_first_measured = kNaN;  // fraction of problems whose whole-pool first choice was measured
   double own_top_k_measured = kNaN;  // fraction whose whole-pool first timed_k all were
+  Stats own_first;         // the whole-pool first choice (what dispatch runs), over problems where measured
+  Stats own_timed;         // the fastest of the whole-pool first timed_k, over problems where all are measured
 };
 
 struct EvalReport {

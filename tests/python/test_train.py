@@ -159,3 +159,23 @@ def test_pooled_conv_model_is_written_for_every_direction(tmp_path):
         assert manifest["bag"] == 2 and manifest["cv"]["reg_rel"]["problems"] == 6
         assert set(manifest["trained_with"]) == {"conv_fwd", "conv_bwd_data", "conv_bwd_weight"}
         assert manifest["trained_with"][op] == manifest["rows"] > 0
+
+
+def test_early_stopping_uses_the_ops_patience(monkeypatch):
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(5)
+    n = 400
+    X = rng.normal(size=(n, len(_core.feature_names())))
+    df = pd.DataFrame({"op": "gemm", "group": [f"g{i % 40}" for i in range(n)], "y_rel": rng.normal(size=n),
+                       "y_tflops": 0.0, "y_rank": 0, "eff": 1.0})
+    asked = []
+    real = lgb.early_stopping
+    monkeypatch.setattr(lgb, "early_stopping", lambda n, **kw: asked.append(n) or real(n, **kw))
+    for op, override, expect in (("gemm", None, train.PATIENCE["gemm"]), ("conv_fwd", None, train.PATIENCE["conv"]),
+                                 ("gemm", 7, 7)):
+        monkeypatch.setattr(train, "PATIENCE_OVERRIDE", override)
+        b = train.fit(X, df.assign(op=op), "reg_rel", seed=3)
+        assert asked[-1] == expect and 0 < b.best_iteration < train.MAX_ROUNDS
+    assert train.PATIENCE["gemm"] != train.PATIENCE["conv"]
+    with pytest.raises(SystemExit):
+        train.main(["r.csv.gz", "--patience", "0"])

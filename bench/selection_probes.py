@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Probes of what could lift first-choice quality, on the committed records (CPU only, issue 5).
+
+  PYTHONPATH=python python3 bench/selection_probes.py registers [--rounds 800] [--seeds 1 2 3]
+  PYTHONPATH=python python3 bench/selection_probes.py rerank [--near 0.7] [--objective reg|rank]
+  PYTHONPATH=python python3 bench/selection_probes.py gemm-more [--rounds 500]
+
+registers: a conv model with the compiled kernels' real register count (the records' `registers`), the
+  occupancy and wave efficiency it implies, and spills as five more features, against the same model
+  without them (same rows, rounds and seeds), scored on both conv held-out sets: the choice among the
+  measured configs, and the re-ranking of the shipped selector's first 4 (all measured).
+rerank: a second model trained only on the near-best rows of every training problem (efficiency >= --near),
+  re-ranking the shipped selector's first 4 on the held-out sets, alone and added to its score.
+gemm-more: grouped cross-validation on the GEMM training problems the shipped model was trained on, with
+  and without gemm_train_more.csv.gz's problems in the training folds (same folds; test rows old only).
+The models here are quick stand-ins (fixed rounds, learning rate 0.15, one booster), compared with each
+other, not with the shipped models.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+
+import lightgbm as lgb
+import numpy as np
+import pandas as pd
+
+from tilepick import _core, records as rec, train as tr
+
+D = "data/sweeps/h200/"
+CONV_HELDOUT = ["conv_val", "model_pairs_conv_val", "model_pairs_r2_conv_val", "model_pairs_r4_conv_val", "conv_val2",
+                "model_pairs_r5_conv_val2"]
+
+
+def params(op: str, seed: int, **kw) -> dict:
+    return dict(tr.PARAMS[op], learning_rate=0.15, seed=seed, deterministic=True, force_row_wise=True, num_threads=2,
+                verbose=-1, objective="regression", metric="l2", **kw)
+
+
+def training_rows(model: str, extra: list[str] = ()) -> pd.DataFrame:
+    files = [d["file"] for d in json.load(open(f"models/{model}/manifest.json"))["data"]] + list(extra)
+    _, df = tr.load_rows(files, glob.glob("data/problems/sweep/*_train*.txt"))
+    return tr.add_targets(df).reset_index(drop=True)
+
+
+def heldout_rows(names: list[str]) -> pd.DataFrame:
+    _, h = rec.read_records([D + n + ".csv.gz" for n in names])
+    h = h[(~h["is_vendor"]) & (h["status"] == "ok")].drop_duplicates(["problem", "config"]).reset_index(drop=True)
+    return h.assign(op=h["problem"].map(_core.problem_op))
+
+
+def first4(h: pd.DataFrame) -> pd.DataFrame:
+    """The shipped selector's first 4 (fast selection, whole pool) per held-out problem, with their measurements."""
+    rows = [(p, r, c, s) for p in h["problem"].unique()
+            for r, (c, s) in enumerate(_core.selector_rank(p, "h200", "models", "fast", 4))]
+    t = pd.DataFrame(rows, columns=["problem", "rank", "config", "shipped"])
+    return t.merge(h[["problem", "config", "median_us", "op"]], on=["problem", "config"], how="left")
+
+
+def efficiency_of(h: pd.DataFrame, score: np.ndarray, oracle: pd.Series) -> pd.Series:
+    d = h.assign(s=score).sort_values(["problem", "s", "config"], ascending=[True, False, True])
+    pick = d.groupby("problem").head(1).set_index("problem")
+    return oracle.reindex(pick.index) / pick["median_us"]
+
+
+def line(name: str, e: pd.Series) -> str:
+    return f"{name} {100 * e.mean():.2f} / {100 * e.quantile(0.1):.2f} / {100 * e.min():.1f}"
+
+
+def real_register_features(df: pd.DataFrame, X: np.ndarray) -> np.ndarray:
+    """Registers, CTAs per SM, occupancy and wave efficiency from the compiled register count (H200 limits,
+    the rules of src/select/analysis.cpp), and spill stores."""
+    n = list(_core.feature_names())
+    th, smem, ctas = (X[:, n.index(k)] for k in ("threads", "smem_bytes", "ctas"))
+    regs = df["registers"].to_numpy(float)
+    warps = np.ceil(th / 32)
+    by_regs = np.floor(np.floor(65536 / (np.ceil(regs * 32 / 256) * 256)) / warps)
+    by_smem = np.where(smem > 0, np.floor(233472 / (smem + 1024)), 32)
+    cps = np.maximum(np.minimum.reduce([by_regs, by_smem, np.floor(2048 / th), np.full_like(th, 32)]), 1)
+    sat = np.where(df["config"].str.startswith("fam=dw").to_numpy(), 16, 8)
+    per_sm = np.ceil(ctas / 132)
+    j = np.minimum(per_sm, cps)
+    wave_eff = ctas * np.minimum(1, j * warps / sat) / (132 * np.ceil(per_sm / cps) * j)
+    return np.column_stack([regs, cps, cps * th / 2048, wave_eff, df["spills"].to_numpy(float)])
+
+
+def probe_registers(a) -> None:
+    df = training_rows("conv_fwd_half_h200")
+    df = df[df["registers"] > 0].reset_index(drop=True)
+    h = heldout_rows(CONV_HELDOUT)
+    h = h[h["registers"] > 0].reset_index(drop=True)
+    oracle = h.groupby("problem")["median_us"].min()
+    X, Xh = tr.compute_features(df, "h200"), _core.features_batch(list(h["problem"]), list(h["config"]), "h200", 0)
+    t4 = first4(h)
+    for seed in a.seeds:
+        for name, (A, B) in {"base": (X, Xh), "+registers": (np.hstack([X, real_register_features(df, X)]),
+                                                             np.hstack([Xh, real_register_features(h, Xh)]))}.items():
+            b = lgb.train(params("conv", seed), lgb.Dataset(A, label=df["y_rel"].to_numpy()), num_boost_round=a.rounds)
+            h["s"] = -b.predict(B)
+            e = efficiency_of(h, h["s"].to_numpy(), oracle)
+            r = t4.merge(h[["problem", "config", "s"]], on=["problem", "config"])
+            e4 = efficiency_of(r, r["s"].to_numpy(), oracle)
+            for op in sorted(h["op"].unique()):
+                ps = h.loc[h["op"] == op, "problem"].unique()
+                print(f"seed {seed} {name:11s} {op:16s} {line('measured choice', e.reindex(ps))}   "
+                      f"{line('first 4 re-ranked', e4.reindex(ps).dropna())}", flush=True)
+
+
+def probe_rerank(a) -> None:
+    df = training_rows("conv_fwd_half_h200")
+    near = df[df["eff"] >= a.near].sort_values("problem", kind="stable").reset_index(drop=True)
+    X = tr.compute_features(near, "h200")
+    if a.objective == "rank":
+        y = np.floor(30 * near["eff"].to_numpy() ** 8).astype(int)
+        p = params("conv", 3, lambdarank_truncation_level=10, eval_at=[1], label_gain=[float(i) for i in range(31)])
+        p.update(objective="lambdarank", metric="ndcg")
+        ds = lgb.Dataset(X, label=y, group=near.groupby("problem", sort=False).size().to_numpy())
+    else:
+        p, ds = params("conv", 3), lgb.Dataset(X, label=np.log(1 / near["eff"].to_numpy()))
+    b = lgb.train(p, ds, num_boost_round=a.rounds)
+    h = heldout_rows(CONV_HELDOUT)
+    oracle = h.groupby("problem")["median_us"].min()
+    t4 = first4(h)
+    s = b.predict(_core.features_batch(list(t4["problem"]), list(t4["config"]), "h200", 0))
+    t4["spec"] = -s if a.objective == "reg" else s
+    print(f"{len(near)} near-best rows (efficiency >= {a.near}) of {near['problem'].nunique()} problems")
+    for lam in (0, 0.25, 0.5, 1, 2, None):
+        score = t4["spec"] if lam is None else t4["shipped"] + lam * t4["spec"]
+        e = efficiency_of(t4, score.to_numpy(), oracle)
+        name = "second model alone" if lam is None else f"shipped + {lam} x second"
+        print(f"{name:24s}", "  ".join(line(op, e.reindex(t4.loc[t4["op"] == op, "problem"].unique()))
+                                        for op in sorted(t4["op"].unique())))
+
+
+def probe_gemm_more(a) -> None:
+    df = training_rows("gemm_half_h200", [D + "gemm_train_more.csv.gz"])
+    new = df["source"].str.contains("gemm_train_more").to_numpy()
+    X = tr.compute_features(df, "h200")
+    fold = tr.fold_of(df["group"])
+    out = {"old problems": [], "old + gemm_train_more": []}
+    for f in range(tr.FOLDS):
+        test = (fold == f) & ~new
+        for name, train in zip(out, ((fold != f) & ~new, fold != f)):
+            b = lgb.train(params("gemm", 1), lgb.Dataset(X[train], label=df["y_rel"].to_numpy()[train]),
+                          num_boost_round=a.rounds)
+            out[name].append(tr.efficiency(df[test], -b.predict(X[test])))
+    for name, parts in out.items():
+        s = tr.summarize(pd.concat(parts))
+        print(f"{name:22s} train problems {df.loc[~new if name == 'old problems' else slice(None), 'problem'].nunique()}"
+              f", test {s['problems']}: mean {100 * s['mean']:.2f} P10 {100 * s['p10']:.2f} P1 {100 * s['p1']:.1f}"
+              f" min {100 * s['min']:.1f} top1 {100 * s['top1']:.0f}%")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="probe", required=True)
+    r = sub.add_parser("registers")
+    r.add_argument("--rounds", type=int, default=800)
+    r.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    r = sub.add_parser("rerank")
+    r.add_argument("--near", type=float, default=0.7)
+    r.add_argument("--objective", choices=("reg", "rank"), default="reg")
+    r.add_argument("--rounds", type=int, default=600)
+    r = sub.add_parser("gemm-more")
+    r.add_argument("--rounds", type=int, default=500)
+    a = ap.parse_args()
+    {"registers": probe_registers, "rerank": probe_rerank, "gemm-more": probe_gemm_more}[a.probe](a)
+
+
+if __name__ == "__main__":
+    main()
