@@ -56,6 +56,10 @@ def manifest():
     # Later training networks (bf16 only), kept apart from the held-out networks and the first split.
     out.append(("conv_nets_train2.txt", conv_nets, ["--split", "train2", "--exclude", "@conv_nets_train.txt",
                                                     "@conv_nets_val.txt"]))
+    # A second GEMM held-out set (bf16), its keys disjoint from every training file and from the first one.
+    out.append(("gemm_llm_val2.txt", gemm_llm, ["--split", "val2", "--exclude", "@conv_nets_train.txt", "@conv_synth.txt",
+                                                "@gemm_llm_train.txt", "@gemm_synth.txt", "@gemm_llm_val.txt"]
+                + [f"@{n}" for n in LEGACY]))
     # A second held-out set (bf16), its keys disjoint from every training split and from the first one.
     out.append(("conv_nets_val2.txt", conv_nets, ["--split", "val2", "--exclude", "@conv_nets_train.txt",
                                                   "@conv_nets_val.txt", "@conv_nets_train2.txt"]))
@@ -64,7 +68,7 @@ def manifest():
 
 SWEEP_FILES = ("sweep/gemm_train.txt", "sweep/gemm_train_more.txt", "sweep/gemm_val.txt", "sweep/conv_train.txt", "sweep/conv_train_more.txt",
                "sweep/conv_train_more2.txt", "sweep/conv_train_more3.txt", "sweep/conv_train_nets2.txt",
-               "sweep/conv_val2.txt",
+               "sweep/conv_val2.txt", "sweep/gemm_val2.txt",
                "sweep/conv_val.txt")
 
 

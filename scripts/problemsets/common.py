@@ -19,6 +19,8 @@ CONV_TRAIN2 = ("densenet121", "shufflenet_v2", "mobilenet_v3_large", "googlenet"
 CONV_VAL2 = ("wide_resnet50_2", "alexnet", "regnet_y_800mf", "efficientnet_v2_s", "deeplabv3_resnet50", "s3d")
 GEMM_TRAIN = ("llama3_8b", "llama3_70b", "mistral_7b", "gpt2", "gpt2_xl", "bert_large")
 GEMM_VAL = ("gptj_6b", "qwen2_7b", "phi3_mini")
+# A second GEMM held-out set (gemm_llm_val2.txt): four more model families and sizes, keys disjoint from the above.
+GEMM_VAL2 = ("falcon_7b", "stablelm_3b", "qwen2_1_5b", "opt_1_3b")
 SYNTH_PREFIXES = ("synth_conv", "synth_gemm")
 
 

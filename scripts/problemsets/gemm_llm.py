@@ -13,7 +13,7 @@ Fused projections (QKV, gate+up) are one GEMM, as serving stacks run them. Tags:
 import argparse
 import sys
 
-from common import GEMM_TRAIN, GEMM_VAL, command, emit, excluded_keys, int_list
+from common import GEMM_TRAIN, GEMM_VAL, GEMM_VAL2, command, emit, excluded_keys, int_list
 from shapes import gemm_string, header, line
 
 # hidden, fused QKV width, MLP width, gated MLP, vocab, bias epilogues (qkv/o, mlp up, mlp down, head)
@@ -32,6 +32,14 @@ MODELS = {
     "qwen2_7b": dict(h=3584, qkv=3584 + 2 * 512, mlp=18944, gated=True, vocab=152064, ep=("bias", None, None, None,
                                                                                           None)),
     "phi3_mini": dict(h=3072, qkv=3 * 3072, mlp=8192, gated=True, vocab=32064),
+    # The second held-out set: Falcon-7B (multi-query attention, 71 heads of 64), StableLM-3B-4E1T,
+    # Qwen2-1.5B (GQA, 2 KV heads of 128, QKV bias), OPT-1.3B (biases everywhere, ReLU MLP).
+    "falcon_7b": dict(h=4544, qkv=4544 + 2 * 64, mlp=18176, gated=False, vocab=65024),
+    "stablelm_3b": dict(h=2560, qkv=3 * 2560, mlp=6912, gated=True, vocab=50304),
+    "qwen2_1_5b": dict(h=1536, qkv=1536 + 2 * 256, mlp=8960, gated=True, vocab=151936, ep=("bias", None, None, None,
+                                                                                            None)),
+    "opt_1_3b": dict(h=2048, qkv=3 * 2048, mlp=8192, gated=False, vocab=50272, ep=("bias", "bias", "bias+relu",
+                                                                                   "bias", None)),
 }
 
 DEFAULT_TOKENS = sorted({2 ** i for i in range(15)} | {3 * 2 ** i for i in range(13)})
@@ -71,7 +79,7 @@ def generate(models, tokens, bwd_tokens, dtype, exclude=frozenset()):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--split", choices=["train", "val"], required=True)
+    ap.add_argument("--split", choices=["train", "val", "val2"], required=True)
     ap.add_argument("--models", help="comma list overriding the split's models")
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--tokens", default=",".join(map(str, DEFAULT_TOKENS)))
@@ -79,7 +87,7 @@ def main(argv=None):
     ap.add_argument("--exclude", nargs="*", default=[])
     ap.add_argument("--out")
     a = ap.parse_args(argv)
-    models = a.models.split(",") if a.models else (GEMM_TRAIN if a.split == "train" else GEMM_VAL)
+    models = a.models.split(",") if a.models else {"train": GEMM_TRAIN, "val": GEMM_VAL, "val2": GEMM_VAL2}[a.split]
     body, dropped = generate(models, int_list(a.tokens), int_list(a.bwd_tokens), a.dtype, excluded_keys(a.exclude))
     extra = [f"split {a.split}: {', '.join(models)}"]
     if a.exclude:

@@ -3,14 +3,15 @@
 
   python3 scripts/problemsets/sweep_subsets.py [--data data/problems] [--out data/problems/sweep]
       [--dtype bf16] [--max-flops 2e11] [--gemm-train 210] [--gemm-val 80] [--conv-train 400] [--conv-val 130]
-      [--conv-train-more 800 800 800] [--conv-train-nets2 900] [--conv-val2 900] [--gemm-train-more 600]
+      [--conv-train-more 800 800 800] [--conv-train-nets2 900] [--conv-val2 900] [--gemm-train-more 600] [--gemm-val2 240]
 
 Writes gemm_train.txt, gemm_val.txt, conv_train.txt, conv_val.txt (suffix _<dtype> unless bf16), and
 conv_train_more.txt, conv_train_more2.txt, ...: the problems each step of --conv-train-more adds to the
 conv-train budget (later sweeps; a larger budget holds the smaller one's problems), and
 conv_train_nets2.txt: --conv-train-nets2 problems of the later training networks (conv_nets_train2.txt),
 conv_val2.txt: --conv-val2 problems of the second held-out set (conv_nets_val2.txt),
-gemm_train_more.txt, ...: what each step of --gemm-train-more adds to the gemm-train budget.
+gemm_train_more.txt, ...: what each step of --gemm-train-more adds to the gemm-train budget,
+gemm_val2.txt: --gemm-val2 problems of the second GEMM held-out set (gemm_llm_val2.txt), sampled as gemm_val.
 Problems above --max-flops are left out and duplicate keys are written once. The budget is split
 over the strata at each level (levels below; a stratum smaller than its share gives the
 rest to the others), and inside a stratum problems are taken in order of a hash of their key, so
@@ -173,6 +174,7 @@ def main(argv=None):
     ap.add_argument("--conv-train-nets2", type=int, default=900)
     ap.add_argument("--conv-val2", type=int, default=900)
     ap.add_argument("--gemm-train-more", type=int, nargs="*", default=[600])
+    ap.add_argument("--gemm-val2", type=int, default=240)
     a = ap.parse_args(argv)
     sfx = "" if a.dtype == "bf16" else "_" + a.dtype
     src = lambda name: os.path.join(a.data, f"{name}{sfx}.txt")  # noqa: E731
@@ -198,6 +200,12 @@ def main(argv=None):
     items = sources([src("gemm_llm_val")], g)
     write(by_source(items, {"fwd": n * 3 // 4, "bwd": n - n * 3 // 4}), f"gemm_val{sfx}.txt", shown, a.out,
           "from gemm_llm_val (validation)")
+
+    if os.path.exists(src("gemm_llm_val2")):  # sampled like gemm_val
+        n = a.gemm_val2
+        items = sources([src("gemm_llm_val2")], g)
+        write(by_source(items, {"fwd": n * 3 // 4, "bwd": n - n * 3 // 4}), f"gemm_val2{sfx}.txt", shown, a.out,
+              "from gemm_llm_val2 (the second GEMM held-out set)")
 
     n = a.conv_train
     items = sources([src("conv_nets_train"), src("conv_synth")], c)

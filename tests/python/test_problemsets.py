@@ -10,14 +10,15 @@ DATA = os.path.join(ROOT, "data", "problems")
 sys.path.insert(0, os.path.join(ROOT, "scripts", "problemsets"))
 
 import build_all  # noqa: E402
-from common import CONV_TRAIN, CONV_TRAIN2, CONV_VAL, CONV_VAL2, GEMM_TRAIN, GEMM_VAL, SYNTH_PREFIXES, network_of  # noqa: E402
+from common import (CONV_TRAIN, CONV_TRAIN2, CONV_VAL, CONV_VAL2, GEMM_TRAIN, GEMM_VAL, GEMM_VAL2,  # noqa: E402
+                    SYNTH_PREFIXES, network_of)
 from shapes import read_problems  # noqa: E402
 from sweep_subsets import conv_info, gemm_flops  # noqa: E402
 
 GENERATED = [name for name, _, _ in build_all.manifest()] + list(build_all.LEGACY) + list(build_all.SWEEP_FILES)
 VAL_FILES = [n for n in GENERATED if "_val" in n]
 TRAIN_FILES = [n for n in GENERATED if n not in VAL_FILES]
-VAL_NETS = set(CONV_VAL) | set(CONV_VAL2) | set(GEMM_VAL)
+VAL_NETS = set(CONV_VAL) | set(CONV_VAL2) | set(GEMM_VAL) | set(GEMM_VAL2)
 LEGACY_NETS = {"mbv2"}  # mobilenet_v2's tag prefix in the legacy files
 
 
@@ -61,6 +62,8 @@ def test_every_validation_network_is_present():
     gemm = {network_of(t) for t, _ in problems("gemm_llm_val.txt")}
     assert conv == set(CONV_VAL) and gemm == set(GEMM_VAL)
     assert {network_of(t) for t, _ in problems("conv_nets_val2.txt")} == set(CONV_VAL2)
+    assert {network_of(t) for t, _ in problems("gemm_llm_val2.txt")} == set(GEMM_VAL2)
+    assert {network_of(t) for t, _ in problems("sweep/gemm_val2.txt")} == set(GEMM_VAL2)
 
 
 @pytest.mark.parametrize("name,lo,hi", [("sweep/gemm_train.txt", 150, 250), ("sweep/gemm_val.txt", 60, 100),
