@@ -5,6 +5,7 @@ best measured config per problem vs the vendor, and geometric-mean speedups per 
   python3 bench/perf_table.py ours.csv vendor.csv > table.md
 """
 import csv
+import gzip
 import math
 import sys
 from collections import defaultdict
@@ -21,13 +22,18 @@ def klass(problem):
     return f"{t[0]} {kind}"
 
 
+def open_text(path):
+    """A CSV to read, plain or gzip (bench/results stores the large ones as .csv.gz)."""
+    return gzip.open(path, "rt") if path.endswith(".gz") else open(path)
+
+
 def main():
     ours, vendor = defaultdict(list), {}
-    with open(sys.argv[1]) as f:
+    with open_text(sys.argv[1]) as f:
         for r in csv.DictReader(f):
             if r["ok"] == "1" and float(r["median_us"]) > 0:
                 ours[r["problem"]].append(r)
-    with open(sys.argv[2]) as f:
+    with open_text(sys.argv[2]) as f:
         for r in csv.DictReader(f):
             vendor[r["problem"]] = r
     rows, by_class = [], defaultdict(list)
