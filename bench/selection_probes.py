@@ -59,9 +59,7 @@ def first4(h: pd.DataFrame) -> pd.DataFrame:
 
 
 def efficiency_of(h: pd.DataFrame, score: np.ndarray, oracle: pd.Series) -> pd.Series:
-    d = h.assign(s=score).sort_values(["problem", "s", "config"], ascending=[True, False, True])
-    pick = d.groupby("problem").head(1).set_index("problem")
-    return oracle.reindex(pick.index) / pick["median_us"]
+    return tr.efficiency(h, score, oracle)["eff"]
 
 
 def line(name: str, e: pd.Series) -> str:

@@ -196,15 +196,12 @@ def main(argv=None):
         write(more, f"gemm_train_more{i + 1 if i else ''}{sfx}.txt", shown, a.out,
               f"from gemm_llm_train + gemm_synth (training): what a budget of {n} adds to the files before")
 
-    n = a.gemm_val
-    items = sources([src("gemm_llm_val")], g)
-    write(by_source(items, {"fwd": n * 3 // 4, "bwd": n - n * 3 // 4}), f"gemm_val{sfx}.txt", shown, a.out,
+    gemm_val_pick = lambda items, n: by_source(items, {"fwd": n * 3 // 4, "bwd": n - n * 3 // 4})  # noqa: E731
+    write(gemm_val_pick(sources([src("gemm_llm_val")], g), a.gemm_val), f"gemm_val{sfx}.txt", shown, a.out,
           "from gemm_llm_val (validation)")
 
     if os.path.exists(src("gemm_llm_val2")):  # sampled like gemm_val
-        n = a.gemm_val2
-        items = sources([src("gemm_llm_val2")], g)
-        write(by_source(items, {"fwd": n * 3 // 4, "bwd": n - n * 3 // 4}), f"gemm_val2{sfx}.txt", shown, a.out,
+        write(gemm_val_pick(sources([src("gemm_llm_val2")], g), a.gemm_val2), f"gemm_val2{sfx}.txt", shown, a.out,
               "from gemm_llm_val2 (the second GEMM held-out set)")
 
     n = a.conv_train

@@ -70,6 +70,9 @@ Pick score_ranking(const std::vector<Ranked>& ranked, const ProblemRows& rows, c
   return p;
 }
 
+// oracle_us / us of a pick that ran; 0 for one that failed (NaN time).
+double efficiency_of(double oracle_us, double us) { return std::isnan(us) ? 0.0 : oracle_us / us; }
+
 // Accumulates the four pick kinds of one group.
 struct Acc {
   struct One {
@@ -91,13 +94,12 @@ struct Acc {
     timed.add(p.timed_efficiency, p.timed_us - p.oracle_us, timed_fail, within_band(p.timed_us, p.oracle_us), false);
     own_first += p.own_first_measured;
     own_top_k += p.own_top_k_all;
-    auto eff = [&](double us) { return std::isnan(us) ? 0.0 : p.oracle_us / us; };
     if (p.own_first_measured)
-      own_first_pick.add(eff(p.own_first_us), p.own_first_us - p.oracle_us, p.own_first_failed,
-                         within_band(p.own_first_us, p.oracle_us), false);
+      own_first_pick.add(efficiency_of(p.oracle_us, p.own_first_us), p.own_first_us - p.oracle_us,
+                         p.own_first_failed, within_band(p.own_first_us, p.oracle_us), false);
     if (p.own_top_k_all)
-      own_timed_pick.add(eff(p.own_timed_us), p.own_timed_us - p.oracle_us, std::isnan(p.own_timed_us),
-                         within_band(p.own_timed_us, p.oracle_us), false);
+      own_timed_pick.add(efficiency_of(p.oracle_us, p.own_timed_us), p.own_timed_us - p.oracle_us,
+                         std::isnan(p.own_timed_us), within_band(p.own_timed_us, p.oracle_us), false);
     fallback.add(p.fallback.efficiency, p.fallback.us - p.oracle_us, p.fallback.failed, p.fallback.top1,
                  p.fallback.top5);
     if (p.vendor_heur_status.empty()) return;
@@ -381,9 +383,9 @@ std::string to_csv(const EvalReport& r) {
         << (p.vendor_heur_status.empty() ? "" : fmt(vendor_ok ? p.oracle_us / p.vendor_heur_us : 0.0, "%.6f"))
         << ',' << fmt(p.timed_us) << ',' << fmt(p.timed_efficiency, "%.6f") << ',' << p.own_first_measured << ','
         << p.own_top_k_measured << ',' << fmt(p.own_confidence, "%.6g") << ',' << fmt(p.own_first_us) << ','
-        << (p.own_first_measured ? fmt(p.own_first_failed ? 0.0 : p.oracle_us / p.own_first_us, "%.6f") : "") << ','
+        << (p.own_first_measured ? fmt(efficiency_of(p.oracle_us, p.own_first_us), "%.6f") : "") << ','
         << fmt(p.own_timed_us) << ','
-        << (p.own_top_k_all ? fmt(std::isnan(p.own_timed_us) ? 0.0 : p.oracle_us / p.own_timed_us, "%.6f") : "")
+        << (p.own_top_k_all ? fmt(efficiency_of(p.oracle_us, p.own_timed_us), "%.6f") : "")
         << '\n';
   }
   return out.str();
