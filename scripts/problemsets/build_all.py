@@ -29,6 +29,7 @@ LEGACY = {  # written by nets.py before these sets existed; kept byte-identical
     "convnext_t_mb32.txt": ["convnext_t", "--batch", "32", "--dirs", "fwd,bwd_data,bwd_weight"],
     "llm_gemm.txt": ["llm"],
 }
+SPATIAL_MORE = "6,8,12,16,20,24,30,32,40,48,60,64,80,96,120,128,160"
 F16_TOKENS = ",".join(str(4 ** i) for i in range(8))
 
 
@@ -63,12 +64,18 @@ def manifest():
     # A second held-out set (bf16), its keys disjoint from every training split and from the first one.
     out.append(("conv_nets_val2.txt", conv_nets, ["--split", "val2", "--exclude", "@conv_nets_train.txt",
                                                   "@conv_nets_val.txt", "@conv_nets_train2.txt"]))
+    # Synthetic training shapes on map sizes the first synthetic file lacks (12, 24, 48, ...; bf16), mostly
+    # depthwise, whose spatial tiles pad these sizes differently; keys of both held-out sets left out.
+    out.append(("conv_synth_spatial.txt", conv_synth, ["--kinds", "depthwise=120,grouped=25,pointwise=25,dense3x3=25",
+                                                       "--spatial", SPATIAL_MORE, "--seed", "13", "--tag",
+                                                       "synth_conv_sp", "--max-flops", "2e11", "--exclude",
+                                                       "@conv_nets_val.txt", "@conv_nets_val2.txt"]))
     return out
 
 
 SWEEP_FILES = ("sweep/gemm_train.txt", "sweep/gemm_train_more.txt", "sweep/gemm_val.txt", "sweep/conv_train.txt", "sweep/conv_train_more.txt",
                "sweep/conv_train_more2.txt", "sweep/conv_train_more3.txt", "sweep/conv_train_nets2.txt",
-               "sweep/conv_val2.txt", "sweep/gemm_val2.txt",
+               "sweep/conv_val2.txt", "sweep/gemm_val2.txt", "sweep/conv_train_spatial.txt",
                "sweep/conv_val.txt")
 
 

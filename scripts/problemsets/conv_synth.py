@@ -2,20 +2,23 @@
 """Synthetic conv shapes (training only), seeded and reproducible.
 
   python3 scripts/problemsets/conv_synth.py [--per-kind 40] [--seed 7] [--dtype bf16]
-      [--dirs fwd,bwd_data,bwd_weight] [--max-flops 4e11] [--out FILE]
+      [--dirs fwd,bwd_data,bwd_weight] [--max-flops 4e11] [--kinds KIND=N,...] [--spatial 7,10,...]
+      [--tag synth_conv] [--exclude FILE ...] [--out FILE]
 
 Kinds: depthwise (k 3/5/7, strides, dilation), grouped (G x channels per group), pointwise 1x1,
 dense 3x3, large kernels (5x5/7x7/11x11, stems), strided/patchify (k = stride), dilated (ASPP-like),
 3-D (dense, (2+1)D factors, depthwise) and odd (prime channels, odd spatial, asymmetric kernels).
 Each shape is written for every direction with one batch, halved until flops <= --max-flops.
-Tags: synth_conv.<kind>.<i>.
+Tags: <tag>.<kind>.<i> (synth_conv by default). --kinds picks kinds and their counts (default: every
+kind, --per-kind each); --spatial replaces the map sizes that the 2-D kinds draw from; --exclude drops
+shapes whose problem key (any direction) is in the given files.
 """
 import argparse
 import math
 import random
 import sys
 
-from common import command, emit
+from common import command, emit, excluded_keys, int_list
 from shapes import DIRS, ConvShape, conv_flops, conv_string, header, line
 
 SPATIAL = (7, 10, 14, 19, 28, 38, 56, 75, 112)
@@ -37,54 +40,54 @@ def shape2d(c, k, g, hw, f, s, p=None, d=1):
     return ConvShape(c, k, g, hw, f, s, p, (d, d))
 
 
-def depthwise(r):
+def depthwise(r, sizes=SPATIAL):
     c = r.choice((32, 48, 64, 96, 120, 144, 192, 240, 256, 384, 480, 576, 672, 768, 960, 1152, 1536))
     f, s = r.choice((3, 5, 7)), r.choice((1, 1, 2))
-    return shape2d(c, c, c, r.choice(SPATIAL), f, s, d=r.choice((1, 1, 1, 2)))
+    return shape2d(c, c, c, r.choice(sizes), f, s, d=r.choice((1, 1, 1, 2)))
 
 
-def grouped(r):
+def grouped(r, sizes=SPATIAL):
     g, cpg = r.choice((2, 4, 8, 16, 32, 64)), r.choice((4, 8, 16, 32, 64, 128))
     kpg = cpg * r.choice((1, 1, 2))
-    return shape2d(g * cpg, g * kpg, g, r.choice(SPATIAL), r.choice((1, 3, 3)), r.choice((1, 1, 2)))
+    return shape2d(g * cpg, g * kpg, g, r.choice(sizes), r.choice((1, 3, 3)), r.choice((1, 1, 2)))
 
 
-def pointwise(r):
+def pointwise(r, sizes=SPATIAL):
     mult = r.choice((8, 8, 16, 1))
     s = r.choice((1, 1, 1, 2))
-    return shape2d(log_uniform(r, 8, 2048, mult), log_uniform(r, 8, 2048, mult), 1, r.choice(SPATIAL), 1, s, 0)
+    return shape2d(log_uniform(r, 8, 2048, mult), log_uniform(r, 8, 2048, mult), 1, r.choice(sizes), 1, s, 0)
 
 
-def dense3x3(r):
-    return shape2d(log_uniform(r, 16, 1024, 8), log_uniform(r, 16, 1024, 8), 1, r.choice(SPATIAL), 3,
+def dense3x3(r, sizes=SPATIAL):
+    return shape2d(log_uniform(r, 16, 1024, 8), log_uniform(r, 16, 1024, 8), 1, r.choice(sizes), 3,
                    r.choice((1, 1, 2)))
 
 
-def large_kernel(r):
+def large_kernel(r, sizes=SPATIAL):
     f = r.choice((5, 7, 7, 11))
     if r.random() < 0.5:  # stem: few input channels, stride 2 or 4
         return shape2d(r.choice((1, 3, 4, 8)), r.choice((16, 24, 32, 48, 64, 96)), 1, r.choice((112, 160, 224, 256)),
                        f, r.choice((2, 4)))
-    return shape2d(log_uniform(r, 16, 256, 8), log_uniform(r, 16, 256, 8), 1, r.choice(SPATIAL[:6]), f, 1)
+    return shape2d(log_uniform(r, 16, 256, 8), log_uniform(r, 16, 256, 8), 1, r.choice(sizes[:6]), f, 1)
 
 
-def strided(r):
+def strided(r, sizes=SPATIAL):
     if r.random() < 0.5:  # patchify: kernel = stride, no padding
         f = r.choice((2, 4, 8, 14, 16))
         hw = f * r.choice((4, 7, 8, 14, 16, 28))
         c = 3 if f >= 8 else log_uniform(r, 16, 512, 8)
         return shape2d(c, log_uniform(r, 64, 1024, 32), 1, hw, f, f, 0)
-    return shape2d(log_uniform(r, 16, 512, 8), log_uniform(r, 32, 1024, 8), 1, r.choice(SPATIAL[2:]),
+    return shape2d(log_uniform(r, 16, 512, 8), log_uniform(r, 32, 1024, 8), 1, r.choice(sizes[2:]),
                    r.choice((1, 3, 3)), 2)
 
 
-def dilated(r):
+def dilated(r, sizes=SPATIAL):
     d = r.choice((2, 3, 4, 6, 12, 18))
     c = r.choice((64, 128, 256, 320, 512))
     return shape2d(c, r.choice((64, 128, 256)), 1, r.choice((17, 28, 33, 38, 56, 65)), 3, 1, d, d)
 
 
-def three_d(r):
+def three_d(r, sizes=SPATIAL):
     t, hw = r.choice((2, 4, 8, 16)), r.choice((7, 14, 28, 56))
     kind = r.random()
     c = log_uniform(r, 8, 512, 8)
@@ -97,7 +100,7 @@ def three_d(r):
     return ConvShape(c, k, 1, (t, hw, hw), filt, (s if filt[0] > 1 else 1, s, s), pad, (1, 1, 1))
 
 
-def odd(r):
+def odd(r, sizes=SPATIAL):
     c, k = r.choice(PRIMES), r.choice(PRIMES + (64, 96))
     hw = (r.choice(ODD_SPATIAL), r.choice(ODD_SPATIAL))
     f = r.choice((1, 3, 5, (1, 7), (7, 1), (1, 3), (3, 1)))
@@ -108,13 +111,27 @@ def odd(r):
 KINDS = {f.__name__: f for f in (depthwise, grouped, pointwise, dense3x3, large_kernel, strided, dilated, three_d, odd)}
 
 
-def generate(per_kind, seed, dtype, dirs, max_flops):
+def parse_kinds(text, per_kind):
+    """'depthwise=120,grouped=30' -> {kind: count}; empty: every kind, per_kind each."""
+    if not text:
+        return {k: per_kind for k in KINDS}
+    counts = {}
+    for item in text.split(","):
+        name, _, n = item.partition("=")
+        if name not in KINDS:
+            raise SystemExit(f"conv_synth.py: unknown kind '{name}' in --kinds (kinds: {', '.join(KINDS)})")
+        counts[name] = int(n) if n else per_kind
+    return counts
+
+
+def generate(per_kind, seed, dtype, dirs, max_flops, kinds=None, sizes=SPATIAL, tag="synth_conv",
+             exclude=frozenset()):
     r = random.Random(seed)
     lines, seen = [], set()
-    for kind, make in KINDS.items():
-        i = 0
-        while i < per_kind:
-            sh = make(r)
+    for kind, count in (kinds or {k: per_kind for k in KINDS}).items():
+        make, i = KINDS[kind], 0
+        while i < count:
+            sh = make(r, sizes)
             if min(sh.out()) < 1 or sh in seen:
                 continue
             b = r.choice(BATCHES)
@@ -123,7 +140,10 @@ def generate(per_kind, seed, dtype, dirs, max_flops):
             if conv_flops(sh, b) > max_flops:
                 continue
             seen.add(sh)
-            lines += [line(f"synth_conv.{kind}.{i}", conv_string(d, sh, b, dtype)) for d in dirs]
+            probs = [conv_string(d, sh, b, dtype) for d in dirs]
+            if any(p in exclude for p in probs):
+                continue
+            lines += [line(f"{tag}.{kind}.{i}", p) for p in probs]
             i += 1
     return lines
 
@@ -136,9 +156,16 @@ def main(argv=None):
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--dirs", default=",".join(DIRS))
     ap.add_argument("--max-flops", type=float, default=4e11)
+    ap.add_argument("--kinds", default="", help="KIND=N,... (default: every kind, --per-kind each)")
+    ap.add_argument("--spatial", default="", help="map sizes of the 2-D kinds (default: %s)" %
+                    ",".join(map(str, SPATIAL)))
+    ap.add_argument("--tag", default="synth_conv")
+    ap.add_argument("--exclude", nargs="*", default=[])
     ap.add_argument("--out")
     a = ap.parse_args(argv)
-    body = generate(a.per_kind, a.seed, a.dtype, a.dirs.split(","), a.max_flops)
+    sizes = tuple(int_list(a.spatial)) if a.spatial else SPATIAL
+    body = generate(a.per_kind, a.seed, a.dtype, a.dirs.split(","), a.max_flops, parse_kinds(a.kinds, a.per_kind),
+                    sizes, a.tag, excluded_keys(a.exclude))
     emit(header(command("conv_synth.py", argv), body, ["split train (synthetic)"]) + body, a.out)
 
 

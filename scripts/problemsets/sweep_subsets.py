@@ -228,6 +228,11 @@ def main(argv=None):
         write(by_source(items, {"nets": a.conv_val2}, CONV_KIND_WEIGHTS), f"conv_val2{sfx}.txt", shown,
               a.out, "from conv_nets_val2 (the second held-out set)")
 
+    if os.path.exists(src("conv_synth_spatial")):  # small enough to sweep whole
+        items = sources([src("conv_synth_spatial")], c)
+        write(items, f"conv_train_spatial{sfx}.txt", shown, a.out,
+              "every problem of conv_synth_spatial (training: map sizes conv_synth lacks)")
+
     items = sources([src("conv_nets_val")], conv_levels(a.max_flops, by_network=True))
     write(by_source(items, {"nets": a.conv_val}), f"conv_val{sfx}.txt", shown, a.out,
           "from conv_nets_val (validation)")
