@@ -409,6 +409,7 @@ TEST_F(SelectorTest, EvalScoresChoicesAgainstTheOracleAndTheVendor) {
   EXPECT_DOUBLE_EQ(g->vendor_vs_oracle.regret_us, 1);
   EXPECT_TRUE(std::isnan(g->vendor_own.top5));
   ASSERT_NE(eval::find_group(report, "gemm net=llm"), nullptr);
+  EXPECT_NE(eval::format_table(report).find("per network"), std::string::npos);
   EXPECT_EQ(eval::find_group(report, "gemm m=tiny")->model.count, 1u);
   EXPECT_EQ(eval::find_group(report, "source=model:gemm_half_h200")->model.count, 2u);
   EXPECT_EQ(eval::to_json(report)["skipped"], 1);
@@ -452,6 +453,11 @@ TEST_F(SelectorTest, EvalScoresTheTimedTopKAndWhetherTheModelsOwnChoicesWereMeas
   const eval::GroupEval* g = eval::find_group(report, "gemm");
   ASSERT_NE(g, nullptr);
   EXPECT_DOUBLE_EQ(g->timed.mean, (5.0 / 12 + 1) / 2);
+  // Time-weighted: the problems' times add up (P1's 12 us weighs more than P2's 8), and a failed pick
+  // (P2's first choice) leaves the group at 0.
+  EXPECT_DOUBLE_EQ(g->timed.time_weighted, (5.0 + 8) / (12 + 8));
+  EXPECT_DOUBLE_EQ(g->model.time_weighted, 0);
+  EXPECT_DOUBLE_EQ(eval::to_json(report)["groups"][0]["model_timed_top_k"]["time_weighted"], 13.0 / 20);
   EXPECT_DOUBLE_EQ(g->own_first_measured, 0.5);
   EXPECT_DOUBLE_EQ(g->own_top_k_measured, 0.5);
   EXPECT_NE(eval::format_table(report).find(" t4 "), std::string::npos);
@@ -467,6 +473,7 @@ TEST_F(SelectorTest, EvalScoresTheTimedTopKAndWhetherTheModelsOwnChoicesWereMeas
   EXPECT_DOUBLE_EQ(g->own_first.mean, 5.0 / 15);
   EXPECT_EQ(g->own_timed.count, 1u);
   EXPECT_DOUBLE_EQ(g->own_timed.mean, 5.0 / 12);
+  EXPECT_DOUBLE_EQ(g->own_first.time_weighted, 5.0 / 15);
   EXPECT_EQ(eval::to_json(report)["groups"][0]["own_first_choice"]["count"], 1);
   EXPECT_NE(eval::format_table(report).find("whole-pool choices"), std::string::npos);
   EXPECT_NE(eval::to_csv(report).find(",own_first_us,own_first_efficiency,own_timed_us,own_timed_efficiency\n"),

@@ -78,9 +78,14 @@ struct Acc {
   struct One {
     std::vector<double> eff, regret;
     std::size_t failed = 0, top1 = 0, top5 = 0;
-    void add(double e, double regret_us, bool fail, bool t1, bool t5) {
+    double sum_ref_us = 0, sum_chosen_us = 0;  // over picks that ran: the time-weighted efficiency
+    void add(double e, double chosen_us, double ref_us, bool fail, bool t1, bool t5) {
       eff.push_back(e);
-      if (!fail) regret.push_back(regret_us);
+      if (!fail) {
+        regret.push_back(chosen_us - ref_us);
+        sum_ref_us += ref_us;
+        sum_chosen_us += chosen_us;
+      }
       failed += fail;
       top1 += t1;
       top5 += t5;
@@ -89,29 +94,32 @@ struct Acc {
   std::size_t own_first = 0, own_top_k = 0;
 
   void add(const ProblemEval& p) {
-    model.add(p.model.efficiency, p.model.us - p.oracle_us, p.model.failed, p.model.top1, p.model.top5);
+    model.add(p.model.efficiency, p.model.us, p.oracle_us, p.model.failed, p.model.top1, p.model.top5);
     const bool timed_fail = std::isnan(p.timed_us);
-    timed.add(p.timed_efficiency, p.timed_us - p.oracle_us, timed_fail, within_band(p.timed_us, p.oracle_us), false);
+    timed.add(p.timed_efficiency, p.timed_us, p.oracle_us, timed_fail, within_band(p.timed_us, p.oracle_us), false);
     own_first += p.own_first_measured;
     own_top_k += p.own_top_k_all;
     if (p.own_first_measured)
-      own_first_pick.add(efficiency_of(p.oracle_us, p.own_first_us), p.own_first_us - p.oracle_us,
+      own_first_pick.add(efficiency_of(p.oracle_us, p.own_first_us), p.own_first_us, p.oracle_us,
                          p.own_first_failed, within_band(p.own_first_us, p.oracle_us), false);
     if (p.own_top_k_all)
-      own_timed_pick.add(efficiency_of(p.oracle_us, p.own_timed_us), p.own_timed_us - p.oracle_us,
+      own_timed_pick.add(efficiency_of(p.oracle_us, p.own_timed_us), p.own_timed_us, p.oracle_us,
                          std::isnan(p.own_timed_us), within_band(p.own_timed_us, p.oracle_us), false);
-    fallback.add(p.fallback.efficiency, p.fallback.us - p.oracle_us, p.fallback.failed, p.fallback.top1,
+    fallback.add(p.fallback.efficiency, p.fallback.us, p.oracle_us, p.fallback.failed, p.fallback.top1,
                  p.fallback.top5);
     if (p.vendor_heur_status.empty()) return;
     const bool fail = p.vendor_heur_status != "ok";
     const double h = p.vendor_heur_us;
-    vendor_own.add(fail ? 0.0 : p.vendor_best_us / h, h - p.vendor_best_us, fail, within_band(h, p.vendor_best_us),
+    vendor_own.add(fail ? 0.0 : p.vendor_best_us / h, h, p.vendor_best_us, fail, within_band(h, p.vendor_best_us),
                    false);
-    vendor_oracle.add(fail ? 0.0 : p.oracle_us / h, h - p.oracle_us, fail, within_band(h, p.oracle_us), false);
+    vendor_oracle.add(fail ? 0.0 : p.oracle_us / h, h, p.oracle_us, fail, within_band(h, p.oracle_us), false);
   }
   GroupEval finish(const std::string& name) const {
     auto s = [](const One& o, bool top5) {
-      return summarize(o.eff, o.regret, o.failed, o.top1, o.top5, top5);
+      Stats st = summarize(o.eff, o.regret, o.failed, o.top1, o.top5, top5);
+      // A pick that failed leaves the group's layers unable to run: 0, as its efficiency is.
+      if (!o.eff.empty()) st.time_weighted = o.failed ? 0.0 : o.sum_ref_us / o.sum_chosen_us;
+      return st;
     };
     const double n = static_cast<double>(model.eff.size());
     return {name,          s(model, true),          s(fallback, true),       s(vendor_own, false),
@@ -132,7 +140,7 @@ nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlo
 nlohmann::json stats_json(const Stats& s) {
   return {{"count", s.count}, {"failed", s.failed},    {"mean", num(s.mean)}, {"median", num(s.median)},
           {"p10", num(s.p10)}, {"p1", num(s.p1)},      {"min", num(s.min)},   {"top1", num(s.top1)},
-          {"top5", num(s.top5)}, {"regret_us", num(s.regret_us)}};
+          {"top5", num(s.top5)}, {"regret_us", num(s.regret_us)}, {"time_weighted", num(s.time_weighted)}};
 }
 
 std::string fmt(double v, const char* f = "%.4f") {
@@ -418,15 +426,29 @@ std::string format_table(const EvalReport& r) {
     out << line;
   }
   // What dispatch runs: the whole-pool choices, where measured (the table above ranks the measured configs).
-  out << "whole-pool choices (what dispatch runs), over the problems where they were measured: first choice | t"
-      << r.timed_k << "\n";
-  for (const auto& g : r.groups) {
-    if (g.name.find(' ') != std::string::npos) continue;  // ops and sources only
+  // tw: time-weighted, sum of oracle times / sum of chosen times (each problem once, as layers add up).
+  auto own_row = [&](const GroupEval& g) {
     const Stats &f = g.own_first, &tk = g.own_timed;
-    std::snprintf(line, sizeof line, "%-38s %5zu | %6s %6s %6s %5s | %5zu | %6s %6s %6s\n", g.name.substr(0, 38).c_str(),
-                  f.count, pct(f.mean).c_str(), pct(f.p10).c_str(), pct(f.min).c_str(), pct(f.top1).c_str(), tk.count,
-                  pct(tk.mean).c_str(), pct(tk.p10).c_str(), pct(tk.min).c_str());
+    std::snprintf(line, sizeof line, "%-38s %5zu | %6s %6s %6s %5s %6s | %5zu | %6s %6s %6s %6s\n",
+                  g.name.substr(0, 38).c_str(), f.count, pct(f.mean).c_str(), pct(f.p10).c_str(), pct(f.min).c_str(),
+                  pct(f.top1).c_str(), pct(f.time_weighted).c_str(), tk.count, pct(tk.mean).c_str(),
+                  pct(tk.p10).c_str(), pct(tk.min).c_str(), pct(tk.time_weighted).c_str());
     out << line;
+  };
+  const std::string head = "%-38s %5s | %6s %6s %6s %5s %6s | %5s | %6s %6s %6s %6s\n";
+  std::snprintf(line, sizeof line, head.c_str(), "group", "n", "mean", "p10", "min", "top1", "tw", "n", "mean",
+                "p10", "min", "tw");
+  out << "whole-pool choices (what dispatch runs), over the problems where they were measured: first choice | t"
+      << r.timed_k << "; tw: time-weighted (sum of oracle times / sum of chosen times)\n"
+      << line;
+  for (const auto& g : r.groups)
+    if (g.name.find(' ') == std::string::npos) own_row(g);  // ops and sources
+  bool nets = false;
+  for (const auto& g : r.groups) {
+    if (g.name.find(" net=") == std::string::npos) continue;
+    if (!nets) out << "per network (its measured layers, each once):\n";
+    nets = true;
+    own_row(g);
   }
   std::size_t pruned = 0, measured = 0, kept = 0;
   for (const auto& p : r.problems) {

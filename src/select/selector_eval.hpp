@@ -74,6 +74,7 @@ struct Stats {
   double mean = kNaN, median = kNaN, p10 = kNaN, p1 = kNaN, min = kNaN;  // efficiency
   double top1 = kNaN, top5 = kNaN;  // fractions (top5 NaN where undefined, e.g. vendor)
   double regret_us = kNaN;          // mean of chosen_us - reference_us over picks that ran
+  double time_weighted = kNaN;      // sum of reference_us / sum of chosen_us (0 when a pick failed)
 };
 
 struct GroupEval {
