@@ -70,12 +70,19 @@ def manifest():
                                                        "--spatial", SPATIAL_MORE, "--seed", "13", "--tag",
                                                        "synth_conv_sp", "--max-flops", "2e11", "--exclude",
                                                        "@conv_nets_val.txt", "@conv_nets_val2.txt"]))
+    # Depthwise on those and the first map sizes at batches 32-128 (conv_synth_spatial's depthwise problems
+    # are mostly small: a model trained with them took small-batch tiles on large-batch layers).
+    out.append(("conv_synth_dw_batch.txt", conv_synth, ["--kinds", "depthwise=90", "--spatial",
+                                                        SPATIAL_MORE + ",7,10,14,19,28,38,56,75,112", "--batches",
+                                                        "32,64,128", "--seed", "14", "--tag", "synth_conv_dwb",
+                                                        "--max-flops", "2e11", "--exclude", "@conv_nets_val.txt",
+                                                        "@conv_nets_val2.txt", "@conv_synth_spatial.txt"]))
     return out
 
 
 SWEEP_FILES = ("sweep/gemm_train.txt", "sweep/gemm_train_more.txt", "sweep/gemm_val.txt", "sweep/conv_train.txt", "sweep/conv_train_more.txt",
                "sweep/conv_train_more2.txt", "sweep/conv_train_more3.txt", "sweep/conv_train_nets2.txt",
-               "sweep/conv_val2.txt", "sweep/gemm_val2.txt", "sweep/conv_train_spatial.txt",
+               "sweep/conv_val2.txt", "sweep/gemm_val2.txt", "sweep/conv_train_spatial.txt", "sweep/conv_train_dw_batch.txt",
                "sweep/conv_val.txt")
 
 

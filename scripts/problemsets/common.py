@@ -21,7 +21,7 @@ GEMM_TRAIN = ("llama3_8b", "llama3_70b", "mistral_7b", "gpt2", "gpt2_xl", "bert_
 GEMM_VAL = ("gptj_6b", "qwen2_7b", "phi3_mini")
 # A second GEMM held-out set (gemm_llm_val2.txt): four more model families and sizes, keys disjoint from the above.
 GEMM_VAL2 = ("falcon_7b", "stablelm_3b", "qwen2_1_5b", "opt_1_3b")
-SYNTH_PREFIXES = ("synth_conv", "synth_conv_sp", "synth_gemm")
+SYNTH_PREFIXES = ("synth_conv", "synth_conv_sp", "synth_conv_dwb", "synth_gemm")
 
 
 def network_of(tag):

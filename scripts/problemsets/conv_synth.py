@@ -3,14 +3,15 @@
 
   python3 scripts/problemsets/conv_synth.py [--per-kind 40] [--seed 7] [--dtype bf16]
       [--dirs fwd,bwd_data,bwd_weight] [--max-flops 4e11] [--kinds KIND=N,...] [--spatial 7,10,...]
-      [--tag synth_conv] [--exclude FILE ...] [--out FILE]
+      [--batches 1,2,...] [--tag synth_conv] [--exclude FILE ...] [--out FILE]
 
 Kinds: depthwise (k 3/5/7, strides, dilation), grouped (G x channels per group), pointwise 1x1,
 dense 3x3, large kernels (5x5/7x7/11x11, stems), strided/patchify (k = stride), dilated (ASPP-like),
 3-D (dense, (2+1)D factors, depthwise) and odd (prime channels, odd spatial, asymmetric kernels).
 Each shape is written for every direction with one batch, halved until flops <= --max-flops.
 Tags: <tag>.<kind>.<i> (synth_conv by default). --kinds picks kinds and their counts (default: every
-kind, --per-kind each); --spatial replaces the map sizes that the 2-D kinds draw from; --exclude drops
+kind, --per-kind each); --spatial replaces the map sizes that the 2-D kinds draw from, --batches the batches
+(drawn before the flops cap halves them); --exclude drops
 shapes whose problem key (any direction) is in the given files.
 """
 import argparse
@@ -125,7 +126,7 @@ def parse_kinds(text, per_kind):
 
 
 def generate(per_kind, seed, dtype, dirs, max_flops, kinds=None, sizes=SPATIAL, tag="synth_conv",
-             exclude=frozenset()):
+             exclude=frozenset(), batches=BATCHES):
     r = random.Random(seed)
     lines, seen = [], set()
     for kind, count in (kinds or {k: per_kind for k in KINDS}).items():
@@ -134,7 +135,7 @@ def generate(per_kind, seed, dtype, dirs, max_flops, kinds=None, sizes=SPATIAL, 
             sh = make(r, sizes)
             if min(sh.out()) < 1 or sh in seen:
                 continue
-            b = r.choice(BATCHES)
+            b = r.choice(batches)
             while b > 1 and conv_flops(sh, b) > max_flops:
                 b //= 2
             if conv_flops(sh, b) > max_flops:
@@ -159,13 +160,14 @@ def main(argv=None):
     ap.add_argument("--kinds", default="", help="KIND=N,... (default: every kind, --per-kind each)")
     ap.add_argument("--spatial", default="", help="map sizes of the 2-D kinds (default: %s)" %
                     ",".join(map(str, SPATIAL)))
+    ap.add_argument("--batches", default="", help="batches drawn from (default: %s)" % ",".join(map(str, BATCHES)))
     ap.add_argument("--tag", default="synth_conv")
     ap.add_argument("--exclude", nargs="*", default=[])
     ap.add_argument("--out")
     a = ap.parse_args(argv)
     sizes = tuple(int_list(a.spatial)) if a.spatial else SPATIAL
     body = generate(a.per_kind, a.seed, a.dtype, a.dirs.split(","), a.max_flops, parse_kinds(a.kinds, a.per_kind),
-                    sizes, a.tag, excluded_keys(a.exclude))
+                    sizes, a.tag, excluded_keys(a.exclude), tuple(int_list(a.batches)) if a.batches else BATCHES)
     emit(header(command("conv_synth.py", argv), body, ["split train (synthetic)"]) + body, a.out)
 
 

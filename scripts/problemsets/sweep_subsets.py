@@ -233,6 +233,11 @@ def main(argv=None):
         write(items, f"conv_train_spatial{sfx}.txt", shown, a.out,
               "every problem of conv_synth_spatial (training: map sizes conv_synth lacks)")
 
+    if os.path.exists(src("conv_synth_dw_batch")):  # small enough to sweep whole
+        items = sources([src("conv_synth_dw_batch")], c)
+        write(items, f"conv_train_dw_batch{sfx}.txt", shown, a.out,
+              "every problem of conv_synth_dw_batch (training: depthwise at batches 32-128)")
+
     items = sources([src("conv_nets_val")], conv_levels(a.max_flops, by_network=True))
     write(by_source(items, {"nets": a.conv_val}), f"conv_val{sfx}.txt", shown, a.out,
           "from conv_nets_val (validation)")
