@@ -258,6 +258,27 @@ void BM_teacher_rows(benchmark::State& state, const char* text, bool per_row) {
   state.SetLabel(m->spec.name + " (" + std::to_string(m->model->num_trees()) + " trees)");
 }
 
+// One model (the teacher, or with `student` the fast student) on the first range(0) rows of the
+// pool (0: all) in one evaluation form: values (double compares) against ranks (byte compares).
+void BM_eval_form(benchmark::State& state, const char* text, bool student, GbdtModel::EvalForm form) {
+  const Problem p = parse_problem(text);
+  const ModelEntry* m = mode_selector(student ? ScoreMode::fast : ScoreMode::full).model_for(p, h200());
+  if (!m || (student && !m->fast)) return state.SkipWithError("no model");
+  const GbdtModel& model = student ? m->fast->model : *m->model;
+  if (form == GbdtModel::EvalForm::ranks && !model.has_rank_form()) return state.SkipWithError("no rank form");
+  const auto configs = scored_pool(p, false);
+  const std::size_t n = state.range(0) ? std::min(configs.size(), static_cast<std::size_t>(state.range(0))) : configs.size();
+  const std::size_t width = feature_schema().size();
+  std::vector<double> rows(configs.size() * width), scores(n);
+  features_batch(p, configs, h200(), rows.data(), 1);
+  for (auto _ : state) {
+    model.predict(rows.data(), n, width, scores.data(), form);
+    benchmark::DoNotOptimize(scores.data());
+  }
+  state.counters["rows"] = static_cast<double>(n);
+  state.SetLabel(m->spec.name + (student ? " student (" : " (") + std::to_string(model.num_trees()) + " trees)");
+}
+
 // Scoring a precomputed pool (the scored one): features + predict + sort.
 void BM_score_pool(benchmark::State& state, const char* text, bool whole) {
   const Problem p = parse_problem(text);
@@ -364,6 +385,14 @@ BENCHMARK_CAPTURE(BM_teacher_rows, gemm_row, kGemm, true)->Arg(8)->Arg(16)->Arg(
 BENCHMARK_CAPTURE(BM_teacher_rows, gemm_batch, kGemm, false)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_teacher_rows, fwd_row, kConv, true)->Arg(16)->Arg(64)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_teacher_rows, fwd_batch, kConv, false)->Arg(16)->Arg(64)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_eval_form, gemm_teacher_values, kGemm, false, GbdtModel::EvalForm::values)->Arg(16)->Arg(0)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_eval_form, gemm_teacher_ranks, kGemm, false, GbdtModel::EvalForm::ranks)->Arg(16)->Arg(0)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_eval_form, fwd_teacher_values, kConv, false, GbdtModel::EvalForm::values)->Arg(16)->Arg(0)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_eval_form, fwd_teacher_ranks, kConv, false, GbdtModel::EvalForm::ranks)->Arg(16)->Arg(0)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_eval_form, gemm_student_values, kGemm, true, GbdtModel::EvalForm::values)->Arg(0)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_eval_form, gemm_student_ranks, kGemm, true, GbdtModel::EvalForm::ranks)->Arg(0)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_eval_form, fwd_student_values, kConv, true, GbdtModel::EvalForm::values)->Arg(0)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_eval_form, fwd_student_ranks, kConv, true, GbdtModel::EvalForm::ranks)->Arg(0)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_select_top1, gemm, kGemm, false)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_select_top1, conv, kConv, false)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_select_top1, wgrad, kWgrad, false)->Unit(benchmark::kMicrosecond);

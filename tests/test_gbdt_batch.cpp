@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -83,25 +84,31 @@ std::string random_forest(std::mt19937_64& rng, int trees, bool numeric_only = f
 
 // Column c of the rows: kind 0 constant, 1 constant NaN, 2 varying, 3 varying with NaN and zero-band values.
 double value(std::mt19937_64& rng, int kind, double constant) {
-  const double vals[] = {-3, -1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2, 3, 5, 40, 1e-36, -1e-36};
+  const double vals[] = {-3, -1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2, 3, 5, 40, 1e-36, -1e-36, -0.0};
   switch (kind) {
     case 0: return constant;
     case 1: return std::nan("");
     case 2: return vals[rng() % 12];
-    default: return rng() % 4 == 0 ? std::nan("") : vals[rng() % 14];
+    default: return rng() % 4 == 0 ? std::nan("") : vals[rng() % 15];
   }
 }
 
 bool identical(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
-// One batched predict over `rows` (kFeatures per row) against predict_row, bit for bit.
+// One batched predict over `rows` (kFeatures per row) against predict_row, bit for bit, in every
+// evaluation form the model has.
 void expect_batch_matches_rows(const GbdtModel& m, const std::vector<double>& rows, int round) {
   const std::size_t n = rows.size() / kFeatures;
-  std::vector<double> batch(n);
-  m.predict(rows.data(), n, kFeatures, batch.data());
-  for (std::size_t i = 0; i < n; ++i) {
-    const double want = m.predict_row(rows.data() + i * kFeatures);
-    ASSERT_TRUE(identical(batch[i], want)) << "round " << round << " row " << i << ": " << batch[i] << " != " << want;
+  using Form = GbdtModel::EvalForm;
+  for (const Form form : {Form::automatic, Form::values, Form::ranks}) {
+    if (form == Form::ranks && !m.has_rank_form()) continue;
+    std::vector<double> batch(n);
+    m.predict(rows.data(), n, kFeatures, batch.data(), form);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double want = m.predict_row(rows.data() + i * kFeatures);
+      ASSERT_TRUE(identical(batch[i], want)) << "round " << round << " form " << static_cast<int>(form) << " row " << i
+                                             << ": " << batch[i] << " != " << want;
+    }
   }
 }
 
@@ -126,11 +133,54 @@ TEST(GbdtBatch, NumericalForestsMatchPredictRowBitForBitAtEveryBatchSize) {
   std::mt19937_64 rng(11);
   for (int round = 0; round < 200; ++round) {
     const GbdtModel m = GbdtModel::parse(random_forest(rng, 1 + static_cast<int>(rng() % 60), true));
+    ASSERT_TRUE(m.has_rank_form()) << "round " << round;
     const std::size_t n = 1 + rng() % 70;
     std::vector<double> rows(n * kFeatures);
     for (auto& v : rows) v = value(rng, 3, 0);
     ASSERT_NO_FATAL_FAILURE(expect_batch_matches_rows(m, rows, round));
   }
+}
+
+// The rank form exists only where it is exact: at most 255 distinct thresholds per column and no
+// categorical split; elsewhere asking for it is refused and the values form scores.
+TEST(GbdtBatch, RankFormOnlyWhereEveryColumnHasAtMost255Thresholds) {
+  auto stump_forest = [](int trees) {
+    std::ostringstream m;
+    m.precision(17);
+    m << "tree\nversion=v4\nnum_class=1\nnum_tree_per_iteration=1\nmax_feature_idx=0\nobjective=regression\n"
+      << "feature_names=f0\n\n";
+    for (int t = 0; t < trees; ++t)
+      m << "Tree=" << t << "\nnum_leaves=2\nsplit_feature=0\nthreshold=" << 0.25 * t << "\ndecision_type=2\n"
+        << "left_child=-1\nright_child=-2\nleaf_value=" << t << " " << -0.5 * t << "\nshrinkage=1\n\n";
+    m << "end of trees\n";
+    return GbdtModel::parse(m.str());
+  };
+  const GbdtModel at_limit = stump_forest(255), over = stump_forest(256);
+  EXPECT_TRUE(at_limit.has_rank_form());
+  EXPECT_FALSE(over.has_rank_form());
+  std::vector<double> rows;
+  for (int i = -2; i < 260; ++i) rows.push_back(0.25 * i), rows.push_back(0.25 * i + 0.1);
+  rows.push_back(std::nan(""));
+  for (const GbdtModel* m : {&at_limit, &over}) {
+    std::vector<double> batch(rows.size());
+    m->predict(rows.data(), rows.size(), 1, batch.data());
+    for (std::size_t i = 0; i < rows.size(); ++i) ASSERT_TRUE(identical(batch[i], m->predict_row(&rows[i]))) << i;
+    if (m->has_rank_form()) {
+      m->predict(rows.data(), 16, 1, batch.data(), GbdtModel::EvalForm::ranks);
+      for (std::size_t i = 0; i < 16; ++i) ASSERT_TRUE(identical(batch[i], m->predict_row(&rows[i]))) << i;
+    }
+  }
+  double out = 0;
+  EXPECT_THROW(over.predict(rows.data(), 1, 1, &out, GbdtModel::EvalForm::ranks), Unsupported);
+  std::mt19937_64 rng(5);
+  bool categorical_seen = false;
+  for (int round = 0; round < 20 && !categorical_seen; ++round) {
+    const std::string text = random_forest(rng, 30);
+    if (!std::regex_search(text, std::regex("num_cat=[1-9]"))) continue;
+    categorical_seen = true;
+    EXPECT_FALSE(GbdtModel::parse(text).has_rank_form());
+  }
+  EXPECT_TRUE(categorical_seen);
 }
 
 TEST(GbdtBatch, EmptyBatchesAndDefaultModels) {

@@ -327,3 +327,36 @@ TEST(LegalityProperty, ResolvingKeepsLegalConfigsLegal) {
     }
   EXPECT_GT(legal_count, 0);
 }
+
+// ProblemLegality (the selector's and the registry's per-problem path, without messages) agrees with
+// legal() on every config of the default spaces that passes legal_on_arch, over problems of every op,
+// direction and family with odd sizes, and resolves like resolve().
+TEST(ProblemLegality, AgreesWithLegalOnEveryDefaultConfig) {
+  const std::vector<std::string> problems = {
+      kGemm, "gemm rrr m33 n17 k4100 f16", "gemm crc m7 n4096 k4096 bf16", "gemm rcr m1 n1 k1 bf16",
+      kDwConv, "bwd_weight g96 mb3 ic96 ih27 iw31 oc96 kh5 kw5 sh2 sw2 ph2 pw2 f16",
+      "bwd_data g96 mb3 ic96 ih27 iw31 oc96 kh3 kw3 sh2 sw2 ph1 pw1 bf16",
+      "fwd g1 mb5 ic3 ih225 iw223 oc64 kh7 kw7 sh2 sw2 ph3 pw3 bf16",
+      "bwd_data g4 mb2 ic64 ih14 iw14 oc128 kh3 kw3 sh1 sw1 ph1 pw1 f16",
+      "bwd_weight g1 mb64 ic256 ih56 iw56 oc256 kh1 kw1 sh1 sw1 ph0 pw0 bf16",
+      "fwd g1 mb2 ic16 id9 ih10 iw11 oc24 kd3 kh3 kw3 sd1 sh1 sw1 pd1 ph1 pw1 bf16"};
+  const ArchSpec h200 = arch("h200");
+  int checked = 0, legal_count = 0;
+  for (const auto& text : problems) {
+    const Problem p = parse_problem(text);
+    const ProblemLegality legality(p, h200);
+    for (const auto& space : default_spaces())
+      for (const auto& c : space.enumerate()) {
+        const DType input = std::holds_alternative<GemmProblem>(p) ? std::get<GemmProblem>(p).a : std::get<ConvProblem>(p).x;
+        if (!legal_on_arch(c, h200, input)) continue;
+        const Verdict want = legal(p, c, h200);
+        ASSERT_EQ(legality.check<false>(legality.resolve(c)).ok, want.ok) << text << " | " << to_string(c);
+        ASSERT_EQ(legality.ok(c), want.ok) << text << " | " << to_string(c);
+        ASSERT_EQ(legality.resolve(c), resolve(c, p)) << text << " | " << to_string(c);
+        ++checked, legal_count += want.ok;
+      }
+  }
+  EXPECT_GT(checked, 1000);
+  EXPECT_GT(legal_count, 100);
+  EXPECT_LT(legal_count, checked);  // both verdicts occur
+}

@@ -55,6 +55,13 @@ class GbdtModel {
   // nodes on columns constant over the batch (one problem's candidates share every problem and
   // device term) decided once for all of them.
   void predict(const double* rows, std::size_t n_rows, std::size_t n_cols, double* out) const;
+  // The same with the evaluation form named (tests and benchmarks; every form gives the same bits):
+  // `values` compares doubles; `ranks` compares each value's rank among its column's thresholds
+  // (built at load when every column has at most 255 distinct thresholds, no categorical or
+  // zero-missing split and no tree over 255 nodes; Unsupported otherwise); `automatic` picks.
+  enum class EvalForm { automatic, values, ranks };
+  void predict(const double* rows, std::size_t n_rows, std::size_t n_cols, double* out, EvalForm form) const;
+  bool has_rank_form() const;
   // Feature indices some split uses, ascending.
   const std::vector<int>& used_features() const { return used_features_; }
 

@@ -1,6 +1,8 @@
 // The one legality predicate: can `config` run `problem` on `arch`? Used by enumeration, the
 // registry, selection, the sweep tool and the dispatcher alike.
 #pragma once
+#include <array>
+#include <cstdint>
 #include <string>
 
 #include "tilepick/arch.hpp"
@@ -34,6 +36,28 @@ KernelConfig resolve(const KernelConfig& c, const Problem& p);
 // clusters); `input` sets the element size for the shared-memory budget.
 Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input);
 Verdict legal(const Problem& p, const KernelConfig& c, const ArchSpec& arch);
+
+// legal() for many configs of one problem: the problem's terms (alignment, extents, GEMM K, largest
+// operand) computed once. ok(c) == legal(problem, c, arch).ok for every c that passes legal_on_arch
+// (callers filter those once per arch and dtype), without building the messages.
+class ProblemLegality {
+ public:
+  ProblemLegality(const Problem& p, const ArchSpec& arch);  // keeps references to both
+  KernelConfig resolve(const KernelConfig& c) const;        // == tilepick::resolve(c, problem)
+  bool ok(const KernelConfig& c) const;
+  // The problem-dependent rules on a resolved config; kExplain: with the rule name and message.
+  template <bool kExplain>
+  Verdict check(const KernelConfig& resolved) const;
+
+ private:
+  const Problem& problem_;
+  const ArchSpec& arch_;
+  const ConvProblem* conv_ = nullptr;
+  const GemmProblem* gemm_ = nullptr;
+  std::array<int, 3> allowed_;
+  std::array<std::int64_t, 3> extents_;
+  std::int64_t gemm_k_ = 0, largest_ = 0;
+};
 // Whether family `f` can run the problem's kind at all (fam=dw: depthwise convolution only); when
 // false, legal() rejects every config of the family. Lookups use it to skip whole families.
 bool family_runs(Family f, const Problem& p);

@@ -191,10 +191,11 @@ class Selector {
  private:
   std::vector<Ranked> score(const Problem& p, const ArchSpec& arch, std::vector<KernelConfig> configs, int k,
                             bool allow_model, bool use_fast, std::string* reason) const;
-  struct PoolCache;  // per (model, arch target, set): registry candidates in a candidate set
-  // The registry's candidates for m's op on arch that are in `set` (all of them for nullptr).
+  struct PoolCache;  // per (model, arch target, set, input dtype): registry candidates in a candidate set
+  // The registry's candidates for m's op on arch that are in `set` (all of them for nullptr) and
+  // pass legal_on_arch for inputs of dtype `input`.
   const std::vector<KernelConfig>& set_candidates(const ModelEntry& m, const CandidateSet* set, const ArchSpec& arch,
-                                                  bool* unique_pool_forms) const;
+                                                  DType input, bool* unique_pool_forms) const;
   // Legal configs of `set` (nullptr: the whole registry) resolved for p, in registry order.
   std::vector<KernelConfig> set_pool(const ModelEntry& m, const CandidateSet* set, const Problem& p,
                                      const ArchSpec& arch) const;

@@ -174,43 +174,75 @@ bool family_runs(Family f, const Problem& p) {
   return conv && conv->depthwise();
 }
 
-Verdict legal(const Problem& p, const KernelConfig& config, const ArchSpec& arch) {
-  const DType input = input_dtype(p);
-  if (auto v = legal_on_arch(config, arch, input); !v) return v;
-  const KernelConfig c = resolve(config, p);
-  const auto* conv = std::get_if<ConvProblem>(&p);
-  const auto* gemm = std::get_if<GemmProblem>(&p);
+namespace {
 
+// A failed rule: with kExplain its name and message (made by `msg`), else just the failure.
+template <bool kExplain, class Msg>
+Verdict fail(const char* rule, Msg&& msg) {
+  if constexpr (kExplain) return no(rule, msg());
+  else return {false, {}, {}};
+}
+
+}  // namespace
+
+ProblemLegality::ProblemLegality(const Problem& p, const ArchSpec& arch)
+    : problem_(p), arch_(arch), allowed_(max_alignment(p)), extents_(contiguous_extents(p)) {
+  conv_ = std::get_if<ConvProblem>(&problem_);
+  gemm_ = std::get_if<GemmProblem>(&problem_);
+  gemm_k_ = gemm_ ? gemm_->k : conv_->gemm().k;
+  if (gemm_) largest_ = std::max({gemm_->m * gemm_->k, gemm_->k * gemm_->n, gemm_->m * gemm_->n});
+  else largest_ = std::max({conv_->x_elems(), conv_->w_elems(), conv_->y_elems()});
+}
+
+KernelConfig ProblemLegality::resolve(const KernelConfig& c) const {
+  if (c.fam() == Family::dw || c.align_a != 0) return c;
+  KernelConfig r = c;
+  r.align_a = allowed_[0], r.align_b = allowed_[1], r.align_c = allowed_[2];
+  return r;
+}
+
+bool ProblemLegality::ok(const KernelConfig& c) const { return check<false>(resolve(c)).ok; }
+
+template <bool kExplain>
+Verdict ProblemLegality::check(const KernelConfig& c) const {
+  const ConvProblem* conv = conv_;
+  const GemmProblem* gemm = gemm_;
+  const ArchSpec& arch = arch_;
   if (c.fam() == Family::dw) {
-    if (!family_runs(Family::dw, p))
-      return no("family_op", "fam=dw runs depthwise convolution only (G == C == K)");
+    if (!family_runs(Family::dw, problem_))
+      return fail<kExplain>("family_op", [] { return "fam=dw runs depthwise convolution only (G == C == K)"; });
     if (conv->c % c.dw_cpt != 0)
-      return no("align", "channels " + std::to_string(conv->c) + " not divisible by cpt " + std::to_string(c.dw_cpt));
+      return fail<kExplain>("align", [&] {
+        return "channels " + std::to_string(conv->c) + " not divisible by cpt " + std::to_string(c.dw_cpt);
+      });
     if (c.splitk > 1 && conv->dir != ConvDir::bwd_weight)
-      return no("splitk", "fam=dw splits the reduction only for bwd_weight");
+      return fail<kExplain>("splitk", [] { return "fam=dw splits the reduction only for bwd_weight"; });
     if (conv->x_elems() >= (std::int64_t{1} << 31) || conv->y_elems() >= (std::int64_t{1} << 31))
-      return no("index32", "tensors with 2^31 or more elements need 64-bit indexing");
+      return fail<kExplain>("index32", [] { return "tensors with 2^31 or more elements need 64-bit indexing"; });
     std::int64_t smem = 0;
     try {
       smem = dw_smem(c, *conv);
     } catch (const Error& e) {
-      return no("dw_shape", e.what());
+      return fail<kExplain>("dw_shape", [&] { return std::string(e.what()); });
     }
     if (smem > arch.smem_per_block_optin)
-      return no("smem", std::to_string(smem) + " bytes of shared memory exceed " +
-                            std::to_string(arch.smem_per_block_optin) + " per block on " + arch.name);
+      return fail<kExplain>("smem", [&] {
+        return std::to_string(smem) + " bytes of shared memory exceed " + std::to_string(arch.smem_per_block_optin) +
+               " per block on " + arch.name;
+      });
     return {};
   }
 
   // Implicit-GEMM families.
-  if (gemm && gemm->acc != DType::f32) return no("dtype", "the igemm families accumulate in f32");
+  if (gemm && gemm->acc != DType::f32) return fail<kExplain>("dtype", [] { return "the igemm families accumulate in f32"; });
   if (conv) {
     DType a_t = conv->dir == ConvDir::fwd ? conv->x : conv->y;
     DType b_t = conv->dir == ConvDir::bwd_weight ? conv->x : conv->w;
     if (a_t != b_t)
-      return no("dtype", "the GEMM-view inputs of " + std::string(to_string(conv->dir)) + " are " +
-                             std::string(to_string(a_t)) + " and " + std::string(to_string(b_t)) +
-                             "; fam=sm80 needs one input dtype");
+      return fail<kExplain>("dtype", [&] {
+        return "the GEMM-view inputs of " + std::string(to_string(conv->dir)) + " are " + std::string(to_string(a_t)) +
+               " and " + std::string(to_string(b_t)) + "; fam=sm80 needs one input dtype";
+      });
   }
   {
     // Loader vectors per thread and operand; more unrolls into spills and multi-second compiles.
@@ -218,42 +250,54 @@ Verdict legal(const Problem& p, const KernelConfig& config, const ArchSpec& arch
     const int va = (c.tile_m * c.tile_k + c.align_a * threads - 1) / (c.align_a * threads);
     const int vb = (c.tile_n * c.tile_k + c.align_b * threads - 1) / (c.align_b * threads);
     if (va > 16 || vb > 16)
-      return no("registers", "align " + std::to_string(c.align_a) + "x" + std::to_string(c.align_b) + " needs " +
-                                 std::to_string(std::max(va, vb)) +
-                                 " loads per thread and operand for one tile (at most 16)");
+      return fail<kExplain>("registers", [&] {
+        return "align " + std::to_string(c.align_a) + "x" + std::to_string(c.align_b) + " needs " +
+               std::to_string(std::max(va, vb)) + " loads per thread and operand for one tile (at most 16)";
+      });
     // fwd and bwd_data cache one im2col row offset per A vector: 4 more registers each.
     if (conv && conv->dir != ConvDir::bwd_weight && igemm_regs(c) + 4 * va > arch.max_regs_per_thread)
-      return no("registers", "about " + std::to_string(igemm_regs(c) + 4 * va) +
-                                 " registers per thread with the im2col row cache exceed " +
-                                 std::to_string(arch.max_regs_per_thread));
+      return fail<kExplain>("registers", [&] {
+        return "about " + std::to_string(igemm_regs(c) + 4 * va) + " registers per thread with the im2col row cache exceed " +
+               std::to_string(arch.max_regs_per_thread);
+      });
   }
-  auto allowed = max_alignment(p);
   const std::array<int, 3> want{c.align_a, c.align_b, c.align_c};
   static const char* names[3] = {"A", "B", "C"};
-  auto ext = contiguous_extents(p);
   for (int i = 0; i < 3; ++i)
-    if (want[i] > allowed[i])
-      return no("align", "align " + std::to_string(want[i]) + " on " + names[i] + ": its contiguous extent " +
-                             std::to_string(ext[i]) + " allows at most " + std::to_string(allowed[i]));
-  const std::int64_t gk = gemm ? gemm->k : conv->gemm().k;
-  const std::int64_t k_tiles = (gk + c.tile_k - 1) / c.tile_k;
+    if (want[i] > allowed_[i])
+      return fail<kExplain>("align", [&] {
+        return "align " + std::to_string(want[i]) + " on " + names[i] + ": its contiguous extent " +
+               std::to_string(extents_[i]) + " allows at most " + std::to_string(allowed_[i]);
+      });
+  const std::int64_t k_tiles = (gemm_k_ + c.tile_k - 1) / c.tile_k;
   if (c.splitk > k_tiles)
-    return no("splitk", "splitk " + std::to_string(c.splitk) + " exceeds the " + std::to_string(k_tiles) +
-                            " K tiles of size " + std::to_string(c.tile_k));
+    return fail<kExplain>("splitk", [&] {
+      return "splitk " + std::to_string(c.splitk) + " exceeds the " + std::to_string(k_tiles) + " K tiles of size " +
+             std::to_string(c.tile_k);
+    });
   // The tensor cores' f32 accumulation drifts along one long chain of K steps: every sm80 bwd_weight
   // record with more than 2^20 products per split (K = N x output pixels) that failed the output check
   // had one (f16 from 1.6 M, bf16 at 8.7 M), none at or below it (data/sweeps/README.md).
   const std::int64_t chain = (k_tiles + c.splitk - 1) / c.splitk * c.tile_k;
   if (chain > kMaxAccumulationChain)
-    return no("splitk", "splitk " + std::to_string(c.splitk) + " leaves " + std::to_string(chain) +
-                            " products per accumulator (at most " + std::to_string(kMaxAccumulationChain) +
-                            ": longer chains lose f32 precision)");
-  std::int64_t largest = 0;
-  if (gemm) largest = std::max({gemm->m * gemm->k, gemm->k * gemm->n, gemm->m * gemm->n});
-  else largest = std::max({conv->x_elems(), conv->w_elems(), conv->y_elems()});
-  if (largest >= (std::int64_t{1} << 31))
-    return no("index32", "an operand with " + std::to_string(largest) + " elements needs 64-bit indexing");
+    return fail<kExplain>("splitk", [&] {
+      return "splitk " + std::to_string(c.splitk) + " leaves " + std::to_string(chain) + " products per accumulator (at most " +
+             std::to_string(kMaxAccumulationChain) + ": longer chains lose f32 precision)";
+    });
+  if (largest_ >= (std::int64_t{1} << 31))
+    return fail<kExplain>("index32", [&] {
+      return "an operand with " + std::to_string(largest_) + " elements needs 64-bit indexing";
+    });
   return {};
+}
+
+template Verdict ProblemLegality::check<true>(const KernelConfig&) const;
+template Verdict ProblemLegality::check<false>(const KernelConfig&) const;
+
+Verdict legal(const Problem& p, const KernelConfig& config, const ArchSpec& arch) {
+  if (auto v = legal_on_arch(config, arch, input_dtype(p)); !v) return v;
+  const ProblemLegality problem(p, arch);
+  return problem.check<true>(problem.resolve(config));
 }
 
 }  // namespace tilepick

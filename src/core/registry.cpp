@@ -44,11 +44,14 @@ template <class Emit>
 void Registry::each_legal(const Problem& p, const ArchSpec& arch, Emit emit) const {
   const std::string op = op_name(p);
   std::set<KernelConfig> seen;
+  const ProblemLegality legality(p, arch);  // legal() = legal_on_arch + the problem's rules
+  const DType input = std::holds_alternative<GemmProblem>(p) ? std::get<GemmProblem>(p).a : std::get<ConvProblem>(p).x;
   for (std::size_t i = 0; i < spaces_.size(); ++i) {
     if (!spaces_[i].has_op(op) || !spaces_[i].has_arch(arch.sm)) continue;
     for (const auto& c : enumerated_[i]) {
-      if (!family_runs(c.fam(), p) || !legal(p, c, arch)) continue;
-      KernelConfig r = resolve(c, p);
+      if (!family_runs(c.fam(), p) || !legal_on_arch(c, arch, input)) continue;
+      KernelConfig r = legality.resolve(c);
+      if (!legality.check<false>(r).ok) continue;
       if (seen.insert(r).second) emit(i, std::move(r));
     }
   }

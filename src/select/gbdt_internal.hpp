@@ -31,6 +31,26 @@ struct GbdtNode {
 };
 static_assert(sizeof(GbdtNode) == 16);
 
+// The same forest with every threshold replaced by its rank among the distinct thresholds of its
+// column, for forests where each column has at most 255 of them (LightGBM's default max_bin keeps
+// it so), no general node and trees of at most 256 nodes. A value's rank is how many thresholds lie
+// below it (NaN: 255); "value <= threshold j" is then exactly "rank <= j", a byte compare, so 16 rows
+// are decided by one SSE2 compare and the nodes shrink to 4 bytes.
+struct GbdtRankForest {
+  static constexpr std::uint16_t kLeaf = 0xFFFF;
+  struct Node {
+    std::uint16_t slot;  // as GbdtNode::slot; kLeaf for a leaf
+    std::uint8_t rank;   // threshold index in its column; leaf: leaf index within its tree
+    std::uint8_t right;  // right child - this node (the left child is the next node)
+  };
+  std::vector<std::vector<double>> thresholds;  // per column, ascending, distinct
+  std::vector<Node> nodes;
+  std::vector<std::int32_t> roots;      // per tree
+  std::vector<std::uint32_t> leaf_base;  // per tree: its first entry in leaves
+  std::vector<double> leaves;
+};
+static_assert(sizeof(GbdtRankForest::Node) == 4);
+
 struct GbdtForest {
   struct General {
     std::uint32_t tree, node;  // in GbdtModel's trees
@@ -40,7 +60,12 @@ struct GbdtForest {
   std::vector<std::int32_t> roots;  // per tree
   std::size_t max_depth = 0;         // of the deepest tree
   std::vector<General> general;
+  std::shared_ptr<const GbdtRankForest> ranks;  // null where the forest has no rank form
 };
+// The rank form of `f`, or null where it has none (see GbdtRankForest).
+std::shared_ptr<const GbdtRankForest> gbdt_build_rank_forest(const GbdtForest& f);
+// Raw scores by the rank form (bit-identical to predict_row); rows as in GbdtModel::predict.
+void gbdt_predict_ranks(const GbdtForest& f, const double* rows, std::size_t n_rows, std::size_t n_cols, double* out);
 std::shared_ptr<const GbdtForest> gbdt_build_forest(const std::vector<GbdtModel::Tree>& trees,
                                                     const std::vector<int>& used_features, std::size_t num_features);
 

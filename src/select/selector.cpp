@@ -229,7 +229,7 @@ struct Selector::PoolCache {
     bool unique_pool_forms = true;      // then resolving them per problem needs no dedupe
   };
   std::mutex mutex;
-  std::map<std::tuple<const ModelEntry*, const CandidateSet*, std::string>, std::unique_ptr<Pool>> pools;
+  std::map<std::tuple<const ModelEntry*, const CandidateSet*, std::string, DType>, std::unique_ptr<Pool>> pools;
 };
 
 Selector::Selector(std::string models_dir, int threads, bool prune, ScoreMode mode)
@@ -343,14 +343,14 @@ std::vector<Ranked> Selector::score(const Problem& p, const ArchSpec& arch, std:
 }
 
 const std::vector<KernelConfig>& Selector::set_candidates(const ModelEntry& m, const CandidateSet* set,
-                                                          const ArchSpec& arch, bool* unique_pool_forms) const {
+                                                          const ArchSpec& arch, DType input, bool* unique_pool_forms) const {
   std::lock_guard<std::mutex> lock(cache_->mutex);
-  auto& slot = cache_->pools[{&m, set, arch.sm}];
+  auto& slot = cache_->pools[{&m, set, arch.sm, input}];
   if (!slot) {
     slot = std::make_unique<PoolCache::Pool>();
     std::set<KernelConfig> forms;
     for (const auto& e : Registry::default_registry().candidates(m.spec.op, arch)) {
-      if (set && !set->contains(e.config)) continue;
+      if ((set && !set->contains(e.config)) || !legal_on_arch(e.config, arch, input)) continue;
       slot->configs.push_back(e.config);
       slot->unique_pool_forms = forms.insert(pool_form(e.config)).second && slot->unique_pool_forms;
     }
@@ -363,10 +363,16 @@ std::vector<KernelConfig> Selector::set_pool(const ModelEntry& m, const Candidat
                                              const ArchSpec& arch) const {
   std::vector<KernelConfig> out;
   bool unique = true;
-  const std::vector<KernelConfig>& candidates = set_candidates(m, set, arch, &unique);
+  const DType input = std::holds_alternative<GemmProblem>(p) ? std::get<GemmProblem>(p).a : std::get<ConvProblem>(p).x;
+  const std::vector<KernelConfig>& candidates = set_candidates(m, set, arch, input, &unique);
   out.reserve(candidates.size());
-  for (const auto& c : candidates)
-    if (family_runs(c.fam(), p) && legal(p, c, arch)) out.push_back(resolve(c, p));
+  // legal() without its problem-independent half (checked above, once) and without messages.
+  const ProblemLegality legality(p, arch);
+  for (const auto& c : candidates) {
+    if (!family_runs(c.fam(), p)) continue;
+    const KernelConfig r = legality.resolve(c);
+    if (legality.check<false>(r).ok) out.push_back(r);
+  }
   // Distinct pool forms resolve to distinct configs; otherwise dedupe as Registry::lookup does.
   if (!unique) {
     std::set<KernelConfig> seen;
