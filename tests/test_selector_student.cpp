@@ -212,6 +212,29 @@ TEST_F(Student, ScoresOnlyItsCandidateSetAndEvalKeepsIt) {
   EXPECT_EQ(fast.rank_configs(p, h200(), all, 1).front().score, full.rank_configs(p, h200(), all, 1).front().score);
 }
 
+// select(..., ScoreMode::full) on a fast selector (dispatch's top_k) is the full selector's selection:
+// the teacher over the teacher's pool, even where the student has a set of its own.
+TEST_F(Student, SelectInFullModeIsTheTeachersSelection) {
+  write_candidates();
+  const Selector fast(models(), 1, true, ScoreMode::fast), full(models(), 1, true, ScoreMode::full);
+  for (const char* text : {kGemm, "gemm rrr m77 n1000 k333 f16"}) {
+    const Problem p = parse_problem(text);
+    const Selection want = full.select(p, h200(), 4), got = fast.select(p, h200(), 4, ScoreMode::full);
+    const Selection student = fast.select(p, h200(), 4);
+    EXPECT_FALSE(got.fast);
+    EXPECT_TRUE(student.fast);
+    EXPECT_EQ(got.pool_size, want.pool_size);
+    EXPECT_LT(student.pool_size, got.pool_size);  // the student's set, against the teacher's whole pool
+    ASSERT_EQ(got.top.size(), want.top.size());
+    for (std::size_t i = 0; i < got.top.size(); ++i) {
+      EXPECT_EQ(got.top[i].text, want.top[i].text) << text << " #" << i;
+      EXPECT_EQ(got.top[i].score, want.top[i].score) << text << " #" << i;
+    }
+    EXPECT_EQ(got.confidence, want.confidence);
+    EXPECT_EQ(full.select(p, h200(), 4, ScoreMode::fast).top.front().text, want.top.front().text);
+  }
+}
+
 TEST_F(Student, RescoringEveryCandidateGivesTheTeachersRanking) {
   write_candidates();
   write_student_spec({{"rescore_top", 1000}});

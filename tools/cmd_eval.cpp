@@ -183,7 +183,7 @@ void add_eval_commands(CLI::App& app) {
   cmd->add_option("--margin", args->margin, "tolerance subtracted from manifest thresholds")->capture_default_str();
   cmd->add_flag("--no-plot", args->no_plot, "do not run python3 -m tilepick.eval_plot");
   cmd->add_option("--timed-k", args->timed_k,
-                  "t<K> column: the fastest measured of the model's first K (dispatch top_k's k)")
+                  "t<K> column: the fastest measured of the model's first K (dispatch top_k's k; in the whole-pool block ranked by the full model, as top_k does)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   cmd->add_option("--repeats", args->repeats,

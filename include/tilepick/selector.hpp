@@ -181,7 +181,11 @@ class Selector {
   // The analytic fallback's ranking of given configs, whatever models are loaded.
   std::vector<Ranked> rank_fallback(const Problem& p, const ArchSpec& arch,
                                     std::span<const KernelConfig> configs, int k = 0) const;
-  Selection select(const Problem& p, const ArchSpec& arch, int k) const;
+  // `mode` full: the full model scores even when this selector is fast (what dispatch's top_k
+  // strategy does: it compiles and times its first k anyway, and the teacher's first 4 beat the
+  // student-then-teacher first 4, docs/selection.md); fast is the selector's own mode (a full
+  // selector stays full); automatic: the selector's mode.
+  Selection select(const Problem& p, const ArchSpec& arch, int k, ScoreMode mode = ScoreMode::automatic) const;
 
   // The usable model for (op, dtype family, arch name), or nullptr with the reason in *why.
   const ModelEntry* model_for(const Problem& p, const ArchSpec& arch, std::string* why = nullptr) const;
@@ -199,7 +203,9 @@ class Selector {
   // Legal configs of `set` (nullptr: the whole registry) resolved for p, in registry order.
   std::vector<KernelConfig> set_pool(const ModelEntry& m, const CandidateSet* set, const Problem& p,
                                      const ArchSpec& arch) const;
-  std::vector<KernelConfig> pool_impl(const Problem& p, const ArchSpec& arch, bool* pruned, bool* fast) const;
+  // use_student false: the teacher's pool whatever the student's set.
+  std::vector<KernelConfig> pool_impl(const Problem& p, const ArchSpec& arch, bool* pruned, bool* fast,
+                                      bool use_student = true) const;
   std::string dir_;
   int threads_ = 1;
   bool prune_ = true;

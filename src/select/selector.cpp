@@ -381,10 +381,11 @@ std::vector<KernelConfig> Selector::set_pool(const ModelEntry& m, const Candidat
   return out;
 }
 
-std::vector<KernelConfig> Selector::pool_impl(const Problem& p, const ArchSpec& arch, bool* pruned, bool* fast) const {
+std::vector<KernelConfig> Selector::pool_impl(const Problem& p, const ArchSpec& arch, bool* pruned, bool* fast,
+                                              bool use_student) const {
   const ModelEntry* m = model_for(p, arch);
   *fast = false;
-  if (m && m->fast) {
+  if (m && m->fast && use_student) {
     // The student's own set; when none of it is legal the teacher scores its usual pool.
     if (!m->fast->candidates) *fast = true;
     else if (std::vector<KernelConfig> out = set_pool(*m, &*m->fast->candidates, p, arch); !out.empty()) {
@@ -454,9 +455,9 @@ std::vector<Ranked> Selector::rank_fallback(const Problem& p, const ArchSpec& ar
   return score(p, arch, std::move(resolved), k, false, false, nullptr);
 }
 
-Selection Selector::select(const Problem& p, const ArchSpec& arch, int k) const {
+Selection Selector::select(const Problem& p, const ArchSpec& arch, int k, ScoreMode mode) const {
   Selection s;
-  std::vector<KernelConfig> configs = pool_impl(p, arch, &s.pruned, &s.fast);
+  std::vector<KernelConfig> configs = pool_impl(p, arch, &s.pruned, &s.fast, mode != ScoreMode::full);
   s.pool_size = configs.size();
   const int need = k > 0 ? std::max(k, 2) : 0;  // the confidence needs the runner-up
   std::vector<Ranked> all = score(p, arch, std::move(configs), need, true, s.fast, &s.reason);

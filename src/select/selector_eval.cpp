@@ -152,28 +152,32 @@ std::string fmt(double v, const char* f = "%.4f") {
 
 std::string quote(const std::string& s) { return "\"" + s + "\""; }
 
-// Whether the model's own first choices over its whole pool were measured (ProblemEval).
+// Whether the model's own choices over its whole pool were measured (ProblemEval), as dispatch makes
+// them: the first choice in the selector's mode (the heuristic strategy), the first k by the full
+// model (the top_k strategy, Selector::select with ScoreMode::full).
 void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRows& rows, int k, ProblemEval& e) {
-  Selection own;
+  Selection own, timed;
   try {
     own = selector.select(rows.problem, arch, k);
+    timed = selector.mode() == ScoreMode::full ? own : selector.select(rows.problem, arch, k, ScoreMode::full);
   } catch (const Error&) {
     return;  // no legal candidate for this arch: nothing of its own to compare
   }
+  if (!own.top.empty()) {
+    const auto it = rows.configs.find(own.top.front().text);
+    const bool measured = it != rows.configs.end(), ok = measured && it->second.status == "ok";
+    e.own_first_measured = measured;
+    e.own_first_failed = measured && !ok;
+    if (ok) e.own_first_us = it->second.us;
+  }
   double fastest = kNaN;
-  for (std::size_t i = 0; i < own.top.size(); ++i) {
-    const auto it = rows.configs.find(own.top[i].text);
+  for (const Ranked& r : timed.top) {
+    const auto it = rows.configs.find(r.text);
     const bool measured = it != rows.configs.end();
-    const bool ok = measured && it->second.status == "ok";
-    if (i == 0) {
-      e.own_first_measured = measured;
-      e.own_first_failed = measured && !ok;
-      if (ok) e.own_first_us = it->second.us;
-    }
-    if (ok && !(it->second.us >= fastest)) fastest = it->second.us;
+    if (measured && it->second.status == "ok" && !(it->second.us >= fastest)) fastest = it->second.us;
     e.own_top_k_measured += measured;
   }
-  e.own_top_k_all = !own.top.empty() && e.own_top_k_measured == static_cast<int>(own.top.size());
+  e.own_top_k_all = !timed.top.empty() && e.own_top_k_measured == static_cast<int>(timed.top.size());
   if (e.own_top_k_all) e.own_timed_us = fastest;
   e.own_confidence = own.confidence;
 }
