@@ -54,7 +54,8 @@ std::optional<VendorMode> parse_vendor_mode(std::string_view s);
 
 struct PlanOptions {
   Strategy strategy = Strategy::heuristic;
-  int k = 4;                          // top_k: tilepick candidates timed (plus the vendor with auto)
+  int k = 4;                          // top_k: tilepick candidates timed (plus the vendor with auto),
+                                      // the full model's best k (not the fast student's path)
   std::string config;                 // fixed: a config string, or a vendor algorithm ("cublaslt:algo0")
   std::optional<VendorMode> vendor;   // unset: TILEPICK_VENDOR (off | auto | only), default auto
   int device = -1;                    // CUDA ordinal; -1: the calling thread's current device (else 0)
