@@ -45,7 +45,7 @@ template <class P> P unpack(const Launch& l) {
   return p;
 }
 
-DType input_dtype(const Problem& p) {
+DType gemm_a_dtype(const Problem& p) {
   if (auto* g = std::get_if<GemmProblem>(&p)) return g->a;
   const auto& c = std::get<ConvProblem>(p);
   return c.dir == ConvDir::fwd ? c.x : c.y;
@@ -79,7 +79,7 @@ int check_plan(const Problem& prob, const KernelConfig& c) {
   const Operands ops = fake_operands();
   const auto launches = plan.launches(ops);
   int mains = 0;
-  const unsigned smem = static_cast<unsigned>(c.stages * (c.tile_m + c.tile_n) * c.tile_k * size_bytes(input_dtype(prob)));
+  const unsigned smem = static_cast<unsigned>(c.stages * (c.tile_m + c.tile_n) * c.tile_k * size_bytes(gemm_a_dtype(prob)));
   for (const Launch& l : launches) {
     if (l.kernel == 1) continue;
     ++mains;

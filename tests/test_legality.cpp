@@ -347,8 +347,7 @@ TEST(ProblemLegality, AgreesWithLegalOnEveryDefaultConfig) {
     const ProblemLegality legality(p, h200);
     for (const auto& space : default_spaces())
       for (const auto& c : space.enumerate()) {
-        const DType input = std::holds_alternative<GemmProblem>(p) ? std::get<GemmProblem>(p).a : std::get<ConvProblem>(p).x;
-        if (!legal_on_arch(c, h200, input)) continue;
+        if (!legal_on_arch(c, h200, input_dtype(p))) continue;
         const Verdict want = legal(p, c, h200);
         ASSERT_EQ(legality.check<false>(legality.resolve(c)).ok, want.ok) << text << " | " << to_string(c);
         ASSERT_EQ(legality.ok(c), want.ok) << text << " | " << to_string(c);

@@ -50,8 +50,7 @@ void show(const NamedProblem& np, const ArchSpec& arch) {
   std::cout << "flops:      " << flops << "\n";
   std::cout << "min bytes:  " << bytes << "\n";
   std::cout << "intensity:  " << flops / bytes << " flop/byte (ridge on " << arch.name << ": "
-            << arch.ridge_flops_per_byte(std::holds_alternative<GemmProblem>(p) ? std::get<GemmProblem>(p).a
-                                                                                 : std::get<ConvProblem>(p).x)
+            << arch.ridge_flops_per_byte(input_dtype(p))
             << ")\n";
   std::cout << "max align:  " << al[0] << "x" << al[1] << "x" << al[2] << " (A x B x C elements)\n";
   std::cout << "legal:      " << Registry::default_registry().lookup(p, arch).size() << " configs on " << arch.name

@@ -32,6 +32,8 @@ std::array<int, 3> max_alignment(const Problem& p);
 // The config with align=auto replaced by max_alignment(p) (other configs unchanged).
 KernelConfig resolve(const KernelConfig& c, const Problem& p);
 
+// The input element type that legal_on_arch takes: GEMM A, conv x.
+DType input_dtype(const Problem& p);
 // The rules that do not depend on the problem's sizes (family vs arch, threads, tile shapes,
 // clusters); `input` sets the element size for the shared-memory budget.
 Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input);

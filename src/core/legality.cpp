@@ -13,11 +13,6 @@ constexpr std::int64_t kMaxAccumulationChain = std::int64_t{1} << 20;
 
 Verdict no(std::string rule, std::string reason) { return {false, std::move(rule), std::move(reason)}; }
 
-DType input_dtype(const Problem& p) {
-  if (auto* g = std::get_if<GemmProblem>(&p)) return g->a;
-  return std::get<ConvProblem>(p).x;
-}
-
 // Contiguous extents (elements) of the A, B and C operands of the GEMM view.
 std::array<std::int64_t, 3> contiguous_extents(const Problem& p) {
   if (auto* g = std::get_if<GemmProblem>(&p)) {
@@ -69,6 +64,11 @@ int pow2_floor_divisor(std::int64_t extent, int max_vec) {
 }
 
 }  // namespace
+
+DType input_dtype(const Problem& p) {
+  if (auto* g = std::get_if<GemmProblem>(&p)) return g->a;
+  return std::get<ConvProblem>(p).x;
+}
 
 std::array<int, 3> max_alignment(const Problem& p) {
   auto ext = contiguous_extents(p);

@@ -45,7 +45,7 @@ void Registry::each_legal(const Problem& p, const ArchSpec& arch, Emit emit) con
   const std::string op = op_name(p);
   std::set<KernelConfig> seen;
   const ProblemLegality legality(p, arch);  // legal() = legal_on_arch + the problem's rules
-  const DType input = std::holds_alternative<GemmProblem>(p) ? std::get<GemmProblem>(p).a : std::get<ConvProblem>(p).x;
+  const DType input = input_dtype(p);
   for (std::size_t i = 0; i < spaces_.size(); ++i) {
     if (!spaces_[i].has_op(op) || !spaces_[i].has_arch(arch.sm)) continue;
     for (const auto& c : enumerated_[i]) {

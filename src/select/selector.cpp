@@ -164,7 +164,7 @@ std::vector<std::size_t> ranked_order(const std::vector<KernelConfig>& configs, 
 }  // namespace
 
 std::string dtype_family(const Problem& p) {
-  const DType t = std::holds_alternative<GemmProblem>(p) ? std::get<GemmProblem>(p).a : std::get<ConvProblem>(p).x;
+  const DType t = input_dtype(p);
   return is_fp8(t) ? "fp8" : t == DType::f32 ? "tf32" : "half";  // f16 and bf16 share one model
 }
 
@@ -363,8 +363,7 @@ std::vector<KernelConfig> Selector::set_pool(const ModelEntry& m, const Candidat
                                              const ArchSpec& arch) const {
   std::vector<KernelConfig> out;
   bool unique = true;
-  const DType input = std::holds_alternative<GemmProblem>(p) ? std::get<GemmProblem>(p).a : std::get<ConvProblem>(p).x;
-  const std::vector<KernelConfig>& candidates = set_candidates(m, set, arch, input, &unique);
+  const std::vector<KernelConfig>& candidates = set_candidates(m, set, arch, input_dtype(p), &unique);
   out.reserve(candidates.size());
   // legal() without its problem-independent half (checked above, once) and without messages.
   const ProblemLegality legality(p, arch);
