@@ -350,7 +350,9 @@ TEST(ProblemLegality, AgreesWithLegalOnEveryDefaultConfig) {
         if (!legal_on_arch(c, h200, input_dtype(p))) continue;
         const Verdict want = legal(p, c, h200);
         ASSERT_EQ(legality.check<false>(legality.resolve(c)).ok, want.ok) << text << " | " << to_string(c);
-        ASSERT_EQ(legality.ok(c), want.ok) << text << " | " << to_string(c);
+        const Verdict explained = legality.check<true>(legality.resolve(c));
+        ASSERT_EQ(explained.rule, want.rule) << text << " | " << to_string(c);
+        ASSERT_EQ(explained.reason, want.reason) << text << " | " << to_string(c);
         ASSERT_EQ(legality.resolve(c), resolve(c, p)) << text << " | " << to_string(c);
         ++checked, legal_count += want.ok;
       }

@@ -40,13 +40,12 @@ Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input);
 Verdict legal(const Problem& p, const KernelConfig& c, const ArchSpec& arch);
 
 // legal() for many configs of one problem: the problem's terms (alignment, extents, GEMM K, largest
-// operand) computed once. ok(c) == legal(problem, c, arch).ok for every c that passes legal_on_arch
-// (callers filter those once per arch and dtype), without building the messages.
+// operand) computed once. check<false>(resolve(c)).ok == legal(problem, c, arch).ok for every c that
+// passes legal_on_arch (callers filter those once per arch and dtype), without building the messages.
 class ProblemLegality {
  public:
   ProblemLegality(const Problem& p, const ArchSpec& arch);  // keeps references to both
   KernelConfig resolve(const KernelConfig& c) const;        // == tilepick::resolve(c, problem)
-  bool ok(const KernelConfig& c) const;
   // The problem-dependent rules on a resolved config; kExplain: with the rule name and message.
   template <bool kExplain>
   Verdict check(const KernelConfig& resolved) const;

@@ -78,12 +78,20 @@ std::array<int, 3> max_alignment(const Problem& p) {
   return a;
 }
 
-KernelConfig resolve(const KernelConfig& c, const Problem& p) {
-  if (c.fam() == Family::dw || c.align_a != 0) return c;
+namespace {
+
+bool auto_aligned(const KernelConfig& c) { return c.fam() != Family::dw && c.align_a == 0; }
+
+KernelConfig with_alignment(const KernelConfig& c, const std::array<int, 3>& a) {
   KernelConfig r = c;
-  auto a = max_alignment(p);
   r.align_a = a[0], r.align_b = a[1], r.align_c = a[2];
   return r;
+}
+
+}  // namespace
+
+KernelConfig resolve(const KernelConfig& c, const Problem& p) {
+  return auto_aligned(c) ? with_alignment(c, max_alignment(p)) : c;
 }
 
 Resources estimate_resources(const KernelConfig& c, const Problem& p) {
@@ -195,13 +203,8 @@ ProblemLegality::ProblemLegality(const Problem& p, const ArchSpec& arch)
 }
 
 KernelConfig ProblemLegality::resolve(const KernelConfig& c) const {
-  if (c.fam() == Family::dw || c.align_a != 0) return c;
-  KernelConfig r = c;
-  r.align_a = allowed_[0], r.align_b = allowed_[1], r.align_c = allowed_[2];
-  return r;
+  return auto_aligned(c) ? with_alignment(c, allowed_) : c;
 }
-
-bool ProblemLegality::ok(const KernelConfig& c) const { return check<false>(resolve(c)).ok; }
 
 template <bool kExplain>
 Verdict ProblemLegality::check(const KernelConfig& c) const {
