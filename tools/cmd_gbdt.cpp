@@ -13,7 +13,7 @@ namespace tilepick::cli {
 namespace {
 
 struct GbdtArgs {
-  std::string model, data, out;
+  std::string model, data, out, form = "auto";
 };
 
 std::vector<std::string> split_csv(const std::string& line) {
@@ -54,7 +54,14 @@ void predict(const GbdtArgs& a) {
     ++n;
   }
   std::vector<double> scores(n);
-  model.predict(rows.data(), n, model.num_features(), scores.data());
+  const GbdtModel::EvalForm form = a.form == "values"  ? GbdtModel::EvalForm::values
+                                   : a.form == "ranks" ? GbdtModel::EvalForm::ranks
+                                                       : GbdtModel::EvalForm::automatic;
+  if (form == GbdtModel::EvalForm::ranks && !model.has_rank_form())
+    throw Unsupported("--form ranks: " + a.model +
+                      " has no rank form (a categorical or zero-missing split, a column with over 255 thresholds "
+                      "or a tree over 255 nodes)");
+  model.predict(rows.data(), n, model.num_features(), scores.data(), form);
   std::FILE* f = std::fopen(a.out.c_str(), "w");
   if (!f) throw Error(Status::io_error, "cannot write '" + a.out + "'");
   for (double s : scores) std::fprintf(f, "%.17g\n", s);
@@ -78,6 +85,9 @@ void add_gbdt_commands(CLI::App& app) {
   p->add_option("--model", args->model, "model .txt or .txt.gz")->required();
   p->add_option("--data", args->data, "CSV with a header row")->required();
   p->add_option("--out", args->out, "one score per line (%.17g)")->required();
+  p->add_option("--form", args->form, "evaluation form: auto, values (double compares) or ranks (byte compares)")
+      ->check(CLI::IsMember({"auto", "values", "ranks"}))
+      ->capture_default_str();
   p->callback([args] { predict(*args); });
   auto* i = cmd->add_subcommand("info", "objective, tree and feature counts of a model");
   i->add_option("--model", args->model, "model .txt or .txt.gz")->required();

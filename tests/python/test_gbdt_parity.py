@@ -51,6 +51,30 @@ def test_cpp_matches_lightgbm(parity_dir, case, suffix):
     assert rel.max() <= 1e-9, f"{case}{suffix}: max relative difference {rel.max():.3g} at row {rel.argmax()}"
 
 
+# The rank form (byte compares of each value's rank among its column's thresholds) on LightGBM's own
+# models: the cases without categorical or zero-missing splits have one, and it matches bit for bit.
+@pytest.mark.skipif(not CLI, reason="TILEPICK_CLI is not set")
+@pytest.mark.parametrize("case", ["regression", "lambdarank"])
+@pytest.mark.parametrize("form", ["values", "ranks"])
+def test_cpp_forms_match_lightgbm(parity_dir, case, form):
+    out = parity_dir / f"{case}.{form}.pred"
+    subprocess.run([CLI, "gbdt", "predict", "--model", str(parity_dir / f"{case}.txt"), "--data",
+                    str(parity_dir / f"{case}.csv"), "--out", str(out), "--form", form], check=True)
+    want = np.loadtxt(parity_dir / f"{case}.pred")
+    got = np.loadtxt(out)
+    assert len(want) >= 10000 and got.shape == want.shape
+    rel = np.abs(got - want) / np.maximum(np.abs(want), 1e-300)
+    assert rel.max() <= 1e-9, f"{case} {form}: max relative difference {rel.max():.3g} at row {rel.argmax()}"
+
+
+@pytest.mark.skipif(not CLI, reason="TILEPICK_CLI is not set")
+def test_cpp_refuses_ranks_without_a_rank_form(parity_dir, tmp_path):
+    r = subprocess.run([CLI, "gbdt", "predict", "--model", str(parity_dir / "categorical.txt"), "--data",
+                        str(parity_dir / "categorical.csv"), "--out", str(tmp_path / "p"), "--form", "ranks"],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "has no rank form" in r.stderr
+
+
 @pytest.mark.skipif(not CLI, reason="TILEPICK_CLI is not set")
 def test_cpp_rejects_a_mismatched_header(parity_dir, tmp_path):
     data = (parity_dir / "regression.csv").read_text().splitlines()
