@@ -26,6 +26,7 @@ struct SelectArgs {
   std::vector<std::string> records;
   std::string models;
   std::string space_hash_op;
+  std::string select;  // "", fast or full
 };
 
 struct Timing {
@@ -64,10 +65,11 @@ void print_problem(const SelectArgs& a, const Selector& selector, const NamedPro
                    const Measurements& measured) {
   const Problem& p = np.problem;
   const std::string key = to_string(p);
-  Selection s = selector.select(p, arch, a.k);
+  Selection s = selector.select(p, arch, a.k, a.select == "full" ? ScoreMode::full : ScoreMode::automatic);
   std::cout << "# " << (np.name.empty() ? "" : np.name + ": ") << key << " | arch " << arch.name << " | "
             << s.pool_size << (s.pruned ? " legal candidates of the model's candidates.txt | " : " legal candidates | ")
-            << (s.from_model ? s.source : "fallback (analytic)")
+            << (s.from_model ? s.source + (s.fast ? " (fast: student, best re-scored)" : " (full model)")
+                             : std::string("fallback (analytic)"))
             << " | confidence " << fmt(s.confidence, "%.4g") << " (" << s.units << ")\n";
   if (a.explain) {
     std::cout << "#   op " << op_name(p) << ", dtype family " << dtype_family(p) << ", feature schema "
@@ -123,7 +125,10 @@ void run(const SelectArgs& a) {
   if (problems.empty()) throw Error(Status::parse_error, "select: give --problem or --file (or --space-hash OP)");
   const ArchSpec& arch = find_arch(default_arch_specs(), a.arch);
   std::unique_ptr<Selector> own;
-  if (!a.models.empty()) own = std::make_unique<Selector>(a.models);
+  // --select fast needs a fast selector; full is asked per selection (a fast selector can do both).
+  if (!a.models.empty() || a.select == "fast")
+    own = std::make_unique<Selector>(a.models.empty() ? env::models_dir() : a.models, 1, true,
+                                     a.select == "fast" ? ScoreMode::fast : ScoreMode::automatic);
   const Selector& selector = own ? *own : Selector::default_selector();
   const Measurements measured = read_measurements(a.records);
   for (std::size_t i = 0; i < problems.size(); ++i) {
@@ -144,6 +149,10 @@ void add_select_commands(CLI::App& app) {
   cmd->add_option("-k", args->k, "candidates to print (0 = all)")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_flag("--explain", args->explain, "model or fallback reason, hashes, analytic score per candidate");
   cmd->add_option("--records", args->records, "sweep record files: print measured times and efficiency")->expected(1, -1);
+  cmd->add_option("--select", args->select,
+                  "fast (the student, its best 16 re-scored: the heuristic strategy) or full (the full model: what "
+                  "the top_k strategy times); default TILEPICK_SELECT, else fast")
+      ->check(CLI::IsMember({"fast", "full"}));
   cmd->add_option("--models", args->models, "models folder (default: TILEPICK_MODELS_DIR or the source tree's models/)");
   cmd->add_option("--space-hash", args->space_hash_op, "print the config-space hash of an op (for training) and exit");
   cmd->callback([args] { run(*args); });
