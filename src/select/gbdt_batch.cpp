@@ -68,11 +68,7 @@ struct Workspace {
   std::vector<std::uint8_t> constant;  // per slot
   std::vector<double> value;           // per slot: the constant value
   std::vector<double> x;
-  struct Pending {
-    std::int32_t node;
-    std::uint64_t rows;
-  };
-  std::vector<Pending> stack;  // the right subtrees still to walk: at most one per level
+  std::vector<GbdtPending> stack;  // the right subtrees still to walk: at most one per level
 };
 
 // Bit r set iff v[r] <= t (false for NaN), r < kGroup.
@@ -100,7 +96,7 @@ void eval_group(const Context& c, Workspace& ws, std::size_t g, double* out) {
   const double* x = ws.x.data();
   const Mask all = g >= 8 * sizeof(Mask) ? ~Mask{0} : (Mask{1} << g) - 1;
   double sum[kGroup] = {};
-  Workspace::Pending* stack = ws.stack.data();
+  GbdtPending* stack = ws.stack.data();
   const std::vector<std::int32_t>& roots = c.forest.roots;
   const bool prefetch = c.forest.nodes.size() > kPrefetchMinNodes;
   for (std::size_t t = 0; t < roots.size(); ++t) {
@@ -133,16 +129,7 @@ void eval_group(const Context& c, Workspace& ws, std::size_t g, double* out) {
         for (Mask m = rows; m; m &= m - 1)
           left |= static_cast<Mask>(general_goes_left(c, n, v[std::countr_zero(m)])) << std::countr_zero(m);
       }
-      left &= rows;
-      const Mask go_right = rows & ~left;
-      if (!go_right) {
-        ++i;
-      } else if (!left) {
-        i = right;
-      } else {
-        stack[top++] = {right, go_right};
-        ++i, rows = left;
-      }
+      gbdt_branch<Mask>(left & rows, rows, i, right, stack, top);
     }
   }
   for (std::size_t r = 0; r < g; ++r) out[r] = sum[r];
@@ -168,6 +155,17 @@ void predict_groups(const Context& c, Workspace& ws, const At& at, std::size_t n
 }
 
 bool same(double a, double b) { return std::isnan(a) ? std::isnan(b) : std::memcmp(&a, &b, sizeof a) == 0; }
+
+}  // namespace
+
+bool gbdt_constant_column(const double* rows, std::size_t n_rows, std::size_t n_cols, std::size_t column, double* first) {
+  *first = gbdt_zero_band(rows[column]);
+  for (std::size_t i = 1; i < n_rows; ++i)
+    if (!same(gbdt_zero_band(rows[i * n_cols + column]), *first)) return false;
+  return true;
+}
+
+namespace {
 
 // Whether the rank form is the faster one for this batch (both are exact). Turning values into ranks
 // costs about what the byte compares save on a small forest over many rows (a 128-tree student over
@@ -224,9 +222,8 @@ void GbdtModel::predict(const double* rows, std::size_t n_rows, std::size_t n_co
   // LightGBM reads a dense row as sparse pairs: values inside the zero band become exact zeros.
   auto at = [&](std::size_t i, std::size_t j) { return gbdt_zero_band(rows[i * n_cols + static_cast<std::size_t>(columns[j])]); };
   for (std::size_t j = 0; j < width; ++j) {
-    const double first = at(0, j);
-    bool constant = true;
-    for (std::size_t i = 1; i < n_rows && constant; ++i) constant = same(at(i, j), first);
+    double first = 0;
+    const bool constant = gbdt_constant_column(rows, n_rows, n_cols, static_cast<std::size_t>(columns[j]), &first);
     for (std::size_t version = 0; version < 3; ++version) {
       ws.constant[version * width + j] = constant;
       ws.value[version * width + j] = std::isnan(first) ? kNanAs[version] : first;

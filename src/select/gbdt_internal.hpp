@@ -2,6 +2,7 @@
 // Internal to src/select.
 #pragma once
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -16,6 +17,30 @@ int gbdt_decide(const GbdtModel::Tree& t, const GbdtModel::Node& n, double v);
 inline const double kZeroThreshold = static_cast<double>(1e-35f);
 // A dense value as LightGBM reads it: inside the zero band -> exact 0 (NaN stays NaN).
 inline double gbdt_zero_band(double v) { return !(std::fabs(v) > kZeroThreshold) && !std::isnan(v) ? 0.0 : v; }
+
+// Group walks (gbdt_batch.cpp, gbdt_rank.cpp): a right subtree still to walk with its rows as bits.
+struct GbdtPending {
+  std::int32_t node;
+  std::uint64_t rows;
+};
+// One split of a group walk at node i: the `left` rows go on to node i + 1, the rest to `right`; with
+// rows on both sides the right ones wait on the stack.
+template <class Mask>
+inline void gbdt_branch(Mask left, Mask& rows, std::int32_t& i, std::int32_t right, GbdtPending* stack,
+                        std::size_t& top) {
+  const Mask go_right = rows & ~left;
+  if (!go_right) {
+    ++i;
+  } else if (!left) {
+    i = right;
+  } else {
+    stack[top++] = {right, go_right};
+    ++i, rows = left;
+  }
+}
+// Whether column `column` of the n row-major rows holds one (zero-banded) value, bit for bit (NaNs alike);
+// *first: that value of row 0.
+bool gbdt_constant_column(const double* rows, std::size_t n_rows, std::size_t n_cols, std::size_t column, double* first);
 
 // The forest in evaluation form, built at load: 16-byte nodes, each tree in preorder (a node's left
 // child is the next node), leaves are nodes whose right child is themselves. The columns some split

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -64,11 +63,7 @@ struct Workspace {
   std::vector<std::uint8_t> crank;     // per slot: the constant rank
   std::vector<std::uint8_t> x;         // one group's ranks, slot by slot
   std::vector<std::uint32_t> varying;  // the columns that are not constant
-  struct Pending {
-    std::int32_t node;
-    std::uint64_t rows;
-  };
-  std::vector<Pending> stack;
+  std::vector<GbdtPending> stack;
 };
 
 template <std::size_t kGroup, class Mask>
@@ -80,7 +75,7 @@ void eval_group(const GbdtRankForest& f, Workspace& ws, std::size_t g, double* o
   const std::uint8_t* x = ws.x.data();
   const Mask all = g >= 8 * sizeof(Mask) ? ~Mask{0} : (Mask{1} << g) - 1;
   double sum[kGroup] = {};
-  Workspace::Pending* stack = ws.stack.data();
+  GbdtPending* stack = ws.stack.data();
   const std::size_t trees = f.roots.size();
   const bool prefetch = f.nodes.size() > kPrefetchMinNodes;
   for (std::size_t t = 0; t < trees; ++t) {
@@ -105,16 +100,8 @@ void eval_group(const GbdtRankForest& f, Workspace& ws, std::size_t g, double* o
         i = crank[n.slot] <= n.rank ? i + 1 : right;
         continue;
       }
-      const Mask left = ranks_le<kGroup, Mask>(x + static_cast<std::size_t>(n.slot) * kGroup, n.rank) & rows;
-      const Mask go_right = rows & ~left;
-      if (!go_right) {
-        ++i;
-      } else if (!left) {
-        i = right;
-      } else {
-        stack[top++] = {right, go_right};
-        ++i, rows = left;
-      }
+      gbdt_branch<Mask>(ranks_le<kGroup, Mask>(x + static_cast<std::size_t>(n.slot) * kGroup, n.rank) & rows, rows, i,
+                        right, stack, top);
     }
   }
   for (std::size_t r = 0; r < g; ++r) out[r] = sum[r];
@@ -147,8 +134,6 @@ void predict_groups(const GbdtForest& f, Workspace& ws, const double* rows, std:
     eval_group<kGroup, Mask>(rf, ws, g, out + base);
   }
 }
-
-bool same(double a, double b) { return std::isnan(a) ? std::isnan(b) : std::memcmp(&a, &b, sizeof a) == 0; }
 
 }  // namespace
 
@@ -198,11 +183,9 @@ void gbdt_predict_ranks(const GbdtForest& f, const double* rows, std::size_t n_r
   ws.constant.assign(3 * width, 0);
   ws.crank.assign(3 * width, 0);
   ws.stack.resize(f.max_depth + 1);
-  auto at = [&](std::size_t i, std::size_t j) { return gbdt_zero_band(rows[i * n_cols + static_cast<std::size_t>(columns[j])]); };
   for (std::size_t j = 0; j < width; ++j) {
-    const double first = at(0, j);
-    bool constant = true;
-    for (std::size_t i = 1; i < n_rows && constant; ++i) constant = same(at(i, j), first);
+    double first = 0;
+    const bool constant = gbdt_constant_column(rows, n_rows, n_cols, static_cast<std::size_t>(columns[j]), &first);
     for (std::size_t version = 0; version < 3; ++version) {
       ws.constant[version * width + j] = constant;
       ws.crank[version * width + j] = version_rank(rf.thresholds[j], first, version);

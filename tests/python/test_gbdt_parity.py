@@ -37,18 +37,22 @@ def test_models_exercise_every_split_kind(parity_dir):
     assert any(d & 2 for d in kinds) and any(not d & 2 and not d & 1 for d in kinds), "default left/right"
 
 
-@pytest.mark.skipif(not CLI, reason="TILEPICK_CLI is not set")
-@pytest.mark.parametrize("case", gbdt_parity.CASES)
-@pytest.mark.parametrize("suffix", [".txt", ".txt.gz"])
-def test_cpp_matches_lightgbm(parity_dir, case, suffix):
-    out = parity_dir / f"{case}{suffix}.cpp.pred"
-    subprocess.run([CLI, "gbdt", "predict", "--model", str(parity_dir / f"{case}{suffix}"), "--data",
-                    str(parity_dir / f"{case}.csv"), "--out", str(out)], check=True)
+def expect_cpp_matches_lightgbm(parity_dir, case, model, out, *extra):
+    """`tilepick gbdt predict` of `model` on the case's rows against LightGBM's, within 1e-9 relative."""
+    subprocess.run([CLI, "gbdt", "predict", "--model", str(parity_dir / model), "--data",
+                    str(parity_dir / f"{case}.csv"), "--out", str(out), *extra], check=True)
     want = np.loadtxt(parity_dir / f"{case}.pred")
     got = np.loadtxt(out)
     assert len(want) >= 10000 and got.shape == want.shape
     rel = np.abs(got - want) / np.maximum(np.abs(want), 1e-300)
-    assert rel.max() <= 1e-9, f"{case}{suffix}: max relative difference {rel.max():.3g} at row {rel.argmax()}"
+    assert rel.max() <= 1e-9, f"{model} {extra}: max relative difference {rel.max():.3g} at row {rel.argmax()}"
+
+
+@pytest.mark.skipif(not CLI, reason="TILEPICK_CLI is not set")
+@pytest.mark.parametrize("case", gbdt_parity.CASES)
+@pytest.mark.parametrize("suffix", [".txt", ".txt.gz"])
+def test_cpp_matches_lightgbm(parity_dir, case, suffix):
+    expect_cpp_matches_lightgbm(parity_dir, case, f"{case}{suffix}", parity_dir / f"{case}{suffix}.cpp.pred")
 
 
 # The rank form (byte compares of each value's rank among its column's thresholds) on LightGBM's own
@@ -57,14 +61,7 @@ def test_cpp_matches_lightgbm(parity_dir, case, suffix):
 @pytest.mark.parametrize("case", ["regression", "lambdarank"])
 @pytest.mark.parametrize("form", ["values", "ranks"])
 def test_cpp_forms_match_lightgbm(parity_dir, case, form):
-    out = parity_dir / f"{case}.{form}.pred"
-    subprocess.run([CLI, "gbdt", "predict", "--model", str(parity_dir / f"{case}.txt"), "--data",
-                    str(parity_dir / f"{case}.csv"), "--out", str(out), "--form", form], check=True)
-    want = np.loadtxt(parity_dir / f"{case}.pred")
-    got = np.loadtxt(out)
-    assert len(want) >= 10000 and got.shape == want.shape
-    rel = np.abs(got - want) / np.maximum(np.abs(want), 1e-300)
-    assert rel.max() <= 1e-9, f"{case} {form}: max relative difference {rel.max():.3g} at row {rel.argmax()}"
+    expect_cpp_matches_lightgbm(parity_dir, case, f"{case}.txt", parity_dir / f"{case}.{form}.pred", "--form", form)
 
 
 @pytest.mark.skipif(not CLI, reason="TILEPICK_CLI is not set")
