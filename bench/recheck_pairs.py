@@ -5,7 +5,7 @@ choice timed on the same GPU minutes apart, free of the min-over-noisy-records b
 (docs/selection.md, "The misses are real: a same-run recheck"). Output: 'problem|config' lines.
 
 usage: python bench/recheck_pairs.py --records R.csv.gz... [-m 8] [--band 0.05] [--cap 16] [-k 4]
-       [--models DIR...] [--ops fwd bwd_data ...] --out PAIRS.txt[.gz]
+       [--models DIR...] [--ops fwd bwd_data ...] [--problems FILE] --out PAIRS.txt[.gz]
 Several --models folders (a candidate beside the shipped one) give the union of their first K."""
 import argparse
 import sys
@@ -40,10 +40,12 @@ def main() -> None:
     ap.add_argument("-k", type=int, default=4, help="the models' first K (dispatch top_k's k)")
     ap.add_argument("--models", nargs="+", default=[str(ROOT.parent / "models")])
     ap.add_argument("--ops", nargs="*", default=[], help="only problems of these ops (gemm, fwd, bwd_data, bwd_weight)")
+    ap.add_argument("--problems", help="only the problems listed in this file (one per line)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     rec = recorded_best(a.records, a.m, a.band, a.cap)
-    problems = sorted(p for p in rec if not a.ops or p.split()[0] in a.ops)
+    only = set(Path(a.problems).read_text().splitlines()) if a.problems else None
+    problems = sorted(p for p in rec if (not a.ops or p.split()[0] in a.ops) and (only is None or p in only))
     tops = [ranked(problems, m, a.k, ["fast", "full"]) for m in a.models]
     n = 0
     with open_out(a.out) as f:

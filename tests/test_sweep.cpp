@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "run/timing.hpp"
 #include "sweep/backend.hpp"
 #include "sweep/plan.hpp"
 #include "tilepick/error.hpp"
@@ -112,6 +113,17 @@ Record sample_record(int i) {
 }
 
 }  // namespace
+
+TEST(SweepTiming, GraphLaunchesFitTheOperandCopiesIntoTheBudget) {
+  const std::size_t mib = 1 << 20;
+  EXPECT_EQ(run::graph_launches(100 * 1024, 256 * mib, 32), 32);  // tiny: capped at the most launches
+  EXPECT_EQ(run::graph_launches(20 * mib, 256 * mib, 32), 12);    // 12 copies fit
+  EXPECT_EQ(run::graph_launches(128 * mib, 256 * mib, 32), 2);
+  EXPECT_EQ(run::graph_launches(129 * mib, 256 * mib, 32), 1);    // fewer than 2 fit: single launches
+  EXPECT_EQ(run::graph_launches(1, 0, 32), 1);                    // budget 0: the method is off
+  EXPECT_EQ(run::graph_launches(0, 256 * mib, 32), 32);           // an empty operand set is not a division by 0
+  EXPECT_EQ(run::graph_launches(mib, 256 * mib, 1), 1);
+}
 
 TEST(SweepRecords, CsvRowRoundTripsAndStaysCommentFree) {
   Record r = sample_record(0);
@@ -287,6 +299,8 @@ TEST_F(SweepTest, HeaderRecordsDeviceVersionsAndOptions) {
   EXPECT_EQ(f.header["devices"][0]["name"], "fake device");
   EXPECT_FALSE(f.header["versions"].value("nvrtc", "").empty());
   EXPECT_EQ(f.header["options"]["sample"], 6);
+  EXPECT_EQ(f.header["options"]["graph_mb"], 256.0);  // the timing method is part of the file
+  EXPECT_EQ(f.header["options"]["graph_launches"], 32);
   // Every row names a status from the documented set; ok rows carry times and TFLOPS.
   const std::set<std::string> statuses = {"ok", "wrong", "crash", "timeout", "error", "unsupported"};
   for (const auto& rec : f.records) {
@@ -305,6 +319,12 @@ TEST_F(SweepTest, BadArgumentsGetClearErrors) {
   r = test::run_cli(base());
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("-o"), std::string::npos) << r.out;
+  r = test::run_cli(base() + " -o " + out() + " --graph-mb -1");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--graph-mb"), std::string::npos) << r.out;
+  r = test::run_cli(base() + " -o " + out() + " --graph-launches 0");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--graph-launches"), std::string::npos) << r.out;
   std::ofstream(out("junk.csv.gz")) << "not gzip";
   r = test::run_cli(base() + " -o " + out("junk.csv.gz"));
   EXPECT_NE(r.code, 0);

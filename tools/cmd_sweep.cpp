@@ -70,6 +70,8 @@ std::vector<std::string> backend_args(const sweep::BackendOptions& b) {
                                 "--min-reps",     std::to_string(b.min_reps),
                                 "--max-reps",     std::to_string(b.max_reps),
                                 "--prune",        std::to_string(b.prune),
+                                "--graph-mb",     std::to_string(b.graph_mb),
+                                "--graph-launches", std::to_string(b.graph_launches),
                                 "--seed",         std::to_string(b.seed)};
   auto add = [&](const char* flag, const std::string& v) {
     if (!v.empty()) a.insert(a.end(), {flag, v});
@@ -86,6 +88,14 @@ void add_backend_options(CLI::App* cmd, sweep::BackendOptions& b) {
   cmd->add_option("--max-reps", b.max_reps, "most timed repeats")->capture_default_str();
   cmd->add_option("--prune", b.prune, "configs slower than this x the problem's best so far get --min-reps (0 = off)")
       ->capture_default_str();
+  cmd->add_option("--graph-mb", b.graph_mb,
+                  "problems whose operands fit twice into this many MiB are timed as a CUDA graph of launches over "
+                  "copies of the operands (0 = one launch per timed region)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--graph-launches", b.graph_launches, "most launches (operand copies) in such a graph")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", b.seed, "random seed of the inputs (and of --sample)")->capture_default_str();
   auto g = "Fault injection (fake backend)";
   cmd->add_option("--fake-crash", b.fake_crash, "fake backend: abort on items containing this")->group(g);
@@ -160,6 +170,7 @@ int run_sweep(SweepArgs a) {
                             {"seed", a.backend.seed},      {"min_timed_ms", a.backend.min_timed_ms},
                             {"min_reps", a.backend.min_reps}, {"max_reps", a.backend.max_reps},
                             {"prune", a.backend.prune},    {"launch_timeout_s", a.launch_timeout},
+                            {"graph_mb", a.backend.graph_mb}, {"graph_launches", a.backend.graph_launches},
                             {"spaces", a.plan.spaces},     {"families", a.plan.families},
                             {"gpus", gpus},                {"inject_faults", a.plan.inject_faults},
                             {"repeat", a.plan.repeat},     {"time_limit_s", a.time_limit},

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -96,6 +97,7 @@ class DeviceBuffer {
   void upload(const void* host, std::size_t bytes, std::size_t offset = 0);
   void download(void* host, std::size_t bytes, std::size_t offset = 0) const;
   void fill_bytes(unsigned char value);  // e.g. poison with 0xff (NaN for f16/bf16/f32)
+  void copy_from(const DeviceBuffer& src);  // device to device; sizes must match
 
  private:
   void* ptr_ = nullptr;
@@ -139,6 +141,26 @@ class Executable {
 };
 
 void synchronize();  // cuCtxSynchronize, with a check
+
+// A CUDA graph of the work `body` issues on a private stream (stream capture, thread-local mode),
+// instantiated once and replayable: short kernels are timed as one graph of many launches, so the
+// launch overhead of each stays out of the timed region. Capture or instantiation failures (e.g. a
+// library call that synchronizes) throw Error(cuda_error) naming the call.
+class Graph {
+ public:
+  static Graph capture(const std::function<void(void* stream)>& body);
+  Graph() = default;
+  ~Graph();
+  Graph(Graph&&) noexcept;
+  Graph& operator=(Graph&&) noexcept;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  void launch(void* stream = nullptr) const;  // asynchronous
+  explicit operator bool() const { return exec_ != nullptr; }
+
+ private:
+  void* exec_ = nullptr;
+};
 
 // Events for timing on a stream.
 class Timer {

@@ -64,6 +64,15 @@ Driver load() {
   resolve(lib, "cuDriverGetVersion", d.driver_get_version);
   resolve(lib, "cuPointerGetAttribute", d.pointer_get_attribute);
   resolve(lib, "cuPointerGetAttributes", d.pointer_get_attributes);
+  resolve(lib, "cuMemcpyDtoD_v2", d.memcpy_dtod);
+  resolve(lib, "cuStreamCreate", d.stream_create);
+  resolve(lib, "cuStreamDestroy_v2", d.stream_destroy);
+  resolve(lib, "cuStreamBeginCapture_v2", d.stream_begin_capture);
+  resolve(lib, "cuStreamEndCapture", d.stream_end_capture);
+  resolve(lib, "cuGraphInstantiateWithFlags", d.graph_instantiate);
+  resolve(lib, "cuGraphLaunch", d.graph_launch);
+  resolve(lib, "cuGraphExecDestroy", d.graph_exec_destroy);
+  resolve(lib, "cuGraphDestroy", d.graph_destroy);
   for (const auto& r : required)
     if (!r.found) {
       d.error = std::string("libcuda.so.1 has no symbol ") + r.symbol + " (driver too old?)";

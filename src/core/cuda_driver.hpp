@@ -43,6 +43,16 @@ struct Driver {
   decltype(&::cuEventDestroy) event_destroy = nullptr;
   decltype(&::cuPointerGetAttribute) pointer_get_attribute = nullptr;  // optional
   decltype(&::cuPointerGetAttributes) pointer_get_attributes = nullptr;  // optional
+  // Optional: streams, graph capture and device copies (timing of short kernels, cuda::Graph).
+  decltype(&::cuMemcpyDtoD) memcpy_dtod = nullptr;
+  decltype(&::cuStreamCreate) stream_create = nullptr;
+  decltype(&::cuStreamDestroy) stream_destroy = nullptr;
+  decltype(&::cuStreamBeginCapture) stream_begin_capture = nullptr;
+  decltype(&::cuStreamEndCapture) stream_end_capture = nullptr;
+  decltype(&::cuGraphInstantiateWithFlags) graph_instantiate = nullptr;
+  decltype(&::cuGraphLaunch) graph_launch = nullptr;
+  decltype(&::cuGraphExecDestroy) graph_exec_destroy = nullptr;
+  decltype(&::cuGraphDestroy) graph_destroy = nullptr;
 
   std::string error;  // empty when libcuda is loaded, every required symbol found and cuInit passed
   std::string name_of(CUresult r) const;  // "CUDA_ERROR_INVALID_VALUE"

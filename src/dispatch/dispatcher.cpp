@@ -132,6 +132,7 @@ std::vector<Candidate> Dispatcher::State::time_candidates(const Problem& p, cons
   sweep::BackendOptions bo;
   bo.gpu = t.device;
   bo.min_timed_ms = 2, bo.min_reps = 3, bo.max_reps = 20, bo.prune = 3;
+  bo.graph_mb = 64;  // operand copies for graph timing of small problems: at most 64 MiB on the user's GPU
   auto backend = sweep::make_gpu_backend(bo);
   const sweep::Beat beat = [] {};
   backend->begin_problem(p, beat);

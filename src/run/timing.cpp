@@ -16,6 +16,20 @@ double time_cold_us(const std::function<void()>& launch, cuda::DeviceBuffer& flu
   return timer.stop_ms() * 1e3;
 }
 
+int graph_launches(std::size_t set_bytes, std::size_t budget_bytes, int max_launches) {
+  const std::size_t fit = budget_bytes / std::max<std::size_t>(set_bytes, 1);
+  const int n = static_cast<int>(std::min<std::size_t>(fit, static_cast<std::size_t>(std::max(max_launches, 1))));
+  return n >= 2 ? n : 1;
+}
+
+double time_cold_graph_us(const cuda::Graph& graph, int launches, cuda::DeviceBuffer& flush, cuda::Timer& timer,
+                          unsigned char fill) {
+  flush.fill_bytes(fill);
+  timer.start();
+  graph.launch();
+  return timer.stop_ms() * 1e3 / launches;
+}
+
 Timing summarize_times(const std::vector<double>& us) {
   std::vector<double> sorted = us;
   std::sort(sorted.begin(), sorted.end());

@@ -1,6 +1,7 @@
 // The real sweep backend: random normal inputs generated on the GPU, the fp64 GPU reference
 // computed once per problem, and for every item: poison the output, run, check against the
-// reference, then (only when correct) time with cold L2 and CUDA events (DESIGN: measurement rules).
+// reference, then (only when correct) time with cold L2 and CUDA events (DESIGN: measurement rules):
+// small problems as a CUDA graph of launches over copies of the operands (run/timing.hpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -38,6 +39,8 @@ KernelSource fault_source() {
 
 
 class GpuBackend : public Backend {
+  using Run = std::function<void(const Operands&, void* stream)>;
+
  public:
   explicit GpuBackend(const BackendOptions& opt) : opt_(opt) {
     std::string why;
@@ -71,23 +74,33 @@ class GpuBackend : public Backend {
   void begin_problem(const Problem& p, const Beat& beat) override {
     problem_ = p;
     best_us_ = 0;
-    inputs_.clear();
+    inputs_.clear(), slots_.clear(), copies_.clear();
     ops_ = Operands{};
+    std::size_t set_bytes = 0;
     for (const auto& t : gpu::input_tensors(p)) {
       auto& buf = inputs_.emplace_back(std::max<std::size_t>(t.elems * size_bytes(t.dtype), 1));
       gpu::fill_random_normal(buf.get(), t.dtype, t.elems, gpu::slot_seed(opt_.seed, t.slot));
-      switch (t.slot) {
-        case gpu::Slot::a: ops_.a = buf.get(); break;
-        case gpu::Slot::b: ops_.b = buf.get(); break;
-        case gpu::Slot::c: ops_.c = buf.get(); break;
-        case gpu::Slot::bias: ops_.bias = buf.get(); break;
-      }
+      slots_.push_back(t.slot);
+      bind(ops_, t.slot, buf.get());
+      set_bytes += buf.size();
     }
     out_dtype_ = gpu::output_dtype(p);
     out_elems_ = gpu::output_elems(p);
     d_ = cuda::DeviceBuffer(std::max<std::size_t>(out_elems_ * size_bytes(out_dtype_), 1));
     ref_ = cuda::DeviceBuffer(std::max<std::size_t>(out_elems_ * sizeof(double), 1));
     ops_.d = d_.get();
+    set_bytes += d_.size();
+    launches_ = run::graph_launches(set_bytes, static_cast<std::size_t>(std::max(opt_.graph_mb, 0.0) * (1 << 20)),
+                                    opt_.graph_launches);
+    for (int i = 1; i < launches_; ++i) {  // copies 1.. of the operands; copy 0 is the originals
+      OperandCopy& c = copies_.emplace_back();
+      for (std::size_t j = 0; j < inputs_.size(); ++j) {
+        c.inputs.emplace_back(inputs_[j].size()).copy_from(inputs_[j]);
+        bind(c.ops, slots_[j], c.inputs.back().get());
+      }
+      c.d = cuda::DeviceBuffer(d_.size());
+      c.ops.d = c.d.get();
+    }
     beat();
     gpu::GpuReference(p, target_).compute(ops_, ref_.get());
     cuda::synchronize();
@@ -111,9 +124,7 @@ class GpuBackend : public Backend {
         r.cached = r.cached || k.from_cache;
       }
       ensure_workspace(plan.workspace_bytes);
-      Operands ops = ops_;
-      ops.workspace = ws_.get();
-      check_and_time(r, [&] { exe.run(ops); }, beat);
+      check_and_time(r, [&](const Operands& ops, void* stream) { exe.run(ops, stream); }, beat);
     } catch (const Unsupported& e) {
       r.status = "unsupported", r.detail = e.what();
     } catch (const Error& e) {
@@ -123,7 +134,7 @@ class GpuBackend : public Backend {
   }
 
   void end_problem() override {
-    inputs_.clear();
+    inputs_.clear(), copies_.clear();
     d_ = {}, ref_ = {}, ws_ = {};
   }
 
@@ -142,38 +153,97 @@ class GpuBackend : public Backend {
     }
   }
 
+  static void bind(Operands& ops, gpu::Slot slot, void* p) {
+    switch (slot) {
+      case gpu::Slot::a: ops.a = p; break;
+      case gpu::Slot::b: ops.b = p; break;
+      case gpu::Slot::c: ops.c = p; break;
+      case gpu::Slot::bias: ops.bias = p; break;
+    }
+  }
+
   void ensure_workspace(std::size_t bytes) {
     if (ws_.size() < bytes) ws_ = cuda::DeviceBuffer(bytes);
+    for (auto& c : copies_)
+      if (c.ws.size() < bytes) c.ws = cuda::DeviceBuffer(bytes), c.ops.workspace = c.ws.get();
+  }
+
+  // Operand copy i (0: the originals), with its workspace.
+  Operands operands(int i) const {
+    if (i == 0) {
+      Operands o = ops_;
+      o.workspace = ws_.get();
+      return o;
+    }
+    return copies_[static_cast<std::size_t>(i - 1)].ops;
+  }
+
+  // Checks the output `d` against the reference; on a mismatch sets r wrong (with `where`) and returns false.
+  bool output_ok(Record& r, const void* d, const std::string& where) {
+    auto c = gpu::check(problem_, d, ref_.get());
+    r.rel_err = std::max(r.rel_err, c.rel_l2), r.max_err = std::max(r.max_err, c.max_rel_err), r.tol = c.tol;
+    if (c.ok) return true;
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "output check failed%s: rel_l2 %.3g max_rel %.3g tol %.3g nonfinite %lld",
+                  where.c_str(), c.rel_l2, c.max_rel_err, c.tol, static_cast<long long>(c.nonfinite));
+    r.status = "wrong", r.detail = buf;
+    return false;
+  }
+
+  // A graph of one launch per operand copy, each output poisoned, run once and checked; empty (with
+  // the reason in r.detail) when the work cannot be captured, so the caller times single launches.
+  cuda::Graph checked_graph(Record& r, const Run& run) {
+    cuda::Graph g;
+    try {
+      g = cuda::Graph::capture([&](void* stream) {
+        for (int i = 0; i < launches_; ++i) run(operands(i), stream);
+      });
+    } catch (const Error& e) {
+      r.detail = sanitize_field(std::string("graph capture failed, timed single launches: ") + e.what(), 200);
+      cuda::synchronize();
+      return {};
+    }
+    d_.fill_bytes(0xff);
+    for (auto& c : copies_) c.d.fill_bytes(0xff);
+    g.launch();
+    cuda::synchronize();
+    for (int i = 0; i < launches_; ++i)
+      if (!output_ok(r, operands(i).d, " on operand copy " + std::to_string(i) + " of the timed graph")) return {};
+    return g;
   }
 
   // Poison, run once, check; then time with cold L2 if correct. Leaves r.status ok or wrong.
-  void check_and_time(Record& r, const std::function<void()>& launch, const Beat& beat) {
+  void check_and_time(Record& r, const Run& run, const Beat& beat) {
     d_.fill_bytes(0xff);
-    launch();
+    run(operands(0), nullptr);
     cuda::synchronize();
-    auto c = gpu::check(problem_, d_.get(), ref_.get());
-    r.rel_err = c.rel_l2, r.max_err = c.max_rel_err, r.tol = c.tol;
-    if (!c.ok) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "output check failed: rel_l2 %.3g max_rel %.3g tol %.3g nonfinite %lld", c.rel_l2,
-                    c.max_rel_err, c.tol, static_cast<long long>(c.nonfinite));
-      r.status = "wrong", r.detail = buf;
-      return;
+    if (!output_ok(r, d_.get(), "")) return;
+    beat();
+    cuda::Graph graph;
+    if (launches_ > 1) {
+      graph = checked_graph(r, run);
+      if (r.status == "wrong") return;
     }
-    beat();
+    const int per_region = graph ? launches_ : 1;
     cuda::Timer timer;
-    launch();  // warm-up (instruction cache, clocks)
-    double first_us = run::time_cold_us(launch, flush_, timer, 1);
+    const std::function<void()> single = [&] { run(operands(0), nullptr); };
+    auto time_once = [&](unsigned char fill) {
+      return graph ? run::time_cold_graph_us(graph, launches_, flush_, timer, fill)
+                   : run::time_cold_us(single, flush_, timer, fill);
+    };
+    if (!graph) single();  // warm-up (instruction cache, clocks); the graph ran once above
+    double first_us = time_once(1);
     beat();
-    int reps = static_cast<int>(std::ceil(opt_.min_timed_ms * 1e3 / std::max(first_us, 1.0)));
+    int reps = static_cast<int>(std::ceil(opt_.min_timed_ms * 1e3 / std::max(first_us * per_region, 1.0)));
     reps = std::clamp(reps, opt_.min_reps, opt_.max_reps);
     if (opt_.prune > 0 && best_us_ > 0 && first_us > opt_.prune * best_us_) reps = opt_.min_reps;
     std::vector<double> us;
     for (int i = 0; i < reps; ++i) {
-      us.push_back(run::time_cold_us(launch, flush_, timer, static_cast<unsigned char>(i)));
+      us.push_back(time_once(static_cast<unsigned char>(i)));
       beat();
     }
     const run::Timing t = run::summarize_times(us);
+    if (graph) r.detail = "graph of " + std::to_string(launches_) + " launches";
     r.status = "ok";
     r.reps = t.reps, r.median_us = t.median_us, r.iqr_us = t.iqr_us;
     r.tflops = flops_ / (r.median_us * 1e-6) / 1e12;
@@ -206,7 +276,8 @@ class GpuBackend : public Backend {
       Record& r = per_algo[i];
       r.config = item + ":" + algos[i].name;
       try {
-        check_and_time(r, [&] { set->run(static_cast<int>(i), ops_, ws_.get(), nullptr); }, beat);
+        check_and_time(r, [&](const Operands& ops, void* stream) { set->run(static_cast<int>(i), ops, ops.workspace, stream); },
+                       beat);
       } catch (const Error& e) {
         fail(r, e);
         if (fatal_) break;
@@ -264,7 +335,15 @@ class GpuBackend : public Backend {
   cuda::DeviceBuffer flush_;
   Problem problem_;
   std::vector<cuda::DeviceBuffer> inputs_;
+  std::vector<gpu::Slot> slots_;  // of inputs_
   Operands ops_;
+  struct OperandCopy {  // another copy of the inputs, with its own output and workspace
+    std::vector<cuda::DeviceBuffer> inputs;
+    cuda::DeviceBuffer d, ws;
+    Operands ops;
+  };
+  std::vector<OperandCopy> copies_;  // launches_ - 1 of them
+  int launches_ = 1;                 // per timed region
   DType out_dtype_ = DType::f32;
   std::size_t out_elems_ = 0;
   cuda::DeviceBuffer d_, ref_, ws_;
