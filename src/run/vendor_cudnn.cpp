@@ -129,6 +129,12 @@ class CudnnSet final : public VendorSet {
     const std::string subject = algos_[i].name + " on " + what_;
     cudnnHandle_t h = handle();
     check(api.set_stream(h, reinterpret_cast<cudaStream_t>(stream)), "cudnnSetStream", subject);
+    // The handle is the process's: it must not keep `stream` (a capture stream is destroyed right
+    // after, and the next Find on it crashed).
+    struct DefaultStreamAfter {
+      cudnnHandle_t h;
+      ~DefaultStreamAfter() { api.set_stream(h, nullptr); }
+    } restore{h};
     check(api.set_math(conv_, e.math), "cudnnSetConvolutionMathType", subject);
     const float one = 1.0f, zero = 0.0f;
     const std::size_t ws = algos_[i].workspace_bytes;
