@@ -89,8 +89,8 @@ void add_backend_options(CLI::App* cmd, sweep::BackendOptions& b) {
   cmd->add_option("--prune", b.prune, "configs slower than this x the problem's best so far get --min-reps (0 = off)")
       ->capture_default_str();
   cmd->add_option("--graph-mb", b.graph_mb,
-                  "problems whose operands fit twice into this many MiB are timed as a CUDA graph of launches over "
-                  "copies of the operands (0 = one launch per timed region)")
+                  "time each region as a CUDA graph of as many launches as copies of the operands fit into this "
+                  "many MiB (at most --graph-launches, at least 1); 0 = no graphs, one launch issued per region")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--graph-launches", b.graph_launches, "most launches (operand copies) in such a graph")

@@ -97,6 +97,7 @@ class DeviceBuffer {
   void upload(const void* host, std::size_t bytes, std::size_t offset = 0);
   void download(void* host, std::size_t bytes, std::size_t offset = 0) const;
   void fill_bytes(unsigned char value);  // e.g. poison with 0xff (NaN for f16/bf16/f32)
+  void fill_bytes_async(unsigned char value, void* stream = nullptr);  // returns once queued
   void copy_from(const DeviceBuffer& src);  // device to device; sizes must match
 
  private:

@@ -167,6 +167,11 @@ void DeviceBuffer::fill_bytes(unsigned char value) {
   if (bytes_) check(driver().memset_d8(dptr(ptr_), value, bytes_), "cuMemsetD8");
 }
 
+void DeviceBuffer::fill_bytes_async(unsigned char value, void* stream) {
+  if (bytes_)
+    check(driver().memset_d8_async(dptr(ptr_), value, bytes_, static_cast<CUstream>(stream)), "cuMemsetD8Async");
+}
+
 // ---- LoadedKernel ----
 
 LoadedKernel::LoadedKernel(const jit::CompiledKernel& k) : name_(k.name) {

@@ -1,11 +1,14 @@
 // The one timing rule for kernels and vendor algorithms (DESIGN: measurement rules): each repeat
-// first rewrites a buffer of 3x the L2 size, so the inputs come from DRAM, then times with CUDA
-// events either one launch or, for problems small enough to copy, a CUDA graph of several launches
-// that each read their own copy of the operands (all cold after the flush; the launch overhead of
-// each stays out of the timed region); a series is summarized by its median and IQR.
+// first queues a rewrite of a buffer of 3x the L2 size, so the inputs come from DRAM, then times
+// with CUDA events a CUDA graph: of one launch, or for problems small enough to copy, of several
+// launches that each read their own copy of the operands (all cold after the flush). The host cost
+// of issuing the work (a few us for a kernel, tens for a library call) stays out of the timed
+// region, and so does the per-launch overhead of short kernels. A series is summarized by its
+// median and IQR. Work that cannot be captured is timed as issued (time_cold_us).
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "tilepick/jit.hpp"
@@ -19,6 +22,15 @@ struct Timing {
 
 // 3x the L2 size (64 MiB assumed when the driver does not report it).
 cuda::DeviceBuffer l2_flush_buffer(std::int64_t l2_bytes);
+// `run(stream)` issues the work to time. The launch to time: a captured graph of it where capture
+// works (why_not empty), else `run` on the default stream (why_not says why).
+struct TimedLaunch {
+  cuda::Graph graph;
+  std::function<void(void*)> run;
+  std::string why_not;
+  void operator()() const;
+};
+TimedLaunch timed_launch(std::function<void(void*)> run);
 // One cold-L2 repeat on the default stream; `fill` varies the flush contents between repeats.
 double time_cold_us(const std::function<void()>& launch, cuda::DeviceBuffer& flush, cuda::Timer& timer,
                     unsigned char fill);

@@ -26,9 +26,9 @@ struct BackendOptions {
   double min_timed_ms = 10;    // repeat until this much kernel time was timed ...
   int min_reps = 5, max_reps = 100;  // ... within these bounds
   double prune = 4;            // a config slower than prune x the problem's best so far gets min_reps (0 = off)
-  // Short kernels: a problem whose operands (inputs and output) fit at least twice into graph_mb
-  // MiB is timed as a CUDA graph of up to graph_launches launches, each on its own copy of the
-  // operands; larger problems (or graph_mb 0) are timed one launch per region.
+  // Each timed region is a CUDA graph (run/timing.hpp): of as many launches as copies of the
+  // operands (inputs and output) fit into graph_mb MiB, at most graph_launches, else of one.
+  // graph_mb 0: no graphs, one launch issued per region (the method of records before 2026-11-23).
   double graph_mb = 256;
   int graph_launches = 32;
   std::uint64_t seed = 1;      // input values

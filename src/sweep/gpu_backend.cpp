@@ -1,7 +1,7 @@
 // The real sweep backend: random normal inputs generated on the GPU, the fp64 GPU reference
 // computed once per problem, and for every item: poison the output, run, check against the
 // reference, then (only when correct) time with cold L2 and CUDA events (DESIGN: measurement rules):
-// small problems as a CUDA graph of launches over copies of the operands (run/timing.hpp).
+// as a CUDA graph, for small problems of several launches over copies of the operands (run/timing.hpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -220,7 +220,7 @@ class GpuBackend : public Backend {
     if (!output_ok(r, d_.get(), "")) return;
     beat();
     cuda::Graph graph;
-    if (launches_ > 1) {
+    if (opt_.graph_mb > 0) {
       graph = checked_graph(r, run);
       if (r.status == "wrong") return;
     }
@@ -243,7 +243,7 @@ class GpuBackend : public Backend {
       beat();
     }
     const run::Timing t = run::summarize_times(us);
-    if (graph) r.detail = "graph of " + std::to_string(launches_) + " launches";
+    if (graph) r.detail = "graph of " + std::to_string(launches_) + (launches_ > 1 ? " launches" : " launch");
     r.status = "ok";
     r.reps = t.reps, r.median_us = t.median_us, r.iqr_us = t.iqr_us;
     r.tflops = flops_ / (r.median_us * 1e-6) / 1e12;
