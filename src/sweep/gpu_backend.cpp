@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <utility>
 
 #include "ref/gpu_ref.hpp"
 #include "run/timing.hpp"
@@ -193,16 +194,14 @@ class GpuBackend : public Backend {
   // A graph of one launch per operand copy, each output poisoned, run once and checked; empty (with
   // the reason in r.detail) when the work cannot be captured, so the caller times single launches.
   cuda::Graph checked_graph(Record& r, const Run& run) {
-    cuda::Graph g;
-    try {
-      g = cuda::Graph::capture([&](void* stream) {
-        for (int i = 0; i < launches_; ++i) run(operands(i), stream);
-      });
-    } catch (const Error& e) {
-      r.detail = sanitize_field(std::string("graph capture failed, timed single launches: ") + e.what(), 200);
-      cuda::synchronize();
+    run::TimedLaunch t = run::timed_launch([&](void* stream) {
+      for (int i = 0; i < launches_; ++i) run(operands(i), stream);
+    });
+    if (!t.graph) {
+      r.detail = sanitize_field("graph capture failed, timed single launches: " + t.why_not, 200);
       return {};
     }
+    cuda::Graph g = std::move(t.graph);
     d_.fill_bytes(0xff);
     for (auto& c : copies_) c.d.fill_bytes(0xff);
     g.launch();
