@@ -41,14 +41,6 @@ int graph_launches(std::size_t set_bytes, std::size_t budget_bytes, int max_laun
   return n >= 2 ? n : 1;
 }
 
-double time_cold_graph_us(const cuda::Graph& graph, int launches, cuda::DeviceBuffer& flush, cuda::Timer& timer,
-                          unsigned char fill) {
-  flush.fill_bytes_async(fill);
-  timer.start();
-  graph.launch();
-  return timer.stop_ms() * 1e3 / launches;
-}
-
 Timing summarize_times(const std::vector<double>& us) {
   std::vector<double> sorted = us;
   std::sort(sorted.begin(), sorted.end());

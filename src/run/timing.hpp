@@ -37,9 +37,6 @@ double time_cold_us(const std::function<void()>& launch, cuda::DeviceBuffer& flu
 // Launches per timed region: as many operand copies of `set_bytes` as fit `budget_bytes`, at most
 // `max_launches`; 1 (a single launch per region) when fewer than 2 fit.
 int graph_launches(std::size_t set_bytes, std::size_t budget_bytes, int max_launches);
-// One cold-L2 repeat of a graph of `launches` launches on the default stream; time per launch.
-double time_cold_graph_us(const cuda::Graph& graph, int launches, cuda::DeviceBuffer& flush, cuda::Timer& timer,
-                          unsigned char fill);
 Timing summarize_times(const std::vector<double>& us);  // us must not be empty
 
 }  // namespace tilepick::run
