@@ -139,8 +139,7 @@ int run_run(const PlanArgs& a) {
     for (const auto& t : gpu::input_tensors(p)) {
       auto& buf = inputs.emplace_back(std::max<std::size_t>(t.elems * size_bytes(t.dtype), 1));
       gpu::fill_random_normal(buf.get(), t.dtype, t.elems, gpu::slot_seed(a.seed, t.slot));
-      const void*& slot = t.slot == gpu::Slot::a ? ops.a : t.slot == gpu::Slot::b ? ops.b : t.slot == gpu::Slot::c ? ops.c : ops.bias;
-      slot = buf.get();
+      gpu::bind(ops, t.slot, buf.get());
     }
     const std::size_t out_bytes = gpu::output_elems(p) * static_cast<std::size_t>(size_bytes(gpu::output_dtype(p)));
     cuda::DeviceBuffer out(std::max<std::size_t>(out_bytes, 1)), ref(std::max<std::size_t>(gpu::output_elems(p) * 8, 1));

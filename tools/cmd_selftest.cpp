@@ -59,13 +59,7 @@ struct Inputs {
     for (const auto& t : tensors) {
       buffers.emplace_back(std::max<std::size_t>(t.elems * size_bytes(t.dtype), 1));
       gpu::fill_random_normal(buffers.back().get(), t.dtype, t.elems, gpu::slot_seed(seed, t.slot));
-      const void* ptr = buffers.back().get();
-      switch (t.slot) {
-        case gpu::Slot::a: ops.a = ptr; break;
-        case gpu::Slot::b: ops.b = ptr; break;
-        case gpu::Slot::c: ops.c = ptr; break;
-        case gpu::Slot::bias: ops.bias = ptr; break;
-      }
+      gpu::bind(ops, t.slot, buffers.back().get());
     }
   }
 };

@@ -37,6 +37,8 @@ std::vector<InputTensor> input_tensors(const Problem& p);
 // The output: dtype and element count (GEMM D, conv y / dx / dw).
 DType output_dtype(const Problem& p);
 std::size_t output_elems(const Problem& p);
+// Points the Operands member of `slot` at p.
+void bind(Operands& ops, Slot slot, const void* p);
 // The seed of one input slot, derived from a problem-level seed (distinct streams per slot).
 std::uint64_t slot_seed(std::uint64_t seed, Slot s);
 

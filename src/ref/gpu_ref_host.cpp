@@ -46,6 +46,15 @@ std::size_t output_elems(const Problem& p) {
                                                                                                    : c.w_elems());
 }
 
+void bind(Operands& ops, Slot slot, const void* p) {
+  switch (slot) {
+    case Slot::a: ops.a = p; break;
+    case Slot::b: ops.b = p; break;
+    case Slot::c: ops.c = p; break;
+    case Slot::bias: ops.bias = p; break;
+  }
+}
+
 std::uint64_t slot_seed(std::uint64_t seed, Slot s) {
   // splitmix64 finalizer of (seed, slot): unrelated Philox keys for the tensors of one problem.
   std::uint64_t z = seed * 4 + static_cast<std::uint64_t>(s) + 0x9e3779b97f4a7c15ull;

@@ -82,7 +82,7 @@ class GpuBackend : public Backend {
       auto& buf = inputs_.emplace_back(std::max<std::size_t>(t.elems * size_bytes(t.dtype), 1));
       gpu::fill_random_normal(buf.get(), t.dtype, t.elems, gpu::slot_seed(opt_.seed, t.slot));
       slots_.push_back(t.slot);
-      bind(ops_, t.slot, buf.get());
+      gpu::bind(ops_, t.slot, buf.get());
       set_bytes += buf.size();
     }
     out_dtype_ = gpu::output_dtype(p);
@@ -97,7 +97,7 @@ class GpuBackend : public Backend {
       OperandCopy& c = copies_.emplace_back();
       for (std::size_t j = 0; j < inputs_.size(); ++j) {
         c.inputs.emplace_back(inputs_[j].size()).copy_from(inputs_[j]);
-        bind(c.ops, slots_[j], c.inputs.back().get());
+        gpu::bind(c.ops, slots_[j], c.inputs.back().get());
       }
       c.d = cuda::DeviceBuffer(d_.size());
       c.ops.d = c.d.get();
@@ -151,15 +151,6 @@ class GpuBackend : public Backend {
     } catch (const Error&) {
       r.status = "crash";
       fatal_ = true;
-    }
-  }
-
-  static void bind(Operands& ops, gpu::Slot slot, void* p) {
-    switch (slot) {
-      case gpu::Slot::a: ops.a = p; break;
-      case gpu::Slot::b: ops.b = p; break;
-      case gpu::Slot::c: ops.c = p; break;
-      case gpu::Slot::bias: ops.bias = p; break;
     }
   }
 
@@ -227,8 +218,9 @@ class GpuBackend : public Backend {
     cuda::Timer timer;
     const std::function<void()> single = [&] { run(operands(0), nullptr); };
     const std::function<void()> replay = [&] { graph.launch(); };
+    const std::function<void()>& timed = graph ? replay : single;
     auto time_once = [&](unsigned char fill) {  // per launch
-      return run::time_cold_us(graph ? replay : single, flush_, timer, fill) / per_region;
+      return run::time_cold_us(timed, flush_, timer, fill) / per_region;
     };
     if (!graph) single();  // warm-up (instruction cache, clocks); the graph ran once above
     double first_us = time_once(1);
