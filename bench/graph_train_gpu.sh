@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Re-measures conv training pairs with CUDA-graph timing (docs/sweep.md "Timing"), time-boxed and
-# resumable across calls: bench/sweep/graph_conv_train_short.txt.gz lists every recorded kernel pair of
-# the bf16 conv training problems (the shipped models' files) whose recorded best is under 12 us, the
-# problems in a seeded random order, so a partial file is a random subset. No vendor rows (training
-# does not read them); stored as data/sweeps/h200-graph/conv_train_short.csv.gz. RESUME=FILE continues an
-# earlier call's records.
-#   BUDGET_S=570 [RESUME=data/sweeps/h200-graph/conv_train_short.csv.gz] bash bench/graph_train_gpu.sh
+# resumable across calls. Each pair list bench/sweep/graph_NAME.txt.gz (bench/graph_train_pairs.py: every
+# recorded kernel pair of some conv training problems, the problems in a seeded random order, so a partial
+# file is a random subset) is swept in turn into $W/graph_NAME.csv.gz, continuing the records already in
+# data/sweeps/h200-graph/NAME.csv.gz, where they are stored. No vendor rows (training does not read them).
+#   graph_conv_train_short: bf16 problems with recorded best under 12 us
+#   graph_conv_train_20us:  f16 problems under 20 us and bf16 problems from 12 to 20 us
+#   BUDGET_S=570 [LISTS="conv_train_short conv_train_20us"] bash bench/graph_train_gpu.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
 build_cli
-[ -n "${RESUME:-}" ] && cp "$RESUME" "$W/graph_conv_train_short.csv.gz"
-timed_sweep graph_conv_train_short $(( $(left) - 10 )) --pairs bench/sweep/graph_conv_train_short.txt.gz --no-vendor
+for name in ${LISTS:-conv_train_short conv_train_20us}; do
+  [ -f "data/sweeps/h200-graph/$name.csv.gz" ] && cp "data/sweeps/h200-graph/$name.csv.gz" "$W/graph_$name.csv.gz"
+  timed_sweep "graph_$name" $(( $(left) - 10 )) --pairs "bench/sweep/graph_$name.txt.gz" --no-vendor
+done
