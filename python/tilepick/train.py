@@ -76,9 +76,14 @@ def cv_group(problem: str, tag: str | None) -> str:
     return "shape:" + shape_of(problem)
 
 
-def load_rows(paths: list[str], problem_files: list[str]) -> tuple[dict, pd.DataFrame]:
-    header, df = rec.read_records(paths)
+def load_rows(paths: list[str], problem_files: list[str], remeasured: list[str] = ()) -> tuple[dict, pd.DataFrame]:
+    header, df = rec.read_records(list(remeasured) + list(paths))
     df = df[(~df["is_vendor"]) & (~df["config"].str.startswith("fault="))]
+    # a problem re-measured (another timing method: data/sweeps/h200-graph/) keeps only those records, so one
+    # problem's labels never mix two methods
+    if remeasured:
+        again = df["source"].isin(remeasured)
+        df = df[again | ~df["problem"].isin(set(df.loc[again, "problem"]))]
     # a pair measured in two files (a re-run, an active-sampling file) counts once: the first file's
     df = df.drop_duplicates(["problem", "config"], keep="first")
     tags = {}
@@ -398,6 +403,9 @@ def main(argv=None) -> int:
     global THREADS, TARGET_CLIP, NEAR_WEIGHT, PARAM_OVERRIDES, PATIENCE_OVERRIDE
     ap = argparse.ArgumentParser(prog="python -m tilepick.train", description=__doc__.split("\n")[0])
     ap.add_argument("records", nargs="*", help="training record files (.csv.gz)")
+    ap.add_argument("--remeasured", nargs="*", default=[],
+                    help="record files that re-measure training problems (e.g. with CUDA-graph timing); a problem "
+                         "found in them keeps only their records")
     ap.add_argument("--val", nargs="*", default=[], help="held-out record files (whole networks absent from training)")
     ap.add_argument("--problems-file", nargs="*", default=[], help="problem files with name: tags (network groups)")
     ap.add_argument("--out", default="models", help="models directory")
@@ -436,7 +444,7 @@ def main(argv=None) -> int:
     if not args.records:
         ap.error("no training record files")
 
-    header, raw = load_rows(args.records, args.problems_file)
+    header, raw = load_rows(args.records, args.problems_file, args.remeasured)
     if not 0 < args.problem_fraction <= 1:
         ap.error(f"--problem-fraction must be in (0, 1], not {args.problem_fraction}")
     raw = raw[keep_share(raw["problem"], args.problem_fraction)]
