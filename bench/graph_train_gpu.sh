@@ -9,12 +9,18 @@
 #                           takes more than one 575 s call on one H200: not measured yet)
 #   graph_newmodel_val:     the first 4 of the conv model trained on the graph labels (train --remeasured) for
 #                           the held-out conv problems, less the pairs recheck_val.csv.gz holds (bench/model_pairs.py)
-#   BUDGET_S=570 [LISTS="conv_train_short conv_train_20us"] bash bench/graph_train_gpu.sh
+# HEAD_PROBLEMS=N sweeps only the pairs of each list's first N problems (a JIT that fits one call).
+#   BUDGET_S=570 [LISTS="conv_train_short conv_train_20us"] [HEAD_PROBLEMS=N] bash bench/graph_train_gpu.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
 build_cli
 for name in ${LISTS:-conv_train_short conv_train_20us}; do
   [ -f "data/sweeps/h200-graph/$name.csv.gz" ] && cp "data/sweeps/h200-graph/$name.csv.gz" "$W/graph_$name.csv.gz"
-  timed_sweep "graph_$name" $(( $(left) - 10 )) --pairs "bench/sweep/graph_$name.txt.gz" --no-vendor
+  pairs="bench/sweep/graph_$name.txt.gz"
+  if [ -n "${HEAD_PROBLEMS:-}" ]; then
+    zcat "$pairs" | awk -F'|' -v n="$HEAD_PROBLEMS" '$1 != last { last = $1; k++ } k <= n' >"$W/pairs_$name.txt"
+    pairs="$W/pairs_$name.txt"
+  fi
+  timed_sweep "graph_$name" $(( $(left) - 10 )) --pairs "$pairs" --no-vendor
 done
