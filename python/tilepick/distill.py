@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tilepick.train import model_file, read_model_text, write_text_gz
+from tilepick.train import model_file, prediction_text, read_model_text, write_text_gz
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM_FILES = "data/problems/sweep/*_train*.txt"
@@ -336,7 +336,6 @@ def distill(folder: Path, args) -> dict:
     model_text = model.model_to_string()
     (out / "model.txt").unlink(missing_ok=True)  # written plain before; the gzip file is a third the size
     write_text_gz(out / "model.txt.gz", model_text)
-    teacher_file = model_file(folder)
     fast_spec = {**{k: spec[k] for k in ("feature_names", "schema_hash", "feature_version", "space_hash", "op",
                                         "dtype_family", "arch")},
                  "objective": "regression", "score": "higher_is_better",
@@ -354,7 +353,7 @@ def distill(folder: Path, args) -> dict:
         (out / "candidates.txt").unlink()  # --no-set: the student scores the teacher's pool
     manifest = {
         "teacher": folder.name, "teacher_version": fast_spec["teacher_version"],
-        "teacher_file_fnv": fnv_hex16(teacher_file.read_bytes()), "teacher_bag": bag,
+        "teacher_text_fnv": fnv_hex16(read_model_text(folder).encode()), "teacher_bag": bag,
         "problem_files": [str(f.resolve().relative_to(ROOT)) if f.resolve().is_relative_to(ROOT) else str(f)
                           for f in files],
         "problems": {"training": len(base), "random": len(problems) - len(base), "seed": args.seed},
@@ -363,7 +362,7 @@ def distill(folder: Path, args) -> dict:
         "target": f"teacher raw score / bag (log time ratio, higher is better) minus its best over the problem's kept "
                   f"configs, clipped at -{args.clip}", "clip": args.clip,
         "params": {**params, "num_boost_round": args.trees}, "rescore_top": args.rescore,
-        "in_sample": in_sample, "held_out_table": table, "student_model_fnv": fnv_hex16(model_text.encode()),
+        "in_sample": in_sample, "held_out_table": table, "student_model_fnv": fnv_hex16(prediction_text(model_text).encode()),
         "command": command, "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")

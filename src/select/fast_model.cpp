@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/hash.hpp"
+#include "core/text_file.hpp"
 #include "select/model_files.hpp"
 #include "tilepick/env.hpp"
 #include "tilepick/features.hpp"
@@ -70,9 +71,10 @@ FastModel load_fast_folder(const ModelSpec& teacher) {
   f.rescore_top = rescore.get<int>();
   const fs::path txt = dir / "model.txt", gz = dir / "model.txt.gz";
   const fs::path file = fs::exists(txt) ? txt : gz;
-  f.model = GbdtModel::load(file.string());  // NotFound when neither exists
+  const std::string text = read_text_file(file.string(), "model");  // NotFound when neither exists
+  f.model = GbdtModel::parse(text, file.string());
   f.model.check_schema(schema);
-  f.version = "fast@" + hex16(fnv1a64(read_file_bytes(file)));
+  f.version = "fast@" + hex16(fnv1a64(text));
   if (fs::exists(dir / "candidates.txt")) {
     CandidateSet set = load_candidates((dir / "candidates.txt").string());
     if (set.empty()) throw ParseError("", (dir / "candidates.txt").string() + " lists no config");

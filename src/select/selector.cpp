@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "core/hash.hpp"
+#include "core/text_file.hpp"
 #include "select/model_files.hpp"
 #include "tilepick/env.hpp"
 #include "tilepick/features.hpp"
@@ -92,15 +93,15 @@ ModelSpec parse_spec(const fs::path& dir) {
 
 // The parsed model of a file's bytes, shared by every folder (and Selector) that names the same file
 // with the same contents while one of them holds it.
-std::shared_ptr<const GbdtModel> shared_model(const std::string& file, const std::string& bytes_hash) {
+std::shared_ptr<const GbdtModel> shared_model(const std::string& file, const std::string& text, const std::string& text_hash) {
   static std::mutex mutex;
   static std::map<std::pair<std::string, std::string>, std::weak_ptr<const GbdtModel>> loaded;
   std::error_code ec;
   const fs::path canonical = fs::weakly_canonical(file, ec);
-  const std::pair<std::string, std::string> key{ec ? file : canonical.string(), bytes_hash};
+  const std::pair<std::string, std::string> key{ec ? file : canonical.string(), text_hash};
   std::lock_guard<std::mutex> lock(mutex);
   if (auto live = loaded[key].lock()) return live;
-  auto model = std::make_shared<const GbdtModel>(GbdtModel::load(file));
+  auto model = std::make_shared<const GbdtModel>(GbdtModel::parse(text, file));
   loaded[key] = model;
   return model;
 }
@@ -202,8 +203,10 @@ ModelEntry load_model_folder(const std::string& dir) {
   e.spec.dir = dir;
   try {
     e.spec = parse_spec(dir);
-    const std::string hash = hex16(fnv1a64(read_file_bytes(e.spec.model_file)));
-    e.model = shared_model(e.spec.model_file, hash);
+    // the version hashes the model's text, not the file's bytes: recompressing keeps it
+    const std::string text = read_text_file(e.spec.model_file, "model");
+    const std::string hash = hex16(fnv1a64(text));
+    e.model = shared_model(e.spec.model_file, text, hash);
     e.spec.version = e.spec.name + "@" + hash;
     e.rejected = mismatch(e);
   } catch (const Error& err) {

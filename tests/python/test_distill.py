@@ -48,7 +48,7 @@ def test_writes_a_student_the_selector_uses_deterministically(tmp_path):
     assert spec["rescore_top"] == distill.RESCORE_TOP
     manifest = json.loads((fast / "manifest.json").read_text())
     assert manifest["problems"]["training"] == 3 and manifest["command"].startswith("python -m tilepick.distill")
-    assert spec["teacher_version"].endswith(manifest["teacher_file_fnv"])
+    assert spec["teacher_version"].endswith(manifest["teacher_text_fnv"])
     for p in PROBLEMS:  # fitted problems: the fast pick is the teacher's
         configs, used = _core.selector_pool(p, "h200", str(a), "fast")
         assert used and len(configs) > 16

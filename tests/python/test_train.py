@@ -103,6 +103,21 @@ def test_end_to_end_on_fake_sweep(tmp_path):
     assert text.startswith("tree") and "feature_names=" in text
 
 
+def test_a_remeasured_problem_keeps_only_its_remeasured_records(tmp_path):
+    shapes = ["gemm rcr m64 n64 k4096 bf16", "gemm rcr m96 n96 k96 bf16", "gemm rcr m33 n200 k640 bf16"]
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    problems, old = fake_sweep(tmp_path / "old", shapes, 24)
+    _, new = fake_sweep(tmp_path / "new", shapes[:1], 8)
+    _, plain = train.load_rows([str(old)], [str(problems)])
+    _, mixed = train.load_rows([str(old)], [str(problems)], remeasured=[str(new)])
+    first = mixed[mixed["problem"] == shapes[0]]
+    assert len(first) > 0 and (first["source"] == str(new)).all()
+    assert len(first) < (plain["problem"] == shapes[0]).sum()  # the old file's other configs are gone too
+    rest = mixed[mixed["problem"] != shapes[0]]
+    assert (rest["source"] == str(old)).all() and len(rest) == (plain["problem"] != shapes[0]).sum()
+
+
 def test_param_overrides_take_known_numeric_settings_only():
     assert train.parse_param("num_leaves=63") == ("num_leaves", 63)
     assert train.parse_param("learning_rate=0.05") == ("learning_rate", 0.05)
@@ -121,6 +136,20 @@ def test_merged_model_scores_the_sum_of_its_parts():
     merged = lgb.Booster(model_str=train.merge_models([m.model_to_string() for m in parts]))
     assert merged.num_trees() == 45
     assert np.allclose(merged.predict(X), sum(m.predict(X) for m in parts), rtol=0, atol=1e-12)
+
+
+def test_written_models_drop_training_statistics_and_predict_the_same(tmp_path):
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 5))
+    model = lgb.train({"objective": "regression", "verbose": -1, "num_leaves": 9}, lgb.Dataset(X, X[:, 0] * X[:, 2]), 20)
+    text = model.model_to_string()
+    train.write_text_gz(tmp_path / "m.txt.gz", text)
+    written = gzip.open(tmp_path / "m.txt.gz", "rt").read()
+    assert "internal_value=" in text and not any(k in written for k in train.TRAINING_ONLY_KEYS)
+    assert len(written) < 0.8 * len(text)
+    assert np.array_equal(lgb.Booster(model_str=written).predict(X), model.predict(X))
+    assert np.array_equal(np.asarray(_core.gbdt_predict(str(tmp_path / "m.txt.gz"), X)), model.predict(X, raw_score=True))
 
 
 def test_stamp_eval_copies_each_models_held_out_numbers(tmp_path):
