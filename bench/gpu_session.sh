@@ -32,11 +32,13 @@ timed_sweep() {
   echo "$name rc=$? after $(( $(date +%s) - START )) s: $(tail -1 "$W/$name.log")"
 }
 # Installs the carried LightGBM wheel (.whl), builds the Python module, and sets TRAIN / VAL: every
-# data/sweeps/h200 training and held-out record file (the training scripts, bench/train*_device.sh).
+# data/sweeps/h200 training and held-out record file, and REMEASURED: the CUDA-graph re-measures of
+# training problems (data/sweeps/h200-graph/conv_train_*; train --remeasured) (bench/train*_device.sh).
 setup_training() {
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   build_all
   export PYTHONPATH="$PWD/python:/tmp/site"
   TRAIN=(data/sweeps/h200/*_train*.csv.gz)
   VAL=(data/sweeps/h200/*_val*.csv.gz)
+  REMEASURED=(data/sweeps/h200-graph/conv_train_*.csv.gz)
 }

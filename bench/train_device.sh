@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Retrains the shipped models on the lent machine's CPU cores (issue 5): 40 min on the 2-core dev VM.
 # GEMM and pooled conv train side by side (half the cores each) on every data/sweeps/h200/*_train*
-# record file, validated on every *_val* file; then the fast students are re-distilled. The new
+# record file (a problem re-measured with CUDA graphs in data/sweeps/h200-graph/conv_train_* keeps only
+# those records), validated on every *_val* file; then the fast students are re-distilled. The new
 # models/ folder (students, manifests, logs) lands in $OUT/results.tgz, the teachers in
 # $OUT/<op>_model.txt.gz (pooled conv: conv_model.txt.gz); copy them over models/ here.
 # LightGBM travels as a wheel (the image has none):
@@ -15,7 +16,7 @@ source bench/gpu_session.sh
 setup_training
 cp -r models "$W/models"
 half=$(( $(nproc) / 2 )); [ "${GEMM:-1}" = 0 ] && half=$(nproc)
-common=("${TRAIN[@]}" --val "${VAL[@]}" --problems-file data/problems/sweep/*.txt --out "$W/models" --threads "$half")
+common=("${TRAIN[@]}" --remeasured "${REMEASURED[@]}" --val "${VAL[@]}" --problems-file data/problems/sweep/*.txt --out "$W/models" --threads "$half")
 echo "commit $(cat .commit 2>/dev/null); $(nproc) cores; train: ${TRAIN[*]}" | tee "$W/train_command.txt"
 t=$(( $(left) - 100 ))
 [ "${GEMM:-1}" = 0 ] || timeout $t python3 -m tilepick.train "${common[@]}" --only gemm_half_h200 >"$W/train_gemm.log" 2>&1 &

@@ -227,7 +227,7 @@ NB_MODULE(_core, m) {
   m.def("selector_rank", &selector_rank_py, "problem"_a, "arch"_a, "models_dir"_a, "mode"_a = "full", "k"_a = 1,
         "The best k (config, score) of the Selector of models_dir (mode full or fast).");
   m.def("model_version", [](const std::string& dir) { return load_model_folder(dir).spec.version; }, "dir"_a,
-        "'<name>@<hash of the model file>' of a model folder: the key plan caches and fast/ students use.");
+        "'<name>@<hash of the model's text>' of a model folder: the key plan caches and fast/ students use.");
   m.def("model_file", &model_file_of, "dir"_a,
         "The teacher file of a model folder: feature_spec.json 'model_file' (relative to it), else model.txt.gz, else model.txt.");
   m.def("pool_form", [](const std::string& s) { return to_string(pool_form(parse_config(s))); }, "config"_a,

@@ -62,11 +62,39 @@ def test_a_changed_teacher_refuses_the_student(tmp_path):
     run(models, problems_file(tmp_path))
     gz = models / "gemm_half_h200" / "model.txt.gz"
     text = gzip.decompress(gz.read_bytes())
-    gz.write_bytes(gzip.compress(text, compresslevel=1, mtime=0))  # same trees, other bytes
-    _, used = _core.selector_pool(PROBLEMS[0], "h200", str(models), "fast")
+    gz.write_bytes(gzip.compress(text, compresslevel=1, mtime=0))  # same text, other bytes: the same teacher
+    assert _core.selector_pool(PROBLEMS[0], "h200", str(models), "fast")[1]
+    at = text.index(b"leaf_value=") + len(b"leaf_value=")
+    changed = text[:at] + b"1" + text[at:]  # one leaf value changed: another teacher
+    other = tmp_path / "changed"  # a new folder: selectors are cached per models folder
+    shutil.copytree(models, other)
+    (other / "gemm_half_h200" / "model.txt.gz").write_bytes(gzip.compress(changed, compresslevel=1, mtime=0))
+    _, used = _core.selector_pool(PROBLEMS[0], "h200", str(other), "fast")
     assert not used
 
 
 def test_refuses_held_out_problem_files(tmp_path):
     with pytest.raises(ValueError, match="held-out"):
         run(teacher(tmp_path, "v"), problems_file(tmp_path, "p_val.txt"))
+
+
+def test_slim_rewrites_an_old_teacher_and_restamps_its_student(tmp_path):
+    from tilepick import slim
+    models = teacher(tmp_path, "old")
+    run(models, problems_file(tmp_path))
+    folder = models / "gemm_half_h200"
+    text = gzip.open(folder / "model.txt.gz", "rt").read()
+    at = text.index("\nleaf_value=")
+    old = text[:at] + "\ninternal_count=7 3" + text[at:]  # a training statistic, as LightGBM writes them
+    (folder / "model.txt.gz").write_bytes(gzip.compress(old.encode(), mtime=0))
+    spec_path = folder / "fast" / "feature_spec.json"
+    spec = json.loads(spec_path.read_text())
+    spec["teacher_version"] = "gemm_half_h200@" + distill.fnv_hex16((folder / "model.txt.gz").read_bytes())  # bytes hash
+    spec_path.write_text(json.dumps(spec))
+    assert not _core.selector_pool(PROBLEMS[0], "h200", str(models), "fast")[1]
+    assert slim.main(["--models", str(models)]) == 0
+    assert gzip.open(folder / "model.txt.gz", "rt").read() == text
+    assert json.loads(spec_path.read_text())["teacher_version"] == _core.model_version(str(folder))
+    fresh = tmp_path / "fresh"  # selectors are cached per models folder
+    shutil.copytree(models, fresh)
+    assert _core.selector_pool(PROBLEMS[0], "h200", str(fresh), "fast")[1]
