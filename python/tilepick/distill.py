@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tilepick.train import model_file, prediction_text, read_model_text, write_text_gz
+from tilepick.train import model_file, prediction_text, write_text_gz
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM_FILES = "data/problems/sweep/*_train*.txt"
@@ -352,7 +352,7 @@ def distill(folder: Path, args) -> dict:
         (out / "candidates.txt").unlink()  # --no-set: the student scores the teacher's pool
     manifest = {
         "teacher": folder.name, "teacher_version": fast_spec["teacher_version"],
-        "teacher_text_fnv": fnv_hex16(read_model_text(folder).encode()), "teacher_bag": bag,
+        "teacher_text_fnv": fast_spec["teacher_version"].rsplit("@", 1)[1], "teacher_bag": bag,
         "problem_files": [str(f.resolve().relative_to(ROOT)) if f.resolve().is_relative_to(ROOT) else str(f)
                           for f in files],
         "problems": {"training": len(base), "random": len(problems) - len(base), "seed": args.seed},

@@ -36,8 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     # the teachers' versions before any rewrite (several folders may share one file)
     before = {}
     for f in folders:
-        path, text = model_file(f), read_model_text(f)
-        before[f] = {f"{f.name}@{fnv_hex16(text.encode())}", f"{f.name}@{fnv_hex16(path.read_bytes())}"}
+        before[f] = {_core.model_version(str(f)), f"{f.name}@{fnv_hex16(model_file(f).read_bytes())}"}
     done: set[Path] = set()
     for f in folders:
         path = model_file(f).resolve()
