@@ -141,37 +141,63 @@ TEST(GbdtBatch, NumericalForestsMatchPredictRowBitForBitAtEveryBatchSize) {
   }
 }
 
-// The rank form exists only where it is exact: at most 255 distinct thresholds per column and no
-// categorical split; elsewhere asking for it is refused and the values form scores.
-TEST(GbdtBatch, RankFormOnlyWhereEveryColumnHasAtMost255Thresholds) {
-  auto stump_forest = [](int trees) {
-    std::ostringstream m;
-    m.precision(17);
-    m << "tree\nversion=v4\nnum_class=1\nnum_tree_per_iteration=1\nmax_feature_idx=0\nobjective=regression\n"
-      << "feature_names=f0\n\n";
-    for (int t = 0; t < trees; ++t)
-      m << "Tree=" << t << "\nnum_leaves=2\nsplit_feature=0\nthreshold=" << 0.25 * t << "\ndecision_type=2\n"
-        << "left_child=-1\nright_child=-2\nleaf_value=" << t << " " << -0.5 * t << "\nshrinkage=1\n\n";
-    m << "end of trees\n";
-    return GbdtModel::parse(m.str());
+// LightGBM text of `trees` chains over feature 0, each of `leaves` leaves: internal node i splits at
+// a threshold of its own (tree t, node i: first + t * (leaves - 1) + i, times 0.25), its left child
+// is leaf i, its right child node i + 1 (the last one's is the last leaf).
+GbdtModel chain_forest(int trees, int leaves) {
+  std::ostringstream m;
+  m.precision(17);
+  m << "tree\nversion=v4\nnum_class=1\nnum_tree_per_iteration=1\nmax_feature_idx=0\nobjective=regression\n"
+    << "feature_names=f0\n\n";
+  auto list = [&](auto item) {
+    for (int i = 0; i < leaves - 1; ++i) m << (i ? " " : "") << item(i);
+    m << "\n";
   };
-  const GbdtModel at_limit = stump_forest(255), over = stump_forest(256);
-  EXPECT_TRUE(at_limit.has_rank_form());
-  EXPECT_FALSE(over.has_rank_form());
+  for (int t = 0; t < trees; ++t) {
+    m << "Tree=" << t << "\nnum_leaves=" << leaves << "\nsplit_feature=";
+    list([](int) { return 0; });
+    m << "threshold=";
+    list([&](int i) { return 0.25 * (t * (leaves - 1) + i); });
+    m << "decision_type=";
+    list([](int) { return 2; });
+    m << "left_child=";
+    list([](int i) { return -(i + 1); });
+    m << "right_child=";
+    list([&](int i) { return i + 1 < leaves - 1 ? i + 1 : -leaves; });
+    m << "leaf_value=";
+    for (int i = 0; i < leaves; ++i) m << (i ? " " : "") << 0.5 * t - 0.125 * i;
+    m << "\nshrinkage=1\n\n";
+  }
+  m << "end of trees\n";
+  return GbdtModel::parse(m.str());
+}
+
+// The rank form is exact: each segment of consecutive trees (one per booster of a bag) ranks against
+// at most 255 distinct thresholds per column, and every form equals predict_row bit for bit. Forests
+// that would need a segment for fewer than 64 trees, or have a categorical split, have no rank form:
+// asking for it is refused and the values form scores.
+TEST(GbdtBatch, RankFormSegmentsEveryColumnTo255Thresholds) {
+  const GbdtModel one_segment = chain_forest(255, 2), two_segments = chain_forest(256, 2),
+                  three_segments = chain_forest(600, 2), too_many = chain_forest(12, 128);
+  EXPECT_TRUE(one_segment.has_rank_form());
+  EXPECT_TRUE(two_segments.has_rank_form());
+  EXPECT_TRUE(three_segments.has_rank_form());
+  EXPECT_FALSE(too_many.has_rank_form());  // a new segment every second tree
   std::vector<double> rows;
-  for (int i = -2; i < 260; ++i) rows.push_back(0.25 * i), rows.push_back(0.25 * i + 0.1);
+  for (int i = -2; i < 1600; ++i) rows.push_back(0.25 * i), rows.push_back(0.25 * i + 0.1);
   rows.push_back(std::nan(""));
-  for (const GbdtModel* m : {&at_limit, &over}) {
+  for (const GbdtModel* m : {&one_segment, &two_segments, &three_segments, &too_many}) {
     std::vector<double> batch(rows.size());
     m->predict(rows.data(), rows.size(), 1, batch.data());
     for (std::size_t i = 0; i < rows.size(); ++i) ASSERT_TRUE(identical(batch[i], m->predict_row(&rows[i]))) << i;
-    if (m->has_rank_form()) {
-      m->predict(rows.data(), 16, 1, batch.data(), GbdtModel::EvalForm::ranks);
-      for (std::size_t i = 0; i < 16; ++i) ASSERT_TRUE(identical(batch[i], m->predict_row(&rows[i]))) << i;
+    if (!m->has_rank_form()) continue;
+    for (std::size_t n : {std::size_t{16}, rows.size()}) {
+      m->predict(rows.data(), n, 1, batch.data(), GbdtModel::EvalForm::ranks);
+      for (std::size_t i = 0; i < n; ++i) ASSERT_TRUE(identical(batch[i], m->predict_row(&rows[i]))) << i;
     }
   }
   double out = 0;
-  EXPECT_THROW(over.predict(rows.data(), 1, 1, &out, GbdtModel::EvalForm::ranks), Unsupported);
+  EXPECT_THROW(too_many.predict(rows.data(), 1, 1, &out, GbdtModel::EvalForm::ranks), Unsupported);
   std::mt19937_64 rng(5);
   bool categorical_seen = false;
   for (int round = 0; round < 20 && !categorical_seen; ++round) {

@@ -57,18 +57,23 @@ struct GbdtNode {
 static_assert(sizeof(GbdtNode) == 16);
 
 // The same forest with every threshold replaced by its rank among the distinct thresholds of its
-// column, for forests where each column has at most 255 of them (LightGBM's default max_bin keeps
-// it so), no general node and trees of at most 256 nodes. A value's rank is how many thresholds lie
-// below it (NaN: 255); "value <= threshold j" is then exactly "rank <= j", a byte compare, so 16 rows
-// are decided by one SSE2 compare and the nodes shrink to 4 bytes.
+// column within its segment: consecutive trees where each column has at most 255 of them (one
+// LightGBM booster with the default max_bin keeps it so; a bag of boosters binned apart takes one
+// segment each). For forests with no general node and trees of at most 256 nodes. A value's rank is
+// how many thresholds lie below it (NaN: 255); "value <= threshold j" is then exactly "rank <= j", a
+// byte compare, so 16 rows are decided by one SSE2 compare and the nodes shrink to 4 bytes.
 struct GbdtRankForest {
   static constexpr std::uint16_t kLeaf = 0xFFFF;
   struct Node {
     std::uint16_t slot;  // as GbdtNode::slot; kLeaf for a leaf
-    std::uint8_t rank;   // threshold index in its column; leaf: leaf index within its tree
+    std::uint8_t rank;   // threshold index in its column and segment; leaf: leaf index within its tree
     std::uint8_t right;  // right child - this node (the left child is the next node)
   };
-  std::vector<std::vector<double>> thresholds;  // per column, ascending, distinct
+  struct Segment {
+    std::size_t tree_begin, tree_end;
+    std::vector<std::vector<double>> thresholds;  // per column, ascending, distinct, at most 255
+  };
+  std::vector<Segment> segments;  // in tree order, covering every tree
   std::vector<Node> nodes;
   std::vector<std::int32_t> roots;      // per tree
   std::vector<std::uint32_t> leaf_base;  // per tree: its first entry in leaves

@@ -1,5 +1,5 @@
 // Evaluation over the rank form of the forest (gbdt_internal.hpp's GbdtRankForest). Each value is
-// turned into its rank among its column's thresholds once per call; the trees are then walked as in
+// turned into its rank among its column's thresholds once per segment; the trees are then walked as in
 // gbdt_batch.cpp (a group of rows as a bit mask, batch-constant columns decided once) but on byte
 // ranks and 4-byte nodes: a quarter of the forest's memory and one SSE2 compare per 16 rows. Every row
 // reaches the same leaf as LightGBM and sums its leaves in tree order from 0: bit-identical scores.
@@ -7,6 +7,8 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <set>
+#include <utility>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -21,6 +23,7 @@ constexpr std::uint8_t kNanRank = 255;  // above every threshold: "NaN <= t" is 
 constexpr std::size_t kMaxTreeNodes = 255;
 constexpr std::size_t kPrefetchAhead = 4;            // trees
 constexpr std::size_t kPrefetchMinNodes = 1u << 16;  // 256 KiB of nodes: smaller forests stay in cache
+constexpr std::size_t kMinTreesPerSegment = 64;      // more segments than that: ranks cost more than they save
 
 // How many thresholds lie below v (v not NaN): a branch-free lower bound.
 std::uint8_t rank_of(const std::vector<double>& thresholds, double v) {
@@ -60,25 +63,25 @@ Mask ranks_le(const std::uint8_t* rank, std::uint8_t j) {
 
 struct Workspace {
   std::vector<std::uint8_t> constant;  // per slot
-  std::vector<std::uint8_t> crank;     // per slot: the constant rank
+  std::vector<std::uint8_t> crank;     // per segment and slot: the constant rank
   std::vector<std::uint8_t> x;         // one group's ranks, slot by slot
   std::vector<std::uint32_t> varying;  // the columns that are not constant
   std::vector<GbdtPending> stack;
 };
 
+// The trees of segment `seg` over one group of g rows (ranks in ws.x), added to sum in tree order.
 template <std::size_t kGroup, class Mask>
-void eval_group(const GbdtRankForest& f, Workspace& ws, std::size_t g, double* out) {
+void eval_group(const GbdtRankForest& f, Workspace& ws, std::size_t seg, std::size_t g, double* sum) {
   static_assert(kGroup % 16 == 0 && kGroup <= 8 * sizeof(Mask));
   const Node* nodes = f.nodes.data();
   const std::uint8_t* constant = ws.constant.data();
-  const std::uint8_t* crank = ws.crank.data();
+  const std::uint8_t* crank = ws.crank.data() + seg * ws.constant.size();
   const std::uint8_t* x = ws.x.data();
   const Mask all = g >= 8 * sizeof(Mask) ? ~Mask{0} : (Mask{1} << g) - 1;
-  double sum[kGroup] = {};
   GbdtPending* stack = ws.stack.data();
-  const std::size_t trees = f.roots.size();
+  const std::size_t trees = f.roots.size(), end = f.segments[seg].tree_end;
   const bool prefetch = f.nodes.size() > kPrefetchMinNodes;
-  for (std::size_t t = 0; t < trees; ++t) {
+  for (std::size_t t = f.segments[seg].tree_begin; t < end; ++t) {
     if (prefetch && t + kPrefetchAhead + 1 < trees)
       for (std::int32_t p = f.roots[t + kPrefetchAhead]; p < f.roots[t + kPrefetchAhead + 1]; p += 16)
         __builtin_prefetch(nodes + p);
@@ -104,10 +107,10 @@ void eval_group(const GbdtRankForest& f, Workspace& ws, std::size_t g, double* o
                         right, stack, top);
     }
   }
-  for (std::size_t r = 0; r < g; ++r) out[r] = sum[r];
 }
 
-// The group's ranks of the varying columns, row by row (the rows are row-major), 3 versions each.
+// Per group of rows and per segment: the group's ranks of the varying columns, row by row (the rows
+// are row-major), 3 versions each, then that segment's trees; sums carried across segments.
 template <std::size_t kGroup, class Mask>
 void predict_groups(const GbdtForest& f, Workspace& ws, const double* rows, std::size_t n_rows, std::size_t n_cols,
                     const std::vector<std::uint32_t>& varying, double* out) {
@@ -117,21 +120,25 @@ void predict_groups(const GbdtForest& f, Workspace& ws, const double* rows, std:
   std::uint8_t* x = ws.x.data();
   for (std::size_t base = 0; base < n_rows; base += kGroup) {
     const std::size_t g = std::min(kGroup, n_rows - base);
-    for (std::size_t r = 0; r < g; ++r) {
-      const double* row = rows + (base + r) * n_cols;
-      for (const std::uint32_t j : varying) {
-        const double v = gbdt_zero_band(row[f.columns[j]]);
-        const std::vector<double>& thresholds = rf.thresholds[j];
-        if (!std::isnan(v)) [[likely]] {
-          const std::uint8_t rank = rank_of(thresholds, v);
-          x[j * kGroup + r] = x[(width + j) * kGroup + r] = x[(2 * width + j) * kGroup + r] = rank;
-        } else {
-          for (std::size_t version = 0; version < 3; ++version)
-            x[(version * width + j) * kGroup + r] = version_rank(thresholds, v, version);
+    double sum[kGroup] = {};
+    for (std::size_t seg = 0; seg < rf.segments.size(); ++seg) {
+      for (std::size_t r = 0; r < g; ++r) {
+        const double* row = rows + (base + r) * n_cols;
+        for (const std::uint32_t j : varying) {
+          const double v = gbdt_zero_band(row[f.columns[j]]);
+          const std::vector<double>& thresholds = rf.segments[seg].thresholds[j];
+          if (!std::isnan(v)) [[likely]] {
+            const std::uint8_t rank = rank_of(thresholds, v);
+            x[j * kGroup + r] = x[(width + j) * kGroup + r] = x[(2 * width + j) * kGroup + r] = rank;
+          } else {
+            for (std::size_t version = 0; version < 3; ++version)
+              x[(version * width + j) * kGroup + r] = version_rank(thresholds, v, version);
+          }
         }
       }
+      eval_group<kGroup, Mask>(rf, ws, seg, g, sum);
     }
-    eval_group<kGroup, Mask>(rf, ws, g, out + base);
+    for (std::size_t r = 0; r < g; ++r) out[base + r] = sum[r];
   }
 }
 
@@ -139,56 +146,77 @@ void predict_groups(const GbdtForest& f, Workspace& ws, const double* rows, std:
 
 std::shared_ptr<const GbdtRankForest> gbdt_build_rank_forest(const GbdtForest& f) {
   if (!f.general.empty()) return nullptr;
-  const std::size_t width = f.columns.size();
+  const std::size_t width = f.columns.size(), trees = f.roots.size();
   if (3 * width >= GbdtRankForest::kLeaf) return nullptr;
   auto rf = std::make_shared<GbdtRankForest>();
-  rf->thresholds.resize(width);
   std::vector<std::size_t> ends(f.roots.begin() + 1, f.roots.end());
   ends.push_back(f.nodes.size());
-  for (std::size_t i = 0; i < f.nodes.size(); ++i)
-    if (f.nodes[i].right != static_cast<std::int32_t>(i))
-      rf->thresholds[static_cast<std::size_t>(f.nodes[i].slot) % width].push_back(f.nodes[i].value);
-  for (auto& t : rf->thresholds) {
-    std::sort(t.begin(), t.end());
-    t.erase(std::unique(t.begin(), t.end()), t.end());
-    if (t.size() > 255) return nullptr;
-  }
-  for (std::size_t t = 0; t < f.roots.size(); ++t) {
+  // Segments: the longest runs of trees whose columns keep at most 255 distinct thresholds.
+  std::vector<std::set<double>> open(width);  // the open segment's thresholds per column
+  std::size_t open_begin = 0;
+  auto close = [&](std::size_t end) {
+    GbdtRankForest::Segment seg{open_begin, end, std::vector<std::vector<double>>(width)};
+    for (std::size_t j = 0; j < width; ++j) seg.thresholds[j].assign(open[j].begin(), open[j].end());
+    rf->segments.push_back(std::move(seg));
+    open.assign(width, {});
+    open_begin = end;
+  };
+  std::vector<std::pair<std::size_t, double>> splits;  // one tree's (column, threshold)
+  for (std::size_t t = 0; t < trees; ++t) {
     const auto begin = static_cast<std::size_t>(f.roots[t]);
     if (ends[t] - begin > kMaxTreeNodes) return nullptr;
-    rf->roots.push_back(static_cast<std::int32_t>(begin));
-    rf->leaf_base.push_back(static_cast<std::uint32_t>(rf->leaves.size()));
-    std::uint8_t leaf = 0;
-    for (std::size_t i = begin; i < ends[t]; ++i) {
-      const GbdtNode& n = f.nodes[i];
-      if (n.right == static_cast<std::int32_t>(i)) {
-        rf->nodes.push_back({GbdtRankForest::kLeaf, leaf++, 0});
-        rf->leaves.push_back(n.value);
-        continue;
-      }
-      const std::vector<double>& column = rf->thresholds[static_cast<std::size_t>(n.slot) % width];
-      const auto rank = std::lower_bound(column.begin(), column.end(), n.value) - column.begin();
-      rf->nodes.push_back({static_cast<std::uint16_t>(n.slot), static_cast<std::uint8_t>(rank),
-                           static_cast<std::uint8_t>(static_cast<std::size_t>(n.right) - i)});
-    }
+    splits.clear();
+    for (std::size_t i = begin; i < ends[t]; ++i)
+      if (f.nodes[i].right != static_cast<std::int32_t>(i))
+        splits.emplace_back(static_cast<std::size_t>(f.nodes[i].slot) % width, f.nodes[i].value);
+    std::sort(splits.begin(), splits.end());
+    splits.erase(std::unique(splits.begin(), splits.end()), splits.end());
+    std::vector<std::size_t> added(width, 0);
+    bool fits = true;
+    for (const auto& [j, v] : splits)
+      if (!open[j].contains(v)) fits = fits && open[j].size() + ++added[j] <= 255;
+    if (!fits) close(t);
+    for (const auto& [j, v] : splits) open[j].insert(v);
   }
+  close(trees);
+  if (rf->segments.size() > 1 + trees / kMinTreesPerSegment) return nullptr;
+  for (const auto& seg : rf->segments)
+    for (std::size_t t = seg.tree_begin; t < seg.tree_end; ++t) {
+      const auto begin = static_cast<std::size_t>(f.roots[t]);
+      rf->roots.push_back(static_cast<std::int32_t>(begin));
+      rf->leaf_base.push_back(static_cast<std::uint32_t>(rf->leaves.size()));
+      std::uint8_t leaf = 0;
+      for (std::size_t i = begin; i < ends[t]; ++i) {
+        const GbdtNode& n = f.nodes[i];
+        if (n.right == static_cast<std::int32_t>(i)) {
+          rf->nodes.push_back({GbdtRankForest::kLeaf, leaf++, 0});
+          rf->leaves.push_back(n.value);
+          continue;
+        }
+        const std::vector<double>& column = seg.thresholds[static_cast<std::size_t>(n.slot) % width];
+        const auto rank = std::lower_bound(column.begin(), column.end(), n.value) - column.begin();
+        rf->nodes.push_back({static_cast<std::uint16_t>(n.slot), static_cast<std::uint8_t>(rank),
+                             static_cast<std::uint8_t>(static_cast<std::size_t>(n.right) - i)});
+      }
+    }
   return rf;
 }
 
 void gbdt_predict_ranks(const GbdtForest& f, const double* rows, std::size_t n_rows, std::size_t n_cols, double* out) {
   const GbdtRankForest& rf = *f.ranks;
   const std::vector<int>& columns = f.columns;
-  const std::size_t width = columns.size();
+  const std::size_t width = columns.size(), slots = 3 * width;
   thread_local Workspace ws;
-  ws.constant.assign(3 * width, 0);
-  ws.crank.assign(3 * width, 0);
+  ws.constant.assign(slots, 0);
+  ws.crank.assign(rf.segments.size() * slots, 0);
   ws.stack.resize(f.max_depth + 1);
   for (std::size_t j = 0; j < width; ++j) {
     double first = 0;
     const bool constant = gbdt_constant_column(rows, n_rows, n_cols, static_cast<std::size_t>(columns[j]), &first);
     for (std::size_t version = 0; version < 3; ++version) {
       ws.constant[version * width + j] = constant;
-      ws.crank[version * width + j] = version_rank(rf.thresholds[j], first, version);
+      for (std::size_t seg = 0; seg < rf.segments.size(); ++seg)
+        ws.crank[seg * slots + version * width + j] = version_rank(rf.segments[seg].thresholds[j], first, version);
     }
   }
   std::vector<std::uint32_t>& varying = ws.varying;
