@@ -34,19 +34,19 @@ def problems_of(path: str) -> list[str]:
     return out
 
 
-def ranked(problems: list[str], models: str, k: int, modes: list[str]) -> dict[str, list[str]]:
+def ranked(problems: list[str], models: str, k: int, modes: list[str], arch: str = "h200") -> dict[str, list[str]]:
     """problem -> [canonical problem, top-k configs of each selection mode...], from a fresh process per
     mode (the default selector reads TILEPICK_MODELS_DIR and TILEPICK_SELECT once)."""
     out: dict[str, list[str]] = {}
     for mode in modes:
-        for p, c in ranked_one(problems, models, k, mode).items():
+        for p, c in ranked_one(problems, models, k, mode, arch).items():
             out[p] = list(dict.fromkeys(out.get(p, c[:1]) + c[1:]))
     return out
 
 
-def ranked_one(problems: list[str], models: str, k: int, mode: str) -> dict[str, list[str]]:
+def ranked_one(problems: list[str], models: str, k: int, mode: str, arch: str = "h200") -> dict[str, list[str]]:
     code = ("import sys, json; from tilepick import _core\n"
-            "for p in json.load(sys.stdin): s = _core.select(p, 'h200', %d); print(json.dumps([p, [s['problem']] + [t['config'] for t in s['top']]]))" % k)
+            "for p in json.load(sys.stdin): s = _core.select(p, %r, %d); print(json.dumps([p, [s['problem']] + [t['config'] for t in s['top']]]))" % (arch, k))
     env = dict(os.environ, TILEPICK_MODELS_DIR=models, TILEPICK_SELECT=mode, PYTHONPATH=str(ROOT / "python"))
     import json
     res = subprocess.run([sys.executable, "-c", code], input=json.dumps(problems), text=True, env=env,

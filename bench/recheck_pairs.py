@@ -5,8 +5,10 @@ choice timed on the same GPU minutes apart, free of the min-over-noisy-records b
 (docs/selection.md, "The misses are real: a same-run recheck"). Output: 'problem|config' lines.
 
 usage: python bench/recheck_pairs.py --records R.csv.gz... [-m 8] [--band 0.05] [--cap 16] [-k 4]
-       [--models DIR...] [--ops fwd bwd_data ...] [--problems FILE] --out PAIRS.txt[.gz]
-Several --models folders (a candidate beside the shipped one) give the union of their first K."""
+       [--models DIR...] [--ops fwd bwd_data ...] [--problems FILE] [--arch A] --out PAIRS.txt[.gz]
+Several --models folders (a candidate beside the shipped one) give the union of their first K; an empty
+folder gives the analytic fallback's. --arch: the arch spec the models select for (another device than the
+records' one: a transfer check, e.g. h100_sxm with models whose feature_spec.json "serves" it)."""
 import argparse
 import sys
 from pathlib import Path
@@ -41,12 +43,13 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=[str(ROOT.parent / "models")])
     ap.add_argument("--ops", nargs="*", default=[], help="only problems of these ops (gemm, fwd, bwd_data, bwd_weight)")
     ap.add_argument("--problems", help="only the problems listed in this file (one per line)")
+    ap.add_argument("--arch", default="h200", help="arch spec the models select for")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     rec = recorded_best(a.records, a.m, a.band, a.cap)
     only = set(Path(a.problems).read_text().splitlines()) if a.problems else None
     problems = sorted(p for p in rec if (not a.ops or p.split()[0] in a.ops) and (only is None or p in only))
-    tops = [ranked(problems, m, a.k, ["fast", "full"]) for m in a.models]
+    tops = [ranked(problems, m, a.k, ["fast", "full"], a.arch) for m in a.models]
     n = 0
     with open_out(a.out) as f:
         for p in problems:

@@ -8,7 +8,11 @@
 //                                               "score": "higher_is_better" | "lower_is_better",
 //                                               optional "model_file": a model file relative to the
 //                                               folder instead of model.txt.gz, e.g. the conv
-//                                               directions' shared ../conv_half_h200.model.txt.gz}
+//                                               directions' shared ../conv_half_h200.model.txt.gz,
+//                                               optional "serves": other arch spec names the model
+//                                               selects for where no model of their own exists, each
+//                                               validated by measurements on that device (manifest
+//                                               "serves_eval")}
 //   models/<name>/manifest.json                free-form training record (optional "eval" thresholds)
 //   models/<name>/candidates.txt               optional pruned pool (python -m tilepick.prune): '#'
 //                                               comments, then one config per line (align=auto form);
@@ -66,6 +70,7 @@ struct ModelSpec {
   std::string version;          // "<name>@<FNV-1a 64 of the model file's bytes>": plan caches key on it
   std::string model_file;       // feature_spec "model_file" (relative to dir; the conv directions of a
                                 // pooled model share one file) or dir/model.txt.gz, else dir/model.txt
+  std::vector<std::string> serves;  // feature_spec "serves": arch spec names it also selects for
 };
 
 // The pool form of a config: align reset to auto (sm80 family; dw configs have no align), so a
@@ -187,7 +192,8 @@ class Selector {
   // selector stays full); automatic: the selector's mode.
   Selection select(const Problem& p, const ArchSpec& arch, int k, ScoreMode mode = ScoreMode::automatic) const;
 
-  // The usable model for (op, dtype family, arch name), or nullptr with the reason in *why.
+  // The usable model for (op, dtype family, arch name), or nullptr with the reason in *why: one trained
+  // for the arch, else one whose "serves" lists it (features are still computed for `arch`).
   const ModelEntry* model_for(const Problem& p, const ArchSpec& arch, std::string* why = nullptr) const;
   const std::vector<ModelEntry>& models() const { return models_; }
   const std::string& models_dir() const { return dir_; }

@@ -88,6 +88,11 @@ ModelSpec parse_spec(const fs::path& dir) {
   s.higher_is_better = score == "higher_is_better";
   if (fs::exists(dir / "manifest.json")) s.manifest = read_json_file(dir / "manifest.json");
   s.model_file = model_file_in(j, dir);
+  s.serves = j.contains("serves") ? required<std::vector<std::string>>(j, "serves", path) : std::vector<std::string>{};
+  for (const auto& arch : s.serves)
+    if (std::none_of(default_arch_specs().begin(), default_arch_specs().end(),
+                     [&](const ArchSpec& a) { return a.name == arch; }))
+      throw ParseError(arch, path.string() + ": 'serves' names '" + arch + "', which is not an arch spec (tilepick arch list)");
   return s;
 }
 
@@ -273,10 +278,14 @@ const Selector& Selector::default_selector() {
 const ModelEntry* Selector::model_for(const Problem& p, const ArchSpec& arch, std::string* why) const {
   const std::string op = op_name(p), family = dtype_family(p);
   const ModelEntry* refused = nullptr;
-  for (const auto& m : models_) {
-    if (m.spec.op != op || m.spec.dtype_family != family || m.spec.arch != arch.name) continue;
-    if (m.usable()) return &m;  // folders are in name order: the first usable one wins
-    if (!refused) refused = &m;
+  for (const bool own : {true, false}) {
+    for (const auto& m : models_) {
+      const bool fits = own ? m.spec.arch == arch.name
+                            : std::find(m.spec.serves.begin(), m.spec.serves.end(), arch.name) != m.spec.serves.end();
+      if (m.spec.op != op || m.spec.dtype_family != family || !fits) continue;
+      if (m.usable()) return &m;  // folders are in name order: the first usable one wins
+      if (!refused) refused = &m;
+    }
   }
   if (why)
     *why = refused ? refused->rejected
