@@ -4,14 +4,16 @@
 # the H200 graph records' fastest 5 (plus any within 3%, at most 8), the models' first 4 selecting for
 # h100_sxm (fast and full) and the analytic fallback's first choice there (bench/sweep/h100_transfer_val.txt.gz,
 # bench/recheck_pairs.py --arch h100_sxm), CUDA-graph timed, no vendor rows, one time-boxed, resumable sweep
-# (stored as data/sweeps/h100-graph/transfer_val.csv.gz). RESUME=FILE starts from an earlier call's records.
-# Refuses to run on anything but an H100 SXM (the records must be of one device kind).
-#   BUDGET_S=570 [RESUME=data/sweeps/h100-graph/transfer_val.csv.gz] bash bench/h100_transfer_gpu.sh
+# (stored as data/sweeps/h100-graph/transfer_val.csv.gz). LIST=h100_transfer_val2: the rest of conv_val2 and
+# the f16 held-out sets (gemm_val_f16, conv_val_f16) the same way (transfer_val2.csv.gz). RESUME=FILE starts
+# from an earlier call's records. Refuses to run on anything but an H100 SXM (one device kind per file).
+#   BUDGET_S=570 [LIST=h100_transfer_val2] [RESUME=data/sweeps/h100-graph/transfer_val.csv.gz] bash bench/h100_transfer_gpu.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 [ "$gpu" = "NVIDIA H100 80GB HBM3" ] || { echo "h100_transfer_gpu: this GPU is '$gpu', not an H100 SXM"; exit 3; }
 source bench/gpu_session.sh
 build_cli
-[ -n "${RESUME:-}" ] && cp "$RESUME" "$W/h100_transfer_val.csv.gz"
-timed_sweep h100_transfer_val $(( $(left) - 10 )) --pairs bench/sweep/h100_transfer_val.txt.gz --no-vendor
+list=${LIST:-h100_transfer_val}
+[ -n "${RESUME:-}" ] && cp "$RESUME" "$W/$list.csv.gz"
+timed_sweep "$list" $(( $(left) - 10 )) --pairs "bench/sweep/$list.txt.gz" --no-vendor

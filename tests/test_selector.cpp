@@ -178,6 +178,46 @@ TEST_F(SelectorTest, LoadsAFolderAndRanksEveryLegalCandidateWithTheModel) {
   for (std::size_t i = 0; i < 5; ++i) EXPECT_EQ(top5[i].text, ranked[i].text);
 }
 
+// "serves": a model selects for another arch spec where none of its own exists, with that arch's
+// features; a model of the arch itself comes first; an unknown arch name refuses the folder.
+TEST_F(SelectorTest, AModelServesTheArchsItListsAfterTheArchsOwnModels) {
+  nlohmann::json spec = spec_json();
+  spec["serves"] = {"h100_sxm"};
+  write_model("gemm_half_h200", model_text(base_trees()), spec);
+  const Problem p = parse_problem(kPoolProblem);
+  const ArchSpec &h100 = test::arch("h100_sxm"), &a100 = test::arch("a100_sxm");
+  {
+    Selector sel(models());
+    const ModelEntry* m = sel.model_for(p, h100);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->spec.name, "gemm_half_h200");
+    std::string why;
+    EXPECT_EQ(sel.model_for(p, a100, &why), nullptr);
+    EXPECT_NE(why.find("no model for gemm half a100_sxm"), std::string::npos) << why;
+    const Selection s = sel.select(p, h100, 3);
+    EXPECT_TRUE(s.from_model);
+    EXPECT_EQ(s.source, "model:gemm_half_h200");
+    EXPECT_EQ(s.pool_size, Registry::default_registry().lookup(p, h100).size());
+  }
+  nlohmann::json own = spec_json();
+  own["arch"] = "h100_sxm";
+  write_model("gemm_half_zz_h100", model_text(base_trees()), own);  // after gemm_half_h200 by name
+  {
+    Selector sel(models());
+    ASSERT_NE(sel.model_for(p, h100), nullptr);
+    EXPECT_EQ(sel.model_for(p, h100)->spec.name, "gemm_half_zz_h100");  // its own arch wins
+    EXPECT_EQ(sel.model_for(p, test::arch("h200"))->spec.name, "gemm_half_h200");
+  }
+  spec["serves"] = {"h100_sxm", "h999"};
+  write_model("gemm_half_h200", model_text(base_trees()), spec);
+  Selector bad(models());
+  for (const auto& m : bad.models())
+    if (m.spec.name == "gemm_half_h200") {
+      EXPECT_FALSE(m.usable());
+      EXPECT_NE(m.rejected.find("'serves' names 'h999', which is not an arch spec"), std::string::npos) << m.rejected;
+    }
+}
+
 TEST_F(SelectorTest, ConcurrentRankingMatchesSerial) {
   write_model("gemm_half_h200", model_text(base_trees()), spec_json());
   const Selector sel(models());

@@ -83,14 +83,19 @@ std::string check_thresholds(const EvalArgs& a, const eval::EvalReport& r, const
   }
   if (!a.manifest_thresholds) return failures;
   for (const auto& m : selector.models()) {
-    if (!m.usable() || !m.spec.manifest.is_object() || !m.spec.manifest.contains("eval")) continue;
+    // The model's own arch: manifest "eval"; an arch it serves: manifest "serves_eval"[arch].
+    const nlohmann::json& manifest = m.spec.manifest;
+    const bool own = r.arch == m.spec.arch;
+    if (!m.usable() || !manifest.is_object()) continue;
+    if (own ? !manifest.contains("eval") : !(manifest.contains("serves_eval") && manifest["serves_eval"].contains(r.arch)))
+      continue;
     const std::string group = "source=model:" + m.spec.name;
     const eval::GroupEval* g = eval::find_group(r, group);
     if (!g) {
       std::cout << "eval: manifest thresholds of " << m.spec.name << " not checked: no problem used the model\n";
       continue;
     }
-    const auto& t = m.spec.manifest["eval"];
+    const auto& t = own ? manifest["eval"] : manifest["serves_eval"][r.arch];
     const std::pair<const char*, double> stats[] = {{"mean", g->model.mean}, {"median", g->model.median},
                                                      {"p10", g->model.p10},   {"p1", g->model.p1},
                                                      {"min", g->model.min},   {"top1", g->model.top1},
@@ -179,7 +184,8 @@ void add_eval_commands(CLI::App& app) {
   cmd->add_option("--min-mean", args->min_mean, "exit 2 when an op's mean model efficiency is below this");
   cmd->add_option("--min-p10", args->min_p10, "exit 2 when an op's P10 model efficiency is below this");
   cmd->add_flag("--manifest-thresholds", args->manifest_thresholds,
-                "also check each model's manifest.json \"eval\" numbers on the problems it chose for");
+                "also check each model's manifest.json \"eval\" numbers (\"serves_eval\".<arch> for an arch it "
+                "serves) on the problems it chose for");
   cmd->add_option("--margin", args->margin, "tolerance subtracted from manifest thresholds")->capture_default_str();
   cmd->add_flag("--no-plot", args->no_plot, "do not run python3 -m tilepick.eval_plot");
   cmd->add_option("--timed-k", args->timed_k,

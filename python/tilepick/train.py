@@ -385,7 +385,8 @@ def train_group(names, df, X, args, header, out_dir, val=None):
 
 def stamp_eval(models_dir: Path, eval_json: str) -> None:
     """Copies each model's held-out numbers from `tilepick eval --out` (eval.json) into its manifest
-    "eval", the floor that ctest shipped_models_eval holds the shipped models to."""
+    "eval", the floor that ctest shipped_models_eval holds the shipped models to. Records of another
+    device than the model's arch (one its feature_spec.json "serves") go to "serves_eval"[arch]."""
     report = json.loads(Path(eval_json).read_text())
     groups = {g["name"]: g["model"] for g in report["groups"]}
     for manifest_path in sorted(models_dir.glob("*/manifest.json")):
@@ -393,10 +394,14 @@ def stamp_eval(models_dir: Path, eval_json: str) -> None:
         if g is None:
             continue
         manifest = json.loads(manifest_path.read_text())
-        manifest["eval"] = {k: round(g[k], 6) for k in ("mean", "p10", "min")}
-        manifest["eval_records"] = report["records"]
+        spec = json.loads((manifest_path.parent / "feature_spec.json").read_text())
+        numbers = {k: round(g[k], 6) for k in ("mean", "p10", "min")}
+        if report["arch"] == spec["arch"]:
+            manifest["eval"], manifest["eval_records"] = numbers, report["records"]
+        else:
+            manifest.setdefault("serves_eval", {})[report["arch"]] = {**numbers, "records": report["records"]}
         manifest_path.write_text(json.dumps(manifest, indent=1, default=str) + "\n")
-        print(f"{manifest_path}: eval {manifest['eval']}")
+        print(f"{manifest_path}: eval on {report['arch']} {numbers}")
 
 
 def parse_param(text: str) -> tuple[str, float | int]:

@@ -156,14 +156,23 @@ def test_stamp_eval_copies_each_models_held_out_numbers(tmp_path):
     for name in ("gemm_half_h200", "conv_fwd_half_h200"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "manifest.json").write_text(json.dumps({"rows": 1}))
+        (tmp_path / name / "feature_spec.json").write_text(json.dumps({"arch": "h200", "serves": ["h100_sxm"]}))
     stats = {"mean": 0.97123456, "p10": 0.9, "min": 0.8, "median": 0.99}
-    report = {"records": ["v.csv.gz"], "groups": [{"name": "all", "model": stats},
-                                                  {"name": "source=model:gemm_half_h200", "model": stats}]}
+    report = {"arch": "h200", "records": ["v.csv.gz"], "groups": [{"name": "all", "model": stats},
+                                                                  {"name": "source=model:gemm_half_h200", "model": stats}]}
     (tmp_path / "eval.json").write_text(json.dumps(report))
     assert train.main(["--stamp-eval", str(tmp_path / "eval.json"), "--out", str(tmp_path)]) == 0
     gemm = json.loads((tmp_path / "gemm_half_h200" / "manifest.json").read_text())
     assert gemm["eval"] == {"mean": 0.971235, "p10": 0.9, "min": 0.8} and gemm["eval_records"] == ["v.csv.gz"]
     assert "eval" not in json.loads((tmp_path / "conv_fwd_half_h200" / "manifest.json").read_text())
+    # Records of a device the model serves: its own floors stay, that arch gets its own.
+    other = {**report, "arch": "h100_sxm", "records": ["h100.csv.gz"],
+             "groups": [{"name": "source=model:gemm_half_h200", "model": {**stats, "mean": 0.95}}]}
+    (tmp_path / "eval.json").write_text(json.dumps(other))
+    assert train.main(["--stamp-eval", str(tmp_path / "eval.json"), "--out", str(tmp_path)]) == 0
+    gemm = json.loads((tmp_path / "gemm_half_h200" / "manifest.json").read_text())
+    assert gemm["eval"]["mean"] == 0.971235
+    assert gemm["serves_eval"] == {"h100_sxm": {"mean": 0.95, "p10": 0.9, "min": 0.8, "records": ["h100.csv.gz"]}}
 
 
 @pytest.mark.skipif(not CLI, reason="needs TILEPICK_CLI")
