@@ -209,6 +209,25 @@ TEST(Heuristic, SplitKWinsForADeepReduction) {
   EXPECT_GE(heuristic_score(p, pool[order[0]], h200()), heuristic_score(p, pool[order.back()], h200()));
 }
 
+TEST(Heuristic, PipelineStagesHideLoadLatency) {
+  // Few blocks and a long K loop: each iteration waits for its loads unless the stages hide them.
+  Problem p = parse_problem("gemm rcr m256 n256 k8192 bf16");
+  KernelConfig two = parse_config("fam=sm80 tile=64x64x64 warps=2x2 stages=2");
+  KernelConfig four = parse_config("fam=sm80 tile=64x64x64 warps=2x2 stages=4");
+  ASSERT_TRUE(legal(p, four, h200()));
+  EXPECT_GT(heuristic_score(p, four, h200()), 1.5 * heuristic_score(p, two, h200()));
+  // The same pair has one roofline estimate: the features do not see the difference.
+  EXPECT_DOUBLE_EQ(features(p, two, h200()).at("est_time_us"), features(p, four, h200()).at("est_time_us"));
+}
+
+TEST(Heuristic, SerialSplitKWaitsForEachSlice) {
+  Problem p = parse_problem("gemm rcr m64 n64 k65536 bf16");
+  KernelConfig serial = parse_config("fam=sm80 tile=64x64x64 warps=2x2 stages=4 splitk=16 skmode=serial");
+  KernelConfig parallel = parse_config("fam=sm80 tile=64x64x64 warps=2x2 stages=4 splitk=16 skmode=parallel");
+  ASSERT_TRUE(legal(p, serial, h200()));
+  EXPECT_GT(heuristic_score(p, parallel, h200()), heuristic_score(p, serial, h200()));
+}
+
 TEST(Heuristic, IllegalResourcesScoreZero) {
   // About 392 registers per thread: no block fits, nothing runs.
   Problem p = parse_problem("gemm rcr m4096 n4096 k4096 f16");

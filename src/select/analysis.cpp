@@ -16,9 +16,6 @@ using i64 = std::int64_t;
 
 double cdiv(double a, double b) { return std::ceil(a / b); }
 
-constexpr double kLaunchSeconds = 3e-6;       // one kernel launch, as seen from the stream
-constexpr double kMmaSyncOnWgmmaArch = 0.6;   // mma.sync reaches about 60% of Hopper's tensor peak
-constexpr double kWarpsToSaturateMma = 8;   // two warps per SM sub-partition keep the tensor cores busy
 constexpr double kWarpsToSaturateSimt = 16; // latency-bound FMA loops need more
 constexpr int kSmemReservedPerBlock = 1024;   // the driver's per-block shared-memory reservation (sm_80+)
 

@@ -11,6 +11,10 @@
 
 namespace tilepick::select {
 
+inline constexpr double kLaunchSeconds = 3e-6;       // one kernel launch, as seen from the stream
+inline constexpr double kMmaSyncOnWgmmaArch = 0.6;   // mma.sync reaches about 60% of Hopper's tensor peak
+inline constexpr double kWarpsToSaturateMma = 8;     // two warps per SM sub-partition keep the tensor cores busy
+
 // Config-independent terms of a problem (computed once per problem in batches).
 struct ProblemTerms {
   GemmView view{1, 1, 1, 1};  // GEMM or implicit-GEMM view (batch = groups for conv)
