@@ -1,12 +1,15 @@
-"""The analytic fallback's first choice over every measured config of each problem, against the fastest
-measured (records with every legal config measured, such as data/sweeps/h200/gemm_train_full.csv.gz, give its
-whole-pool efficiency; sampled records only bound it from above). The fallback is tilepick's own
-(`_core.heuristic_scores`); the arch is the records' unless --arch is given.
+"""The analytic fallback's first choice against the fastest measured config of each problem. By default it
+chooses among the measured configs (records with every legal config measured, such as
+data/sweeps/h200/gemm_train_full.csv.gz, give its whole-pool efficiency; sampled records only bound it from
+above). --whole-pool: it chooses over the whole legal pool, as selection does, and the choice must be among
+the records (bench/fallback_pairs.py lists them). --roofline: also the fallback before 2026-11-25 (the smallest
+roofline estimate, the est_time_us feature). Ties go to the smaller config string, as in the selector.
 
-  PYTHONPATH=python python3 bench/fallback_eval.py data/sweeps/h200/gemm_train_full.csv.gz [--arch h200] [--worst 5]
+  PYTHONPATH=python python3 bench/fallback_eval.py RECORDS.csv.gz... [--arch A] [--whole-pool] [--roofline] [--worst 5]
 """
 import argparse
 import sys
+from collections import defaultdict
 
 import numpy as np
 
@@ -14,26 +17,55 @@ from tilepick import _core
 from tilepick.records import read_records
 
 
+def first(configs: list[str], scores: np.ndarray) -> str:
+    """The best-scored config, ties by config string (NaN never wins)."""
+    s = np.where(np.isnan(scores), -np.inf, scores)
+    return min(c for c, v in zip(configs, s) if v == s.max())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("records", nargs="+")
     ap.add_argument("--arch", default="")
-    ap.add_argument("--worst", type=int, default=0, help="print the N worst problems")
+    ap.add_argument("--whole-pool", action="store_true")
+    ap.add_argument("--roofline", action="store_true")
+    ap.add_argument("--worst", type=int, default=0, help="print the N worst problems of the current fallback")
     a = ap.parse_args()
     header, df = read_records(a.records)
     arch = a.arch or (header.get("devices") or [{}])[0].get("arch", "h200")
     df = df[(df.status == "ok") & ~df.config.str.startswith("vendor=")]
-    best = df.groupby(["problem", "config"]).median_us.min().reset_index()
-    rows = []
-    for p, g in best.groupby("problem"):
-        s = np.asarray(_core.heuristic_scores(p, list(g.config), arch))
-        i = int(np.argmax(s))
-        rows.append((g.median_us.min() / g.median_us.values[i], p, g.config.values[i], len(g)))
-    e = np.array([r[0] for r in rows])
-    print(f"arch {arch}: {len(e)} problems, {np.mean([r[3] for r in rows]):.0f} configs each: fallback first choice "
-          f"mean {e.mean():.3f} median {np.median(e):.3f} p10 {np.quantile(e, .1):.3f} min {e.min():.3f}")
-    for r in sorted(rows)[:a.worst]:
-        print(f"  {r[0]:.3f} {r[1]} | {r[2]}")
+    times = df.groupby(["problem", "config"]).median_us.min()
+    est = list(_core.feature_names()).index("est_time_us")
+    rules = {"fallback": lambda p, pool: first(pool, np.asarray(_core.heuristic_scores(p, pool, arch)))}
+    if a.roofline:
+        rules["roofline"] = lambda p, pool: first(
+            pool, -_core.features_batch([p] * len(pool), pool, arch, 1)[:, est])
+    eff, missing, worst = defaultdict(lambda: defaultdict(list)), defaultdict(int), []
+    for p, t in times.groupby(level=0):
+        t = t.droplevel(0)
+        pool = list(_core.legal_configs(p, arch)) if a.whole_pool else list(t.index)
+        op = p.split()[0] + (" " + p.split()[-1] if p.startswith("gemm") else "")
+        for name, rule in rules.items():
+            pick = rule(p, pool)
+            if pick not in t.index:
+                missing[name] += 1
+                continue
+            e = t.min() / t[pick]
+            eff[name][op].append(e)
+            eff[name]["all"].append(e)
+            if name == "fallback":
+                worst.append((e, p, pick))
+    print(f"arch {arch}, {len(times)} records of {times.index.get_level_values(0).nunique()} problems, "
+          f"{'whole legal pool' if a.whole_pool else 'measured configs'}; mean / median / p10 / min (n)")
+    for name in rules:
+        for op, e in sorted(eff[name].items()):
+            e = np.array(e)
+            print(f"  {name:9s} {op:18s} {e.mean():.3f} / {np.median(e):.3f} / {np.quantile(e, .1):.3f} / {e.min():.3f} "
+                  f"({len(e)})")
+        if missing[name]:
+            print(f"  {name:9s} first choice not measured on {missing[name]} problems")
+    for e, p, c in sorted(worst)[:a.worst]:
+        print(f"  {e:.3f} {p} | {c}")
     return 0
 
 

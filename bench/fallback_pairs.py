@@ -1,5 +1,5 @@
 """Pairs that measure the analytic fallback (src/select/heuristic.cpp) on a device: per problem its first choice
-over the whole legal pool, optionally the roofline-only ranking's first choice (the fallback before 2026-11-25:
+over the whole legal pool (ties to the smaller config string, as the selector breaks them), optionally the roofline-only ranking's first choice (the fallback before 2026-11-25:
 the smallest est_time_us feature) and N legal configs sampled with a seed (an oracle for problems no other record
 covers), less the pairs the given record files hold. Output: 'problem|config' lines for `tilepick sweep --pairs`.
 
@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fallback_eval import first  # noqa: E402
 from model_pairs import open_out, problems_of  # noqa: E402
 from tilepick import _core  # noqa: E402
 from tilepick.records import read_records  # noqa: E402
@@ -50,11 +51,9 @@ def main() -> int:
             pool = list(_core.legal_configs(p, a.arch))
             if not pool:
                 continue
-            s = np.asarray(_core.heuristic_scores(p, pool, a.arch))
-            picks = [pool[int(np.argmax(s))]]
+            picks = [first(pool, np.asarray(_core.heuristic_scores(p, pool, a.arch)))]
             if a.roofline:
-                t = _core.features_batch([p] * len(pool), pool, a.arch, 2)[:, est]
-                picks.append(pool[int(np.nanargmin(t))])
+                picks.append(first(pool, -_core.features_batch([p] * len(pool), pool, a.arch, 2)[:, est]))
             if a.sample:
                 picks += [pool[i] for i in sorted(rng.choice(len(pool), size=min(a.sample, len(pool)), replace=False))]
             n_problems += 1
