@@ -44,7 +44,9 @@ def main() -> int:
     for p, t in times.groupby(level=0):
         t = t.droplevel(0)
         pool = list(_core.legal_configs(p, arch)) if a.whole_pool else list(t.index)
-        op = p.split()[0] + (" " + p.split()[-1] if p.startswith("gemm") else "")
+        op = p.split()[0] + (" " + next(w for w in p.split() if not w.startswith("ep=") and not w[0] in "mnk" and
+                                       w not in ("gemm", "rrr", "rcr", "crr", "ccr", "rrc", "rcc", "crc", "ccc"))
+                             if p.startswith("gemm") else "")
         for name, rule in rules.items():
             pick = rule(p, pool)
             if pick not in t.index:
