@@ -128,6 +128,11 @@ void run(const EvalArgs& a) {
   std::cout << "models '" << selector.models_dir() << "' (feature schema " << feature_schema().hash << "):";
   if (selector.models().empty()) std::cout << " none";
   std::cout << "\n";
+  auto serves = [](const ModelSpec& spec) {
+    std::string out;
+    for (const auto& arch : spec.serves) out += (out.empty() ? "" : " ") + arch;
+    return out;
+  };
   for (const auto& m : selector.models())
     std::cout << "  " << m.spec.name << ": " << (m.usable() ? "ok, objective " + m.spec.objective : m.rejected)
               << (m.candidates && selector.pruning()
@@ -136,6 +141,7 @@ void run(const EvalArgs& a) {
               << (m.fast ? ", fast/ student: " + std::to_string(m.fast->model.num_trees()) + " trees" +
                                (m.fast->candidates ? ", " + std::to_string(m.fast->candidates->configs.size()) + " configs" : "")
                          : std::string())
+              << (m.spec.serves.empty() ? std::string() : ", also serves " + serves(m.spec))
               << "\n";
   const eval::EvalReport report = eval::evaluate(selector, records, arch, tags, a.timed_k,
                                                      a.repeats == "median" ? eval::Repeats::median : eval::Repeats::fastest);
