@@ -599,6 +599,19 @@ TEST_F(SelectorTest, EvalCliWritesFilesAndChecksThresholds) {
   EXPECT_EQ(test::run_cli(base + " --manifest-thresholds").code, 2);  // manifest mean 0.5 > 0.4167
   EXPECT_EQ(test::run_cli(base + " --manifest-thresholds --margin 0.1").code, 0);
   EXPECT_NE(test::run_cli("eval --records " + (dir_ / "missing.csv.gz").string()).code, 0);
+
+  // Records of an arch the model serves: its manifest "serves_eval" entry for that arch holds, not "eval".
+  nlohmann::json spec = spec_json();
+  spec["serves"] = {"h100_sxm"};
+  write_model("gemm_half_h200", model_text(base_trees()), spec,
+              {{"eval", {{"mean", 0.3}}}, {"serves_eval", {{"h100_sxm", {{"mean", 0.45}, {"records", {"r.csv.gz"}}}}}}});
+  const std::string served = base + " --arch h100_sxm --manifest-thresholds";
+  auto high = test::run_cli(served);
+  EXPECT_EQ(high.code, 2) << high.out;  // serves_eval mean 0.45 > 0.4167
+  EXPECT_NE(high.out.find("source=model:gemm_half_h200: model mean"), std::string::npos) << high.out;
+  EXPECT_NE(high.out.find("also serves h100_sxm"), std::string::npos) << high.out;
+  EXPECT_EQ(test::run_cli(served + " --margin 0.05").code, 0);
+  EXPECT_EQ(test::run_cli(base + " --manifest-thresholds").code, 0);  // its own arch: "eval" mean 0.3
 }
 
 TEST_F(SelectorTest, SelectCliPrintsRankedCandidatesWithMeasurements) {
