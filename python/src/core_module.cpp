@@ -236,6 +236,11 @@ NB_MODULE(_core, m) {
         "Raw scores of a LightGBM text model (.txt or .txt.gz) on rows (n x num_features).");
   m.def("config_space_hash", &config_space_hash_py, "op"_a,
         "FNV-1a 64 of 'name=hash\\n' of the default spaces covering op (sorted by name); models record it.");
+  m.def("arch_names", [] {
+    std::vector<std::string> names;
+    for (const auto& a : default_arch_specs()) names.push_back(a.name);
+    return names;
+  }, "Names of the arch specs (data/arch), e.g. h200, h100_sxm.");
   m.def("problem_file", &problem_file_py, "path"_a, "(name, canonical problem) of each problem in the file.");
   m.def("problem_json", [](const std::string& s) { return to_json_text(parse_problem(s)); }, "text"_a,
         "All fields of a problem plus derived sizes (out, gemm view, flops) as JSON text.");

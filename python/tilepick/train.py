@@ -404,6 +404,26 @@ def stamp_eval(models_dir: Path, eval_json: str) -> None:
         print(f"{manifest_path}: eval on {report['arch']} {numbers}")
 
 
+def add_serves(models_dir: Path, archs: list[str], only: list[str]) -> None:
+    """Adds arch spec names to each model folder's feature_spec.json "serves" (the selector then uses the model for
+    those devices too), before measuring the model there; `--stamp-eval` of that eval then records its floors."""
+    from tilepick import _core
+
+    known = set(_core.arch_names())
+    for arch in archs:
+        if arch not in known:
+            raise ValueError(f"--add-serves: '{arch}' is not an arch spec ({', '.join(sorted(known))})")
+    for spec_path in sorted(models_dir.glob("*/feature_spec.json")):
+        if only and spec_path.parent.name not in only:
+            continue
+        spec = json.loads(spec_path.read_text())
+        serves = list(dict.fromkeys(spec.get("serves", []) + [a for a in archs if a != spec["arch"]]))
+        if serves:
+            spec["serves"] = serves
+        spec_path.write_text(json.dumps(spec, indent=1) + "\n")
+        print(f"{spec_path}: serves {serves}")
+
+
 def parse_param(text: str) -> tuple[str, float | int]:
     """KEY=VALUE of --param: a PARAMS key and a number."""
     key, sep, value = text.partition("=")
@@ -434,6 +454,8 @@ def main(argv=None) -> int:
     ap.add_argument("--bag", type=int, help="boosters per model (seeds seed, seed+1, ...), scores summed; default BAG")
     ap.add_argument("--stamp-eval", metavar="EVAL_JSON",
                     help="only copy the held-out numbers of `tilepick eval --out` into the manifests in --out")
+    ap.add_argument("--add-serves", nargs="+", metavar="ARCH",
+                    help="only add these arch specs to the \"serves\" of the model folders in --out (--only: some)")
     ap.add_argument("--pool-conv", action=argparse.BooleanOptionalAction, default=POOL_CONV,
                     help="one model for the conv directions of a dtype family (the op is a feature), written to each")
     ap.add_argument("--threads", type=int, default=0, help="LightGBM threads (0: all cores)")
@@ -457,6 +479,9 @@ def main(argv=None) -> int:
     PATIENCE_OVERRIDE = args.patience
     if args.stamp_eval:
         stamp_eval(Path(args.out), args.stamp_eval)
+        return 0
+    if args.add_serves:
+        add_serves(Path(args.out), args.add_serves, args.only)
         return 0
     if not args.records:
         ap.error("no training record files")

@@ -175,6 +175,20 @@ def test_stamp_eval_copies_each_models_held_out_numbers(tmp_path):
     assert gemm["serves_eval"] == {"h100_sxm": {"mean": 0.95, "p10": 0.9, "min": 0.8, "records": ["h100.csv.gz"]}}
 
 
+def test_add_serves_lists_arch_specs_once_and_refuses_unknown_ones(tmp_path):
+    for name in ("gemm_half_h200", "conv_fwd_half_h200"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "feature_spec.json").write_text(json.dumps({"arch": "h200", "op": "gemm"}))
+    out = ["--out", str(tmp_path)]
+    assert train.main(["--add-serves", "h100_sxm", "h200", "--only", "gemm_half_h200"] + out) == 0
+    assert train.main(["--add-serves", "h100_sxm"] + out) == 0
+    gemm = json.loads((tmp_path / "gemm_half_h200" / "feature_spec.json").read_text())
+    conv = json.loads((tmp_path / "conv_fwd_half_h200" / "feature_spec.json").read_text())
+    assert gemm["serves"] == ["h100_sxm"] and conv["serves"] == ["h100_sxm"]  # once; never its own arch
+    with pytest.raises(ValueError, match="'h999' is not an arch spec"):
+        train.main(["--add-serves", "h999"] + out)
+
+
 @pytest.mark.skipif(not CLI, reason="needs TILEPICK_CLI")
 def test_pooled_conv_model_is_written_for_every_direction(tmp_path):
     lines = []
