@@ -9,7 +9,8 @@
 # the analytic fallback's first choices on those problems, and tf32 GEMMs of gemm_val with 32 sampled configs
 # and both fallbacks' first choices (bench/fallback_pairs.py; fallback_val.csv.gz); LIST=h100_fallback_val2: those
 # first choices that list missed (it broke score ties by pool order, the selector by config string;
-# fallback_val2.csv.gz). RESUME=FILE starts
+# fallback_val2.csv.gz); LIST=h100_fallback_val3: the depthwise first choices of the fallback with its
+# depthwise term (fallback_val3.csv.gz). RESUME=FILE starts
 # from an earlier call's records. Refuses to run on anything but an H100 SXM (one device kind per file).
 #   BUDGET_S=570 [LIST=h100_transfer_val2] [RESUME=data/sweeps/h100-graph/transfer_val.csv.gz] bash bench/h100_transfer_gpu.sh
 set -uo pipefail

@@ -2,6 +2,7 @@
 // learned model can be used. Implicit-GEMM configs add what the roofline leaves out: the busiest SM's
 // rounds of blocks, each block's main loop bound by its share of the tensor peak or by the load latency
 // its pipeline stages hide, a fixed cost per iteration, and the chain of serial split-K fix-ups.
+// Depthwise configs blend the roofline with their blocks' serial chain (dw_seconds).
 // The three constants were calibrated on data/sweeps/h200/gemm_train_full.csv.gz (every legal config of
 // 100 GEMMs measured): the fallback's first choice went from 59% to 91% of the best on average there
 // (docs/selection.md, "The analytic fallback"). They only rank configs: the features (analysis.cpp)
@@ -20,6 +21,7 @@ namespace {
 constexpr double kLoadLatencyS = 1.0e-6;     // a K tile's global -> shared round trip, as a block sees it
 constexpr double kIterationS = 0.2e-6;       // fixed cost of one main-loop iteration (barriers, issue)
 constexpr double kSerialFixupS = 4.0e-6;     // each further serial split-K slice of a tile waits for the last
+constexpr double kDwRoundS = 1.0e-6;         // a round of resident depthwise blocks on one SM
 
 // Seconds of one implicit-GEMM launch on the busiest SM, against DRAM, plus the launches.
 double igemm_seconds(const select::ProblemTerms& t, const KernelConfig& c, const select::Analysis& a,
@@ -38,11 +40,23 @@ double igemm_seconds(const select::ProblemTerms& t, const KernelConfig& c, const
   return std::max(sm_s, a.t_memory_s) + launches_s;
 }
 
+// Seconds of a depthwise config: the geometric blend t_est^0.4 x chain^0.6 of the roofline and the blocks'
+// serial chain on the busiest SM (its rounds of resident blocks, times the (n, od) slices each bwd_weight
+// block sums, to the power 0.6, at kDwRoundS a round). The roofline alone ranks every config of a
+// memory-bound depthwise problem alike; the exponents were fitted on the H200 depthwise training records
+// (data/sweeps/h200/conv_train*.csv.gz, 40 sampled configs a problem).
+double dw_seconds(const select::Analysis& a, const ArchSpec& d) {
+  if (a.ctas_per_sm <= 0 || d.sm_count <= 0 || !(a.ctas > 0)) return std::numeric_limits<double>::infinity();
+  const double rounds = std::ceil(std::ceil(a.ctas / d.sm_count) / a.ctas_per_sm);
+  const double chain_s = kDwRoundS * rounds * std::pow(std::max(1.0, a.k_tiles_per_split), 0.6);
+  return std::pow(a.t_est_s, 0.4) * std::pow(chain_s, 0.6);
+}
+
 double score(const Problem& p, const select::ProblemTerms& t, const KernelConfig& c, const ArchSpec& d) {
   const KernelConfig r = c.fam() != Family::dw && c.align_a == 0 ? resolve(c, p) : c;
   const select::Analysis a = select::analyze(p, t, r, d);
   if (!(a.t_est_s > 0) || !std::isfinite(a.t_est_s)) return 0;
-  const double seconds = r.fam() == Family::dw ? a.t_est_s : igemm_seconds(t, r, a, d);
+  const double seconds = r.fam() == Family::dw ? dw_seconds(a, d) : igemm_seconds(t, r, a, d);
   return std::isfinite(seconds) && seconds > 0 ? t.flops / seconds * 1e-12 : 0;
 }
 
