@@ -6,6 +6,7 @@ the records (bench/fallback_pairs.py lists them). --roofline: also the fallback 
 roofline estimate, the est_time_us feature). Ties go to the smaller config string, as in the selector.
 
   PYTHONPATH=python python3 bench/fallback_eval.py RECORDS.csv.gz... [--arch A] [--whole-pool] [--roofline] [--worst 5]
+      [--family dw --min-configs 8]   (among the measured configs of one family, problems with at least 8 of them)
 """
 import argparse
 import sys
@@ -30,11 +31,17 @@ def main() -> int:
     ap.add_argument("--whole-pool", action="store_true")
     ap.add_argument("--roofline", action="store_true")
     ap.add_argument("--worst", type=int, default=0, help="print the N worst problems of the current fallback")
+    ap.add_argument("--family", help="only the records of configs of this family (sm80, dw)")
+    ap.add_argument("--min-configs", type=int, default=1, help="only problems with at least this many measured configs")
     a = ap.parse_args()
     header, df = read_records(a.records)
     arch = a.arch or (header.get("devices") or [{}])[0].get("arch", "h200")
     df = df[(df.status == "ok") & ~df.config.str.startswith("vendor=")]
+    if a.family:
+        df = df[df.config.str.startswith(f"fam={a.family} ")]
     times = df.groupby(["problem", "config"]).median_us.min()
+    counts = times.groupby(level=0).size()
+    times = times[times.index.get_level_values(0).isin(counts[counts >= a.min_configs].index)]
     est = list(_core.feature_names()).index("est_time_us")
     rules = {"fallback": lambda p, pool: first(pool, np.asarray(_core.heuristic_scores(p, pool, arch)))}
     if a.roofline:
