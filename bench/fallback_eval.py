@@ -2,8 +2,9 @@
 chooses among the measured configs (records with every legal config measured, such as
 data/sweeps/h200/gemm_train_full.csv.gz, give its whole-pool efficiency; sampled records only bound it from
 above). --whole-pool: it chooses over the whole legal pool, as selection does, and the choice must be among
-the records (bench/fallback_pairs.py lists them). --roofline: also the fallback before 2026-11-25 (the smallest
-roofline estimate, the est_time_us feature). Ties go to the smaller config string, as in the selector.
+the records (bench/fallback_pairs.py lists them); that choice is the selector's own (`_core.selector_rank` with no
+models). --roofline: also the fallback before 2026-11-25 (the smallest roofline estimate, the est_time_us feature).
+Among given configs, ties go to the smaller config string, as in the selector.
 
   PYTHONPATH=python python3 bench/fallback_eval.py RECORDS.csv.gz... [--arch A] [--whole-pool] [--roofline] [--worst 5]
       [--family dw --min-configs 8]   (among the measured configs of one family, problems with at least 8 of them)
@@ -18,10 +19,18 @@ from tilepick import _core
 from tilepick.records import read_records
 
 
+NO_MODELS = "/nonexistent/tilepick-models"  # a selector over no models ranks with the analytic fallback
+
+
 def first(configs: list[str], scores: np.ndarray) -> str:
     """The best-scored config, ties by config string (NaN never wins)."""
     s = np.where(np.isnan(scores), -np.inf, scores)
     return min(c for c, v in zip(configs, s) if v == s.max())
+
+
+def fallback_choice(problem: str, arch: str) -> str:
+    """The selector's first choice over the whole legal pool with no model: what dispatch runs there."""
+    return _core.selector_rank(problem, arch, NO_MODELS, "full", 1)[0][0]
 
 
 def main() -> int:
@@ -43,7 +52,8 @@ def main() -> int:
     counts = times.groupby(level=0).size()
     times = times[times.index.get_level_values(0).isin(counts[counts >= a.min_configs].index)]
     est = list(_core.feature_names()).index("est_time_us")
-    rules = {"fallback": lambda p, pool: first(pool, np.asarray(_core.heuristic_scores(p, pool, arch)))}
+    rules = {"fallback": (lambda p, pool: fallback_choice(p, arch)) if a.whole_pool else
+             (lambda p, pool: first(pool, np.asarray(_core.heuristic_scores(p, pool, arch))))}
     if a.roofline:
         rules["roofline"] = lambda p, pool: first(
             pool, -_core.features_batch([p] * len(pool), pool, arch, 1)[:, est])

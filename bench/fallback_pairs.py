@@ -1,5 +1,5 @@
 """Pairs that measure the analytic fallback (src/select/heuristic.cpp) on a device: per problem its first choice
-over the whole legal pool (ties to the smaller config string, as the selector breaks them), optionally the roofline-only ranking's first choice (the fallback before 2026-11-25:
+over the whole legal pool (the selector's own, `_core.selector_rank` with no models), optionally the roofline-only ranking's first choice (the fallback before 2026-11-25:
 the smallest est_time_us feature) and N legal configs sampled with a seed (an oracle for problems no other record
 covers), less the pairs the given record files hold. Output: 'problem|config' lines for `tilepick sweep --pairs`.
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fallback_eval import first  # noqa: E402
+from fallback_eval import fallback_choice, first  # noqa: E402
 from model_pairs import open_out, problems_of  # noqa: E402
 from tilepick import _core  # noqa: E402
 from tilepick.records import read_records  # noqa: E402
@@ -51,7 +51,7 @@ def main() -> int:
             pool = list(_core.legal_configs(p, a.arch))
             if not pool:
                 continue
-            picks = [first(pool, np.asarray(_core.heuristic_scores(p, pool, a.arch)))]
+            picks = [fallback_choice(p, a.arch)]
             if a.roofline:
                 picks.append(first(pool, -_core.features_batch([p] * len(pool), pool, a.arch, 2)[:, est]))
             if a.sample:

@@ -16,6 +16,9 @@ using i64 = std::int64_t;
 
 double cdiv(double a, double b) { return std::ceil(a / b); }
 
+constexpr double kLaunchSeconds = 3e-6;       // one kernel launch, as seen from the stream
+constexpr double kMmaSyncOnWgmmaArch = 0.6;   // mma.sync reaches about 60% of Hopper's tensor peak
+constexpr double kWarpsToSaturateMma = 8;   // two warps per SM sub-partition keep the tensor cores busy
 constexpr double kWarpsToSaturateSimt = 16; // latency-bound FMA loops need more
 constexpr int kSmemReservedPerBlock = 1024;   // the driver's per-block shared-memory reservation (sm_80+)
 
@@ -41,9 +44,9 @@ void finish(Analysis& a, const ProblemTerms& t, const ArchSpec& d, double peak_f
     // blocks of w warps reach min(1, j w / warps_to_saturate) of the SM's peak.
     a.waves = a.ctas / slots;
     const double per_sm = std::ceil(a.ctas / d.sm_count);
-    const double j = std::min<double>(per_sm, a.ctas_per_sm), rounds = std::ceil(per_sm / a.ctas_per_sm);
-    const double busy = std::min(1.0, j * std::ceil(a.res.threads / 32.0) / warps_to_saturate);
-    a.wave_eff = a.ctas * busy / (d.sm_count * rounds * j);
+    a.resident = std::min<double>(per_sm, a.ctas_per_sm), a.rounds = std::ceil(per_sm / a.ctas_per_sm);
+    a.busy = std::min(1.0, a.resident * std::ceil(a.res.threads / 32.0) / warps_to_saturate);
+    a.wave_eff = a.ctas * a.busy / (d.sm_count * a.rounds * a.resident);
   } else {
     a.waves = std::numeric_limits<double>::quiet_NaN();
     a.wave_eff = 0;
@@ -52,6 +55,7 @@ void finish(Analysis& a, const ProblemTerms& t, const ArchSpec& d, double peak_f
   const double useful = a.pad_eff > 0 ? t.flops / a.pad_eff : inf;
   a.t_compute_s = peak_flops > 0 && a.wave_eff > 0 ? useful / (peak_flops * a.wave_eff) : inf;
   a.t_memory_s = d.mem_bw_gbps > 0 ? a.dram_bytes / (d.mem_bw_gbps * 1e9) : inf;
+  a.peak_flops = peak_flops;
   a.t_est_s = std::max(a.t_compute_s, a.t_memory_s) + kLaunchSeconds * (1 + extra_launches);
 }
 

@@ -11,10 +11,6 @@
 
 namespace tilepick::select {
 
-inline constexpr double kLaunchSeconds = 3e-6;       // one kernel launch, as seen from the stream
-inline constexpr double kMmaSyncOnWgmmaArch = 0.6;   // mma.sync reaches about 60% of Hopper's tensor peak
-inline constexpr double kWarpsToSaturateMma = 8;     // two warps per SM sub-partition keep the tensor cores busy
-
 // Config-independent terms of a problem (computed once per problem in batches).
 struct ProblemTerms {
   GemmView view{1, 1, 1, 1};  // GEMM or implicit-GEMM view (batch = groups for conv)
@@ -43,6 +39,9 @@ struct Analysis {
   double occupancy = 0;       // resident threads / max threads per SM
   double waves = 0;     // ctas / (SMs x ctas_per_sm)
   double wave_eff = 0;  // achieved fraction of the device's peak from the block schedule (quantization, fill)
+  // The busiest SM's schedule: `rounds` of `resident` blocks, which reach `busy` of its peak together
+  // (0 when no block fits); the device peak the config's instructions reach, flop/s.
+  double rounds = 0, resident = 0, busy = 0, peak_flops = 0;
   double sm_fill = 0;         // min(1, ctas / SMs)
   double smem_per_stage = 0;  // bytes of one pipeline stage (dw: the input box)
   double bytes_moved = 0;     // operand bytes the tiles load (re-reads included) + output + partials

@@ -3,10 +3,10 @@
 // rounds of blocks, each block's main loop bound by its share of the tensor peak or by the load latency
 // its pipeline stages hide, a fixed cost per iteration, and the chain of serial split-K fix-ups.
 // Depthwise configs blend the roofline with their blocks' serial chain (dw_seconds).
-// The three constants were calibrated on data/sweeps/h200/gemm_train_full.csv.gz (every legal config of
-// 100 GEMMs measured): the fallback's first choice went from 59% to 91% of the best on average there
-// (docs/selection.md, "The analytic fallback"). They only rank configs: the features (analysis.cpp)
-// do not use them, so the models' inputs are unchanged.
+// The implicit-GEMM constants were calibrated on data/sweeps/h200/gemm_train_full.csv.gz (every legal
+// config of 100 GEMMs measured): the fallback's first choice went from 59% to 91% of the best on average
+// there (docs/selection.md, "The analytic fallback"). They only rank configs: the features do not use
+// them, so the models' inputs are unchanged.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -24,19 +24,14 @@ constexpr double kSerialFixupS = 4.0e-6;     // each further serial split-K slic
 constexpr double kDwRoundS = 1.0e-6;         // a round of resident depthwise blocks on one SM
 
 // Seconds of one implicit-GEMM launch on the busiest SM, against DRAM, plus the launches.
-double igemm_seconds(const select::ProblemTerms& t, const KernelConfig& c, const select::Analysis& a,
-                     const ArchSpec& d) {
-  if (a.ctas_per_sm <= 0 || d.sm_count <= 0 || !(a.ctas > 0)) return std::numeric_limits<double>::infinity();
-  const double per_sm = std::ceil(a.ctas / d.sm_count);
-  const double j = std::min<double>(per_sm, a.ctas_per_sm), rounds = std::ceil(per_sm / a.ctas_per_sm);
-  const double busy = std::min(1.0, j * std::ceil(a.res.threads / 32.0) / select::kWarpsToSaturateMma);
-  const double mma_sync = c.fam() == Family::sm80 && d.wgmma ? select::kMmaSyncOnWgmmaArch : 1.0;
-  const double peak_sm = t.peak_tflops * 1e12 * mma_sync / d.sm_count;
-  const double tile_s = 2.0 * c.tile_m * c.tile_n * c.tile_k * j / (peak_sm * busy);
+double igemm_seconds(const KernelConfig& c, const select::Analysis& a, const ArchSpec& d) {
+  if (!(a.rounds > 0)) return std::numeric_limits<double>::infinity();  // no block fits
+  const double peak_sm = a.peak_flops / d.sm_count;
+  const double tile_s = 2.0 * c.tile_m * c.tile_n * c.tile_k * a.resident / (peak_sm * a.busy);
   const double iteration_s = std::max(tile_s, kLoadLatencyS / std::max(1, c.stages - 1)) + kIterationS;
-  double sm_s = rounds * (a.k_tiles_per_split * iteration_s + kLoadLatencyS);
+  double sm_s = a.rounds * (a.k_tiles_per_split * iteration_s + kLoadLatencyS);
   if (a.splits > 1 && c.splitk_mode == static_cast<int>(SplitKMode::serial)) sm_s += (a.splits - 1) * kSerialFixupS;
-  const double launches_s = a.t_est_s - std::max(a.t_compute_s, a.t_memory_s);
+  const double launches_s = a.t_est_s - std::max(a.t_compute_s, a.t_memory_s);  // as the roofline adds them
   return std::max(sm_s, a.t_memory_s) + launches_s;
 }
 
@@ -45,10 +40,9 @@ double igemm_seconds(const select::ProblemTerms& t, const KernelConfig& c, const
 // block sums, to the power 0.6, at kDwRoundS a round). The roofline alone ranks every config of a
 // memory-bound depthwise problem alike; the exponents were fitted on the H200 depthwise training records
 // (data/sweeps/h200/conv_train*.csv.gz, 40 sampled configs a problem).
-double dw_seconds(const select::Analysis& a, const ArchSpec& d) {
-  if (a.ctas_per_sm <= 0 || d.sm_count <= 0 || !(a.ctas > 0)) return std::numeric_limits<double>::infinity();
-  const double rounds = std::ceil(std::ceil(a.ctas / d.sm_count) / a.ctas_per_sm);
-  const double chain_s = kDwRoundS * rounds * std::pow(std::max(1.0, a.k_tiles_per_split), 0.6);
+double dw_seconds(const select::Analysis& a) {
+  if (!(a.rounds > 0)) return std::numeric_limits<double>::infinity();
+  const double chain_s = kDwRoundS * a.rounds * std::pow(std::max(1.0, a.k_tiles_per_split), 0.6);
   return std::pow(a.t_est_s, 0.4) * std::pow(chain_s, 0.6);
 }
 
@@ -56,7 +50,7 @@ double score(const Problem& p, const select::ProblemTerms& t, const KernelConfig
   const KernelConfig r = c.fam() != Family::dw && c.align_a == 0 ? resolve(c, p) : c;
   const select::Analysis a = select::analyze(p, t, r, d);
   if (!(a.t_est_s > 0) || !std::isfinite(a.t_est_s)) return 0;
-  const double seconds = r.fam() == Family::dw ? dw_seconds(a, d) : igemm_seconds(t, r, a, d);
+  const double seconds = r.fam() == Family::dw ? dw_seconds(a) : igemm_seconds(r, a, d);
   return std::isfinite(seconds) && seconds > 0 ? t.flops / seconds * 1e-12 : 0;
 }
 
