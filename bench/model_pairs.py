@@ -4,7 +4,9 @@ files already hold. Measuring them makes the held-out eval see the model's own f
 training the configs the model currently believes in. Output: 'problem|config' lines for `tilepick sweep --pairs`.
 
 usage: python bench/model_pairs.py PROBLEMS.txt... --records R.csv.gz... [-k 16] [--kp 8] [--models DIR]
-       [--select fast full] --out PAIRS.txt[.gz]"""
+       [--select fast full] [--arch A] --out PAIRS.txt[.gz]
+--arch: the arch spec the models select for (default h200; h100_sxm for a model trained on H100 records).
+"""
 import argparse
 import gzip
 import os
@@ -63,6 +65,7 @@ def main() -> None:
     ap.add_argument("--models", default=str(ROOT / "models"))
     ap.add_argument("--select", nargs="+", default=["fast"], choices=["fast", "full"],
                     help="selection modes whose top configs are taken (their union)")
+    ap.add_argument("--arch", default="h200", help="arch spec the models select for")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     problems = [p for f in a.problems for p in problems_of(f)]
@@ -72,8 +75,8 @@ def main() -> None:
         done = set(zip(df.problem.str.strip(), df.config.str.strip()))
     with tempfile.TemporaryDirectory() as whole:  # the same models without their pruned sets
         shutil.copytree(a.models, whole, dirs_exist_ok=True, ignore=shutil.ignore_patterns("candidates.txt*"))
-        top_whole = ranked(problems, whole, a.k, a.select)
-    top_pruned = ranked(problems, a.models, a.kp, a.select) if a.kp else {}
+        top_whole = ranked(problems, whole, a.k, a.select, a.arch)
+    top_pruned = ranked(problems, a.models, a.kp, a.select, a.arch) if a.kp else {}
     n = 0
     with open_out(a.out) as f:
         for p in problems:

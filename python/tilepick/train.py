@@ -316,11 +316,28 @@ def git_commit() -> str:
         return "unknown"
 
 
+def split_name(name: str, arch: str) -> tuple[str, str]:
+    """A model folder name `<op>_<dtype family>_<arch>` -> (op, family); the arch may hold '_' (h100_sxm)."""
+    if not name.endswith("_" + arch):
+        raise ValueError(f"model name '{name}' does not end with its arch '_{arch}'")
+    op, family = name[: -len(arch) - 1].rsplit("_", 1)
+    return op, family
+
+
+def check_arch(ap, header: dict, arch: str) -> None:
+    """The features describe --arch's device: records measured on another arch are refused."""
+    device = header.get("devices", [{}])[0]
+    measured = device.get("arch") or header.get("options", {}).get("arch")  # the fake backend names no device arch
+    if measured and measured != arch:
+        ap.error(f"the records were measured on '{measured}' ({device.get('name', '')}), but --arch is "
+                 f"'{arch}': the features must describe the device that was measured")
+
+
 def train_group(names, df, X, args, header, out_dir, val=None):
     """Trains one model on `df` (the rows of every op in `names`) and writes it as each name's folder."""
     from tilepick import _core
 
-    ops = [n.rsplit("_", 2)[0] for n in names]
+    ops = [split_name(n, args.arch)[0] for n in names]
     cv, best_iter = {}, {}
     bag = args.bag or BAG["gemm" if ops[0] == "gemm" else "conv"]
     for obj in args.objectives:
@@ -343,7 +360,7 @@ def train_group(names, df, X, args, header, out_dir, val=None):
         text = negate_leaves(text)
     manifests = {}
     # One file for a pooled model, named by each direction's feature_spec "model_file".
-    _, family, arch = names[0].rsplit("_", 2)
+    family, arch = split_name(names[0], args.arch)[1], args.arch
     shared = f"conv_{family}_{arch}.model.txt.gz" if len(names) > 1 else None
     for name in names:
         (out_dir / name).mkdir(parents=True, exist_ok=True)
@@ -487,23 +504,28 @@ def main(argv=None) -> int:
         ap.error("no training record files")
 
     header, raw = load_rows(args.records, args.problems_file, args.remeasured)
+    check_arch(ap, header, args.arch)
     if not 0 < args.problem_fraction <= 1:
         ap.error(f"--problem-fraction must be in (0, 1], not {args.problem_fraction}")
     raw = raw[keep_share(raw["problem"], args.problem_fraction)]
     df = add_targets(raw)
-    vdf_all = add_targets(load_rows(args.val, args.problems_file)[1]) if args.val else None
+    vdf_all = None
+    if args.val:
+        vheader, vraw = load_rows(args.val, args.problems_file)
+        check_arch(ap, vheader, args.arch)
+        vdf_all = add_targets(vraw)
     out_dir = Path(args.out)
     names = sorted({f"{o}_{f}_{args.arch}" for o, f in zip(df["op"], df["family"])})
     names = [n for n in names if not args.only or n in args.only]
     # Units of training: the conv directions of one family share a model when --pool-conv.
     units: dict[str, list[str]] = {}
     for name in names:
-        op, family, _ = name.rsplit("_", 2)
+        op, family = split_name(name, args.arch)
         key = f"conv_{family}" if args.pool_conv and op.startswith("conv_") else name
         units.setdefault(key, []).append(name)
     for unit in units.values():
-        ops = [n.rsplit("_", 2)[0] for n in unit]
-        family = unit[0].rsplit("_", 2)[1]
+        ops = [split_name(n, args.arch)[0] for n in unit]
+        family = split_name(unit[0], args.arch)[1]
         part = df[df["op"].isin(ops) & (df["family"] == family)].reset_index(drop=True)
         if len(ops) > 1:  # a synthetic shape's directions stay in one fold
             part["group"] = ["shape:" + g.split(" ", 1)[1] if g.startswith("shape:") else g for g in part["group"]]

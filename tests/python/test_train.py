@@ -16,12 +16,12 @@ from tilepick import _core, train
 CLI = os.environ.get("TILEPICK_CLI")
 
 
-def fake_sweep(tmp_path, lines, sample):
+def fake_sweep(tmp_path, lines, sample, arch="h200"):
     """A problem file of `lines` and its fake-backend sweep records: (problems path, records path)."""
     problems = tmp_path / "p.txt"
     problems.write_text("\n".join(lines) + "\n")
     records = tmp_path / "r.csv.gz"
-    subprocess.run([CLI, "sweep", "--backend", "fake", "--arch", "h200", "-q", "--sample", str(sample), "-f", str(problems),
+    subprocess.run([CLI, "sweep", "--backend", "fake", "--arch", arch, "-q", "--sample", str(sample), "-f", str(problems),
                     "-o", str(records)], check=True, capture_output=True)
     return problems, records
 
@@ -101,6 +101,25 @@ def test_end_to_end_on_fake_sweep(tmp_path):
     assert 0 < manifest["validation"]["mean"] <= 1
     text = gzip.open(folder / "model.txt.gz", "rt").read()
     assert text.startswith("tree") and "feature_names=" in text
+
+
+def test_a_model_for_an_arch_with_an_underscore_and_records_of_another_arch_refused(tmp_path):
+    lines = [f"net{i % 3}.l{i}: gemm rcr m{m} n{n} k{k} f32"
+             for i, (m, n, k) in enumerate([(64, 64, 4096), (4096, 4096, 256), (1, 4096, 4096), (512, 1024, 768),
+                                            (33, 200, 640), (96, 96, 96)])]
+    problems, records = fake_sweep(tmp_path, lines, 16, arch="h100_sxm")
+    out = tmp_path / "models"
+    common = [str(records), "--problems-file", str(problems), "--out", str(out), "--param", "num_leaves=7",
+              "--bag", "1", "--patience", "5"]
+    with pytest.raises(SystemExit):  # h200 features for records measured on an H100
+        train.main(common)
+    assert not out.exists()
+    assert train.main(common + ["--arch", "h100_sxm"]) == 0
+    spec = json.loads((out / "gemm_tf32_h100_sxm" / "feature_spec.json").read_text())
+    assert (spec["op"], spec["dtype_family"], spec["arch"]) == ("gemm", "tf32", "h100_sxm")
+    assert train.split_name("conv_bwd_data_half_h100_sxm", "h100_sxm") == ("conv_bwd_data", "half")
+    with pytest.raises(ValueError, match="does not end with its arch"):
+        train.split_name("gemm_half_h200", "h100_sxm")
 
 
 def test_a_remeasured_problem_keeps_only_its_remeasured_records(tmp_path):
