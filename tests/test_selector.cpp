@@ -600,6 +600,17 @@ TEST_F(SelectorTest, EvalCliWritesFilesAndChecksThresholds) {
   EXPECT_EQ(test::run_cli(base + " --manifest-thresholds --margin 0.1").code, 0);
   EXPECT_NE(test::run_cli("eval --records " + (dir_ / "missing.csv.gz").string()).code, 0);
 
+  // --listed-only: the records of the listed problems only (kP1 of kP1..kP3), and a clear error when none is.
+  auto listed = test::run_cli(base + " --listed-only --problems-file " + (dir_ / "problems.txt").string());
+  EXPECT_EQ(listed.code, 0) << listed.out;
+  EXPECT_NE(listed.out.find("1 problems evaluated"), std::string::npos) << listed.out;
+  EXPECT_NE(ok.out.find("2 problems evaluated"), std::string::npos) << ok.out;  // kP3 has no ok timing
+  std::ofstream(dir_ / "other.txt") << "gemm rcr m5 n5 k5 f32\n";
+  auto none = test::run_cli(base + " --listed-only --problems-file " + (dir_ / "other.txt").string());
+  EXPECT_NE(none.code, 0);
+  EXPECT_NE(none.out.find("no record is of a problem"), std::string::npos) << none.out;
+  EXPECT_NE(test::run_cli(base + " --listed-only").code, 0);
+
   // Records of an arch the model serves: its manifest "serves_eval" entry for that arch holds, not "eval".
   nlohmann::json spec = spec_json();
   spec["serves"] = {"h100_sxm"};

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "commands.hpp"
 #include "select/selector_eval.hpp"
@@ -30,6 +31,7 @@ struct EvalArgs {
   double margin = 0;
   bool no_plot = false;
   bool no_prune = false;
+  bool listed_only = false;
   int timed_k = eval::kTimedTopK;
   std::string repeats = "fastest";
   std::string select;  // "", full or fast (TILEPICK_SELECT when "")
@@ -118,9 +120,18 @@ void run(const EvalArgs& a) {
   if (arch_name.empty()) arch_name = "h200";
   const ArchSpec& arch = find_arch(default_arch_specs(), arch_name);
   std::map<std::string, std::string> tags;
+  std::set<std::string> listed;
   for (const auto& f : a.problem_files)
-    for (const auto& np : load_problem_file(f))
+    for (const auto& np : load_problem_file(f)) {
+      listed.insert(to_string(np.problem));
       if (!np.name.empty()) tags.emplace(to_string(np.problem), np.name.substr(0, np.name.find('.')));
+    }
+  if (a.listed_only) {
+    if (a.problem_files.empty()) throw Error(Status::invalid_argument, "eval: --listed-only needs --problems-file");
+    std::erase_if(records, [&](const sweep::Record& r) { return !listed.count(r.problem); });
+    if (records.empty())
+      throw Error(Status::invalid_argument, "eval: --listed-only: no record is of a problem in the --problems-file files");
+  }
 
   const ScoreMode mode = a.select == "full" ? ScoreMode::full : a.select == "fast" ? ScoreMode::fast : ScoreMode::automatic;
   const Selector selector(a.models.empty() ? env::models_dir() : a.models, 1, !a.no_prune, mode);
@@ -203,6 +214,8 @@ void add_eval_commands(CLI::App& app) {
                   "records (a same-run recheck, `sweep --repeat`)")
       ->check(CLI::IsMember({"fastest", "median"}))
       ->capture_default_str();
+  cmd->add_flag("--listed-only", args->listed_only,
+                "score only the records of problems listed in the --problems-file files (e.g. one dtype of mixed files)");
   cmd->add_flag("--no-prune", args->no_prune,
                 "ignore the models' candidates.txt: the model chooses among every measured config");
   cmd->add_option("--select", args->select,
