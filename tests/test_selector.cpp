@@ -218,6 +218,40 @@ TEST_F(SelectorTest, AModelServesTheArchsItListsAfterTheArchsOwnModels) {
     }
 }
 
+TEST_F(SelectorTest, AVendorFirstModelSaysSoInItsSelectionsAndDispatchHeuristicRunsTheVendor) {
+  const Problem p = parse_problem(kPoolProblem);
+  const ArchSpec& h200 = test::arch("h200");
+  write_model("gemm_half_h200", model_text(base_trees()), spec_json());
+  const Selection plain = Selector(models()).select(p, h200, 3);
+  ASSERT_TRUE(plain.from_model);
+  EXPECT_FALSE(plain.vendor_first);
+  EXPECT_FALSE(heuristic_runs_vendor(VendorMode::automatic, plain));
+  EXPECT_TRUE(heuristic_runs_vendor(VendorMode::only, plain));
+
+  nlohmann::json spec = spec_json();
+  spec["vendor_first"] = true;
+  write_model("gemm_half_h200", model_text(base_trees()), spec);
+  const Selection first = Selector(models()).select(p, h200, 3);
+  ASSERT_TRUE(first.from_model);
+  EXPECT_TRUE(first.vendor_first);
+  EXPECT_EQ(first.top.front().text, plain.top.front().text);  // the ranking itself is the model's
+  EXPECT_TRUE(heuristic_runs_vendor(VendorMode::automatic, first));
+  EXPECT_FALSE(heuristic_runs_vendor(VendorMode::off, first));
+
+  Selection fallback = plain;  // no usable model, or no legal tilepick kernel: the vendor with auto
+  fallback.from_model = false;
+  EXPECT_TRUE(heuristic_runs_vendor(VendorMode::automatic, fallback));
+  EXPECT_TRUE(heuristic_runs_vendor(VendorMode::automatic, Selection{}));
+
+  spec["vendor_first"] = "yes";
+  write_model("gemm_half_h200", model_text(base_trees()), spec);
+  const Selector bad(models());
+  ASSERT_EQ(bad.models().size(), 1u);
+  EXPECT_FALSE(bad.models()[0].usable());
+  EXPECT_NE(bad.models()[0].rejected.find("key 'vendor_first' has the wrong type"), std::string::npos)
+      << bad.models()[0].rejected;
+}
+
 TEST_F(SelectorTest, ConcurrentRankingMatchesSerial) {
   write_model("gemm_half_h200", model_text(base_trees()), spec_json());
   const Selector sel(models());

@@ -46,11 +46,17 @@ std::optional<Strategy> parse_strategy(std::string_view s);
 //   off   tilepick kernels only;
 //   auto  the vendor's heuristic choice is one more candidate in top_k / exhaustive timing (so a
 //         timed plan is never slower than it), and the heuristic strategy uses it when there is no
-//         usable model for the problem or no legal tilepick kernel;
+//         usable model for the problem, no legal tilepick kernel, or the model is "vendor_first"
+//         (measured slower than the vendor's choice: ModelSpec::vendor_first);
 //   only  vendor algorithms only (heuristic: the library's first choice; timed: its algorithms).
 enum class VendorMode : std::uint8_t { off, automatic, only };
 std::string_view to_string(VendorMode v);  // "off" "auto" "only"
 std::optional<VendorMode> parse_vendor_mode(std::string_view s);
+
+struct Selection;
+// Whether the heuristic strategy runs the vendor's first choice (where the vendor can run the problem)
+// rather than `sel`'s top tilepick kernel: the rule of VendorMode above.
+bool heuristic_runs_vendor(VendorMode mode, const Selection& sel);
 
 struct PlanOptions {
   Strategy strategy = Strategy::heuristic;

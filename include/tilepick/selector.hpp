@@ -71,6 +71,10 @@ struct ModelSpec {
   std::string model_file;       // feature_spec "model_file" (relative to dir; the conv directions of a
                                 // pooled model share one file) or dir/model.txt.gz, else dir/model.txt
   std::vector<std::string> serves;  // feature_spec "serves": arch spec names it also selects for
+  // feature_spec "vendor_first": the vendor library's heuristic choice was measured faster than this model's
+  // picks on its held-out problems, so dispatch's heuristic strategy (vendor auto) runs the vendor's choice;
+  // the model still ranks for top_k / exhaustive (the vendor is timed beside it), vendor off, select and eval.
+  bool vendor_first = false;
 };
 
 // The pool form of a config: align reset to auto (sm80 family; dw configs have no align), so a
@@ -142,6 +146,7 @@ struct Selection {
   bool pruned = false;          // pool_size counts only the model's candidates.txt configs
   bool fast = false;            // scored by the model's student (pool_size: its candidate set)
   bool from_model = false;
+  bool vendor_first = false;    // the model's spec says "vendor_first" (ModelSpec::vendor_first)
   std::string source;           // as in Ranked
   std::string reason;           // why the fallback was used ("" with a model)
   // Margin between the top-1 and top-2 scores (+inf with one candidate, 0 with none). Model: the raw

@@ -406,6 +406,8 @@ def stamp_eval(models_dir: Path, eval_json: str) -> None:
     device than the model's arch (one its feature_spec.json "serves") go to "serves_eval"[arch]."""
     report = json.loads(Path(eval_json).read_text())
     groups = {g["name"]: g["model"] for g in report["groups"]}
+    csv = Path(eval_json).with_name("eval.csv")
+    vendors = vendor_comparison(csv) if csv.exists() else {}
     for manifest_path in sorted(models_dir.glob("*/manifest.json")):
         g = groups.get("source=model:" + manifest_path.parent.name)
         if g is None:
@@ -413,12 +415,47 @@ def stamp_eval(models_dir: Path, eval_json: str) -> None:
         manifest = json.loads(manifest_path.read_text())
         spec = json.loads((manifest_path.parent / "feature_spec.json").read_text())
         numbers = {k: round(g[k], 6) for k in ("mean", "p10", "min")}
+        vendor = vendors.get("model:" + manifest_path.parent.name)
+        if vendor:  # the evidence for (or against) feature_spec "vendor_first", per device
+            manifest.setdefault("vendor_vs_model", {})[report["arch"]] = {**vendor, "records": report["records"]}
         if report["arch"] == spec["arch"]:
             manifest["eval"], manifest["eval_records"] = numbers, report["records"]
         else:
             manifest.setdefault("serves_eval", {})[report["arch"]] = {**numbers, "records": report["records"]}
         manifest_path.write_text(json.dumps(manifest, indent=1, default=str) + "\n")
         print(f"{manifest_path}: eval on {report['arch']} {numbers}")
+
+
+def vendor_comparison(eval_csv: Path) -> dict[str, dict]:
+    """Per model source of `tilepick eval --out` (eval.csv): over the problems where both the model's whole-pool
+    first choice and the vendor's heuristic choice were timed, how much faster the vendor's is (geomean of
+    model time / vendor time) and on what share of the problems it is faster."""
+    df = pd.read_csv(eval_csv)
+    both = df[(df["own_first_measured"] == 1) & (df["own_first_us"] > 0) & (df["vendor_heur_us"] > 0)]
+    out = {}
+    for source, g in both.groupby("source"):
+        ratio = g["own_first_us"] / g["vendor_heur_us"]
+        out[source] = {"problems": int(len(g)), "vendor_speedup_geomean": round(float(np.exp(np.log(ratio).mean())), 4),
+                       "vendor_faster_share": round(float((ratio > 1).mean()), 4)}
+    return out
+
+
+def set_vendor_first(models_dir: Path, value: bool, only: list[str]) -> None:
+    """Writes feature_spec.json "vendor_first" of the model folders in `only`: dispatch's heuristic strategy (vendor
+    auto) then runs the vendor library's first choice instead of the model's (docs/dispatch.md)."""
+    if not only:
+        raise ValueError("--vendor-first: name the model folders with --only")
+    for name in only:
+        path = models_dir / name / "feature_spec.json"
+        if not path.exists():
+            raise ValueError(f"--vendor-first: {path} does not exist")
+        spec = json.loads(path.read_text())
+        if value:
+            spec["vendor_first"] = True
+        else:
+            spec.pop("vendor_first", None)
+        path.write_text(json.dumps(spec, indent=1) + "\n")
+        print(f"{path}: vendor_first {value}")
 
 
 def add_serves(models_dir: Path, archs: list[str], only: list[str]) -> None:
@@ -473,6 +510,10 @@ def main(argv=None) -> int:
                     help="only copy the held-out numbers of `tilepick eval --out` into the manifests in --out")
     ap.add_argument("--add-serves", nargs="+", metavar="ARCH",
                     help="only add these arch specs to the \"serves\" of the model folders in --out (--only: some)")
+    ap.add_argument("--vendor-first", choices=["on", "off"],
+                    help="only set (on) or clear (off) feature_spec.json \"vendor_first\" of the model folders named by "
+                         "--only in --out: dispatch's heuristic strategy then runs the vendor's first choice (set it where "
+                         "the manifest's \"vendor_vs_model\", written by --stamp-eval, shows the vendor faster)")
     ap.add_argument("--pool-conv", action=argparse.BooleanOptionalAction, default=POOL_CONV,
                     help="one model for the conv directions of a dtype family (the op is a feature), written to each")
     ap.add_argument("--threads", type=int, default=0, help="LightGBM threads (0: all cores)")
@@ -499,6 +540,12 @@ def main(argv=None) -> int:
         return 0
     if args.add_serves:
         add_serves(Path(args.out), args.add_serves, args.only)
+        return 0
+    if args.vendor_first:
+        try:
+            set_vendor_first(Path(args.out), args.vendor_first == "on", args.only)
+        except ValueError as e:
+            ap.error(str(e))
         return 0
     if not args.records:
         ap.error("no training record files")

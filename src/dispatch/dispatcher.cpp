@@ -250,7 +250,7 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
       info.selection_source = "fixed";
       break;
     case Strategy::heuristic:
-      if (mode == VendorMode::only || (mode == VendorMode::automatic && (sel.top.empty() || !sel.from_model))) {
+      if (heuristic_runs_vendor(mode, sel)) {
         if (vendor_ok && vendor_can(p)) {
           DeviceScope scope(t.device);
           im->vendor_set = run::vendor::VendorSet::create(p, nullptr);
@@ -258,8 +258,10 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
         if (im->vendor_set) {
           kernel = vendor_lib(p) + ":heur", vendor = true;
           info.selection_source = std::string("vendor heuristic") +
-                                  (mode == VendorMode::only ? "" : sel.top.empty() ? " (no legal tilepick kernel)"
-                                                                                   : " (no usable model)");
+                                  (mode == VendorMode::only ? ""
+                                   : sel.top.empty()        ? " (no legal tilepick kernel)"
+                                   : !sel.from_model        ? " (no usable model)"
+                                                            : " (" + sel.source + " is vendor_first: measured slower than the vendor)");
           break;
         }
         if (mode == VendorMode::only)
@@ -323,7 +325,8 @@ std::shared_ptr<const Plan> Dispatcher::plan(const Problem& p, const PlanOptions
   State& s = *state_;
   const Target t = s.target(opt);
   const ModelEntry* m = s.selector->model_for(p, t.arch);
-  const std::string model_version = m ? m->spec.version : "none";
+  // a vendor_first flag changes what the heuristic strategy runs: cached plans key on it too
+  const std::string model_version = m ? m->spec.version + (m->spec.vendor_first ? "+vendor_first" : "") : "none";
   const std::string file_key = plan_cache_key(to_string(p), t.arch.name, t.device_name, model_version,
                                               std::string(to_string(opt.strategy)) + (opt.strategy == Strategy::top_k ? std::to_string(opt.k) : "") +
                                                   (opt.strategy == Strategy::fixed ? "=" + opt.config : ""),

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "dispatch/plan_impl.hpp"
+#include "tilepick/selector.hpp"
 #include "tilepick/error.hpp"
 
 namespace tilepick {
@@ -32,6 +33,11 @@ std::string_view to_string(VendorMode v) {
     case VendorMode::only: return "only";
   }
   return "?";
+}
+
+bool heuristic_runs_vendor(VendorMode mode, const Selection& sel) {
+  return mode == VendorMode::only ||
+         (mode == VendorMode::automatic && (sel.top.empty() || !sel.from_model || sel.vendor_first));
 }
 
 std::optional<VendorMode> parse_vendor_mode(std::string_view s) {

@@ -89,6 +89,7 @@ ModelSpec parse_spec(const fs::path& dir) {
   if (fs::exists(dir / "manifest.json")) s.manifest = read_json_file(dir / "manifest.json");
   s.model_file = model_file_in(j, dir);
   s.serves = j.contains("serves") ? required<std::vector<std::string>>(j, "serves", path) : std::vector<std::string>{};
+  s.vendor_first = j.contains("vendor_first") && required<bool>(j, "vendor_first", path);
   for (const auto& arch : s.serves)
     if (std::none_of(default_arch_specs().begin(), default_arch_specs().end(),
                      [&](const ArchSpec& a) { return a.name == arch; }))
@@ -478,6 +479,7 @@ Selection Selector::select(const Problem& p, const ArchSpec& arch, int k, ScoreM
   if (s.from_model) {
     const ModelEntry* m = model_for(p, arch);
     s.units = "model:" + (m && !m->spec.objective.empty() ? m->spec.objective : std::string("score"));
+    s.vendor_first = m && m->spec.vendor_first;
   } else {
     s.units = "ln_ratio";
   }

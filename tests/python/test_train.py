@@ -194,6 +194,35 @@ def test_stamp_eval_copies_each_models_held_out_numbers(tmp_path):
     assert gemm["serves_eval"] == {"h100_sxm": {"mean": 0.95, "p10": 0.9, "min": 0.8, "records": ["h100.csv.gz"]}}
 
 
+def test_stamp_eval_records_the_vendor_comparison_and_vendor_first_is_set_per_folder(tmp_path):
+    folder = tmp_path / "gemm_tf32_h100_sxm"
+    folder.mkdir()
+    (folder / "manifest.json").write_text(json.dumps({"rows": 1}))
+    (folder / "feature_spec.json").write_text(json.dumps({"arch": "h100_sxm"}))
+    stats = {"mean": 0.97, "p10": 0.9, "min": 0.8}
+    report = {"arch": "h100_sxm", "records": ["t.csv.gz"],
+              "groups": [{"name": "source=model:gemm_tf32_h100_sxm", "model": stats}]}
+    (tmp_path / "eval.json").write_text(json.dumps(report))
+    src = "model:gemm_tf32_h100_sxm"
+    # model / vendor times 2, 0.5, 2 (geomean 2^(1/3)); a problem without a vendor timing or without the model's
+    # own first choice measured does not count
+    pd.DataFrame({"source": [src] * 5, "own_first_measured": [1, 1, 1, 1, 0],
+                  "own_first_us": [20.0, 5.0, 40.0, 7.0, 9.0], "vendor_heur_us": [10.0, 10.0, 20.0, np.nan, 1.0]}
+                 ).to_csv(tmp_path / "eval.csv", index=False)
+    assert train.main(["--stamp-eval", str(tmp_path / "eval.json"), "--out", str(tmp_path)]) == 0
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["vendor_vs_model"]["h100_sxm"] == {"problems": 3, "vendor_speedup_geomean": round(2 ** (1 / 3), 4),
+                                                       "vendor_faster_share": round(2 / 3, 4), "records": ["t.csv.gz"]}
+    assert "vendor_first" not in json.loads((folder / "feature_spec.json").read_text())  # stamping decides nothing
+    assert train.main(["--vendor-first", "on", "--only", folder.name, "--out", str(tmp_path)]) == 0
+    assert json.loads((folder / "feature_spec.json").read_text())["vendor_first"] is True
+    assert train.main(["--vendor-first", "off", "--only", folder.name, "--out", str(tmp_path)]) == 0
+    assert "vendor_first" not in json.loads((folder / "feature_spec.json").read_text())
+    for bad in ([], ["--only", "gemm_half_h200"]):  # no folder named, or one that does not exist
+        with pytest.raises(SystemExit):
+            train.main(["--vendor-first", "on", "--out", str(tmp_path), *bad])
+
+
 def test_add_serves_lists_arch_specs_once_and_refuses_unknown_ones(tmp_path):
     for name in ("gemm_half_h200", "conv_fwd_half_h200"):
         (tmp_path / name).mkdir()
