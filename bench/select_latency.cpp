@@ -3,7 +3,8 @@
 // With a model's candidates.txt (pruned pool) only its legal configs are scored: counters "pool"
 // (the whole legal pool) and "scored" (what the selector scores); *_whole variants ignore the file.
 // BM_select/<op>_{fast,full}: select(k=1) with the distilled student (models/<m>/fast/, its own
-// candidate set) against the full model (ScoreMode); BM_fast_* are the stages of the fast path.
+// candidate set) against the full model (ScoreMode); BM_fast_* are the stages of the fast path;
+// BM_select_arch/tf32_h100_*: the same for the tf32 GEMM model of the H100 (h100_sxm features).
 // Everything but BM_select/*_fast runs the full models (ScoreMode::full), as before the students.
 // Uses the shipped model of the problem's (op, dtype, arch) when one is usable, else a synthetic
 // LightGBM text model written here (300 trees x 63 leaves over the feature schema, thresholds drawn
@@ -33,6 +34,7 @@ namespace fs = std::filesystem;
 
 constexpr int kTrees = 300, kLeaves = 63;
 const char* const kGemm = "gemm rcr m4096 n4096 k4096 bf16";
+const char* const kGemmTf32 = "gemm rcr m4096 n4096 k4096 f32";
 const char* const kConv = "fwd g1 mb32 ic256 ih56 iw56 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16";
 const char* const kWgrad = "bwd_weight g1 mb32 ic256 ih56 iw56 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16";
 const char* const kDgrad = "bwd_data g1 mb32 ic256 ih56 iw56 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16";
@@ -209,6 +211,25 @@ void BM_select(benchmark::State& state, const char* text, ScoreMode mode) {
   state.counters["fast"] = r.fast;
 }
 
+// select(k=1) on another arch with the shipped models (BM_select_arch/tf32_h100_*: the tf32 GEMM model trained
+// on H100 records); no synthetic model here: a missing model shows as "fallback" in the label.
+void BM_select_arch(benchmark::State& state, const char* text, const char* arch_name, ScoreMode mode) {
+  const Problem p = parse_problem(text);
+  const ArchSpec& arch = find_arch(default_arch_specs(), arch_name);
+  const Selector& s = mode_selector(mode);
+  Selection r;
+  for (auto _ : state) {
+    r = s.select(p, arch, 1);
+    benchmark::DoNotOptimize(r.top.data());
+  }
+  const ModelEntry* m = s.model_for(p, arch);
+  const GbdtModel* scorer = m ? (r.fast ? &m->fast->model : &*m->model) : nullptr;
+  state.SetLabel(std::string(score_mode_name(mode)) + " " + (m ? m->spec.name : "fallback") + " " +
+                 (r.fast ? "student" : "model") + " (" + std::to_string(scorer ? scorer->num_trees() : 0) + " trees)");
+  state.counters["scored"] = static_cast<double>(r.pool_size);
+  state.counters["fast"] = r.fast;
+}
+
 // Stages of the fast path: 0 pool (legality of the student's set), 1 features, 2 student predict.
 void BM_fast_stage(benchmark::State& state, const char* text, int stage) {
   const Problem p = parse_problem(text);
@@ -375,6 +396,8 @@ BENCHMARK_CAPTURE(BM_select, wgrad_fast, kWgrad, ScoreMode::fast)->Unit(benchmar
 BENCHMARK_CAPTURE(BM_select, wgrad_full, kWgrad, ScoreMode::full)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_select, dgrad_fast, kDgrad, ScoreMode::fast)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_select, dgrad_full, kDgrad, ScoreMode::full)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select_arch, tf32_h100_fast, kGemmTf32, "h100_sxm", ScoreMode::fast)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select_arch, tf32_h100_full, kGemmTf32, "h100_sxm", ScoreMode::full)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_fast_stage, gemm_pool, kGemm, 0)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_fast_stage, gemm_features, kGemm, 1)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_fast_stage, gemm_predict, kGemm, 2)->Unit(benchmark::kMicrosecond);
