@@ -4,7 +4,7 @@
 // (the whole legal pool) and "scored" (what the selector scores); *_whole variants ignore the file.
 // BM_select/<op>_{fast,full}: select(k=1) with the distilled student (models/<m>/fast/, its own
 // candidate set) against the full model (ScoreMode); BM_fast_* are the stages of the fast path;
-// BM_select_arch/tf32_h100_*: the same for the tf32 GEMM model of the H100 (h100_sxm features).
+// BM_select/tf32_h100_*: the same for the tf32 GEMM model of the H100 (h100_sxm features).
 // Everything but BM_select/*_fast runs the full models (ScoreMode::full), as before the students.
 // Uses the shipped model of the problem's (op, dtype, arch) when one is usable, else a synthetic
 // LightGBM text model written here (300 trees x 63 leaves over the feature schema, thresholds drawn
@@ -41,9 +41,9 @@ const char* const kDgrad = "bwd_data g1 mb32 ic256 ih56 iw56 oc256 kh3 kw3 sh1 s
 
 const ArchSpec& h200() { return find_arch(default_arch_specs(), "h200"); }
 
-std::vector<KernelConfig> pool(const Problem& p) {
+std::vector<KernelConfig> pool(const Problem& p, const ArchSpec& arch = h200()) {
   std::vector<KernelConfig> out;
-  for (auto& e : Registry::default_registry().lookup(p, h200())) out.push_back(e.config);
+  for (auto& e : Registry::default_registry().lookup(p, arch)) out.push_back(e.config);
   return out;
 }
 
@@ -192,28 +192,10 @@ const Selector& mode_selector(ScoreMode mode) {
   return mode == ScoreMode::fast ? fast : selector();
 }
 
-// select(k=1) fast vs full; counters: scored, fast (1 when the student scored), trees of the scorer.
-void BM_select(benchmark::State& state, const char* text, ScoreMode mode) {
-  const Problem p = parse_problem(text);
-  const Selector& s = mode_selector(mode);
-  Selection r;
-  for (auto _ : state) {
-    r = s.select(p, h200(), 1);
-    benchmark::DoNotOptimize(r.top.data());
-  }
-  const ModelEntry* m = s.model_for(p, h200());
-  const GbdtModel* scorer = m ? (r.fast ? &m->fast->model : &*m->model) : nullptr;
-  state.SetLabel(std::string(score_mode_name(mode)) + " " + (m ? m->spec.name : "fallback") + " " +
-                 (r.fast ? "student" : "model") + " (" + std::to_string(scorer ? scorer->num_trees() : 0) + " trees" +
-                 (r.fast && m->fast->rescore_top ? ", top " + std::to_string(m->fast->rescore_top) + " re-scored" : "") + ")");
-  state.counters["pool"] = static_cast<double>(pool(p).size());
-  state.counters["scored"] = static_cast<double>(r.pool_size);
-  state.counters["fast"] = r.fast;
-}
-
-// select(k=1) on another arch with the shipped models (BM_select_arch/tf32_h100_*: the tf32 GEMM model trained
-// on H100 records); no synthetic model here: a missing model shows as "fallback" in the label.
-void BM_select_arch(benchmark::State& state, const char* text, const char* arch_name, ScoreMode mode) {
+// select(k=1) fast vs full; counters: scored, fast (1 when the student scored), trees of the scorer. On
+// another arch (BM_select/tf32_h100_*: the tf32 GEMM model trained on H100 records) only shipped models
+// apply: a missing one shows as "fallback" in the label.
+void BM_select(benchmark::State& state, const char* text, ScoreMode mode, const char* arch_name = "h200") {
   const Problem p = parse_problem(text);
   const ArchSpec& arch = find_arch(default_arch_specs(), arch_name);
   const Selector& s = mode_selector(mode);
@@ -225,7 +207,9 @@ void BM_select_arch(benchmark::State& state, const char* text, const char* arch_
   const ModelEntry* m = s.model_for(p, arch);
   const GbdtModel* scorer = m ? (r.fast ? &m->fast->model : &*m->model) : nullptr;
   state.SetLabel(std::string(score_mode_name(mode)) + " " + (m ? m->spec.name : "fallback") + " " +
-                 (r.fast ? "student" : "model") + " (" + std::to_string(scorer ? scorer->num_trees() : 0) + " trees)");
+                 (r.fast ? "student" : "model") + " (" + std::to_string(scorer ? scorer->num_trees() : 0) + " trees" +
+                 (r.fast && m->fast->rescore_top ? ", top " + std::to_string(m->fast->rescore_top) + " re-scored" : "") + ")");
+  state.counters["pool"] = static_cast<double>(pool(p, arch).size());
   state.counters["scored"] = static_cast<double>(r.pool_size);
   state.counters["fast"] = r.fast;
 }
@@ -396,8 +380,8 @@ BENCHMARK_CAPTURE(BM_select, wgrad_fast, kWgrad, ScoreMode::fast)->Unit(benchmar
 BENCHMARK_CAPTURE(BM_select, wgrad_full, kWgrad, ScoreMode::full)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_select, dgrad_fast, kDgrad, ScoreMode::fast)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_select, dgrad_full, kDgrad, ScoreMode::full)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_select_arch, tf32_h100_fast, kGemmTf32, "h100_sxm", ScoreMode::fast)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_select_arch, tf32_h100_full, kGemmTf32, "h100_sxm", ScoreMode::full)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select, tf32_h100_fast, kGemmTf32, ScoreMode::fast, "h100_sxm")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_select, tf32_h100_full, kGemmTf32, ScoreMode::full, "h100_sxm")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_fast_stage, gemm_pool, kGemm, 0)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_fast_stage, gemm_features, kGemm, 1)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_fast_stage, gemm_predict, kGemm, 2)->Unit(benchmark::kMicrosecond);

@@ -24,14 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 from tilepick import _core  # noqa: E402
 from tilepick.records import read_records  # noqa: E402
 
-PROBLEM_COLUMNS = 47  # op .. conv_pointwise: the problem's own feature columns (features.cpp, problem part)
-
-
 def problem_rows(problems: list[str], arch: str) -> np.ndarray:
     """The problem columns of each problem's feature row (with its first legal config; the columns do not
     depend on the config)."""
     configs = [_core.selector_pool(p, arch, "/nonexistent", "full")[0][0] for p in problems]
-    return np.asarray(_core.features_batch(problems, configs, arch, 0))[:, :PROBLEM_COLUMNS]
+    return np.asarray(_core.features_batch(problems, configs, arch, 0))[:, :_core.problem_feature_count()]
 
 
 def training_table(files: list[str]) -> pd.DataFrame:

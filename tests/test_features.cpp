@@ -181,6 +181,16 @@ TEST(Features, BatchRowsEqualSingleRowsBitForBit) {
   features_batch(problems[0], std::span(configs).first(n0), h200(), one_problem.data(), 3);
   EXPECT_EQ(std::memcmp(one_problem.data(), batch.data(), n0 * w * sizeof(double)), 0);
   EXPECT_THROW(features_batch(problems, std::span(configs).first(1), h200(), batch.data()), Error);
+  // The schema's leading problem columns are the same in every row of a problem; the next one is not.
+  const std::size_t lead = feature_schema().problem_columns;
+  ASSERT_GT(lead, 0u);
+  ASSERT_LT(lead, w);
+  bool next_varies = false;
+  for (std::size_t i = 1; i < n0; ++i) {
+    EXPECT_EQ(std::memcmp(batch.data(), batch.data() + i * w, lead * sizeof(double)), 0) << i;
+    next_varies = next_varies || batch[lead] != batch[i * w + lead];
+  }
+  EXPECT_TRUE(next_varies);
 }
 
 TEST(Heuristic, SmallTilesBeatWastedWork) {

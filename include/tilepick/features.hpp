@@ -24,6 +24,7 @@ struct FeatureSchema {
   std::vector<std::string> names;  // ordered, unique
   int version = kFeatureVersion;
   std::string hash;                // 16 hex digits, feature_schema_hash(names, version)
+  std::size_t problem_columns = 0; // the leading names, which depend on the problem and device alone
 
   std::size_t size() const { return names.size(); }
   int index(std::string_view name) const;  // -1 when absent

@@ -207,6 +207,8 @@ NB_MODULE(_core, m) {
 
   m.def("feature_names", [] { return feature_schema().names; }, "Ordered feature names of this build.");
   m.def("feature_schema_hash", [] { return feature_schema().hash; }, "16 hex digits; stored with every model.");
+  m.def("problem_feature_count", [] { return feature_schema().problem_columns; },
+        "How many leading features depend on the problem and device alone (the same in every row of a problem).");
   m.def("feature_version", [] { return feature_schema().version; });
   m.def("features_batch", &features_batch_py, "problems"_a, "configs"_a, "arch"_a = "h200", "threads"_a = 0,
         "Feature rows (float64, n x n_features) of the pairs (problems[i], configs[i]); "

@@ -327,7 +327,8 @@ def split_name(name: str, arch: str) -> tuple[str, str]:
 def check_arch(ap, header: dict, arch: str) -> None:
     """The features describe --arch's device: records measured on another arch are refused."""
     device = header.get("devices", [{}])[0]
-    measured = device.get("arch") or header.get("options", {}).get("arch")  # the fake backend names no device arch
+    # as `tilepick eval` reads it (header_arch in tools/cmd_eval.cpp): the sweep's arch, else the device's
+    measured = header.get("options", {}).get("arch") or device.get("arch")
     if measured and measured != arch:
         ap.error(f"the records were measured on '{measured}' ({device.get('name', '')}), but --arch is "
                  f"'{arch}': the features must describe the device that was measured")

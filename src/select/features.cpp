@@ -197,8 +197,11 @@ FeatureSchema build_schema() {
   const Problem p = parse_problem("gemm rcr m128 n128 k128 f16");
   const ArchSpec dev{};
   emit_features(p, select::problem_terms(p, dev), resolve(KernelConfig{}, p), dev, names);
+  NameSink leading;
+  emit_problem_features(p, select::problem_terms(p, dev), dev, leading);
   FeatureSchema s;
   s.names = std::move(names.names);
+  s.problem_columns = leading.names.size();
   std::unordered_set<std::string> seen;
   for (const auto& n : s.names)
     if (!seen.insert(n).second) throw Error(Status::internal, "feature name '" + n + "' appears twice in the schema");
