@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstring>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "jit/families.hpp"
 #include "test_util.hpp"
@@ -191,6 +194,25 @@ TEST(Features, BatchRowsEqualSingleRowsBitForBit) {
     next_varies = next_varies || batch[lead] != batch[i * w + lead];
   }
   EXPECT_TRUE(next_varies);
+}
+
+TEST(Features, ProblemFeaturesAreTheLeadingColumns) {
+  const std::size_t lead = feature_schema().problem_columns;
+  for (const auto& [problem, config] : std::vector<std::pair<std::string, std::string>>{
+           {"gemm rcr m127 n4096 k512 bf16 ep=bias+relu", "fam=sm80 tile=128x128x32 warps=2x2 stages=4"},
+           {"fwd g1 mb8 ic64 ih56 iw56 oc128 kh3 kw3 sh2 sw2 ph1 pw1 f16", "fam=sm80 tile=64x64x32 warps=2x2 stages=3"},
+           {"bwd_data g4 mb2 ic32 id8 ih16 iw16 oc64 kd3 kh3 kw3 sd1 sh1 sw1 pd1 ph1 pw1 bf16",
+            "fam=sm80 tile=64x32x32 warps=2x1 stages=3"},
+           {"fwd g96 mb4 ic96 ih28 iw28 oc96 kh7 kw7 sh1 sw1 ph3 pw3 f16", "fam=dw dwtile=4x8x64 ppt=2 cpt=4"}}) {
+    const Problem p = parse_problem(problem);
+    const std::vector<double> head = problem_features(p, h200());
+    const FeatureRow full = features(p, resolve(parse_config(config), p), h200());
+    ASSERT_EQ(head.size(), lead) << problem;
+    EXPECT_EQ(std::memcmp(head.data(), full.values.data(), lead * sizeof(double)), 0) << problem;
+  }
+  EXPECT_EQ(problem_features(parse_problem("fwd g96 mb4 ic96 ih28 iw28 oc96 kh7 kw7 sh1 sw1 ph3 pw3 f16"), h200())
+                [static_cast<std::size_t>(feature_schema().index("conv_depthwise"))],
+            1);
 }
 
 TEST(Heuristic, SmallTilesBeatWastedWork) {

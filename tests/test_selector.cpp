@@ -13,10 +13,12 @@
 #include <sstream>
 #include <thread>
 
+#include "core/hash.hpp"
 #include "select/selector_eval.hpp"
 #include "sweep/records.hpp"
 #include "test_util.hpp"
 #include "tilepick/dispatch.hpp"
+#include "tilepick/env.hpp"
 #include "tilepick/features.hpp"
 #include "tilepick/legality.hpp"
 #include "tilepick/registry.hpp"
@@ -250,6 +252,150 @@ TEST_F(SelectorTest, AVendorFirstModelSaysSoInItsSelectionsAndDispatchHeuristicR
   EXPECT_FALSE(bad.models()[0].usable());
   EXPECT_NE(bad.models()[0].rejected.find("key 'vendor_first' has the wrong type"), std::string::npos)
       << bad.models()[0].rejected;
+}
+
+// ------------------------------------------------------------------------------ vendor choice
+
+// A LightGBM text model over the leading problem columns (a vendor_choice model); `names` = the
+// schema's first `columns` names (all of them: a model that reads the whole row).
+std::string vendor_model_text(const std::vector<Tree>& trees, std::size_t columns = feature_schema().problem_columns) {
+  const FeatureSchema& s = feature_schema();
+  std::ostringstream m;
+  m << "tree\nversion=v4\nnum_class=1\nnum_tree_per_iteration=1\nlabel_index=0\nmax_feature_idx=" << columns - 1
+    << "\nobjective=regression\nfeature_names=";
+  for (std::size_t i = 0; i < columns; ++i) m << (i ? " " : "") << s.names[i];
+  m << "\n\n";
+  for (std::size_t i = 0; i < trees.size(); ++i) m << trees[i].text(static_cast<int>(i));
+  m << "end of trees\n";
+  return m.str();
+}
+
+// y = ln(vendor time / pick time): -1 (vendor faster) for dense convs, +1 for depthwise ones.
+std::vector<Tree> depthwise_trees() { return {Tree{{{"conv_depthwise", 0.5, ~0, ~1}}, {-1, 1}}}; }
+
+const char* const kDenseConv = "fwd g1 mb8 ic64 ih28 iw28 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16";
+const char* const kDepthwiseConv = "fwd g64 mb2 ic64 ih56 iw56 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16";
+
+nlohmann::json vendor_spec(const std::string& op, const nlohmann::json& threshold = 0.0,
+                           const std::string& file = "../conv_half_h200.vendor_choice.txt.gz") {
+  nlohmann::json spec = spec_json(op);
+  spec["vendor_choice"] = {{"model_file", file}, {"threshold", threshold}};
+  return spec;
+}
+
+TEST_F(SelectorTest, AVendorChoicePicksTheVendorPerProblemAndPlansKeyOnIt) {
+  const std::string text = vendor_model_text(depthwise_trees());
+  std::ofstream(dir_ / "models" / "conv_half_h200.vendor_choice.txt.gz", std::ios::binary) << sweep::gzip_member(text);
+  write_model("conv_fwd_half_h200", model_text(base_trees()), vendor_spec("conv_fwd"));
+  write_model("conv_bwd_data_half_h200", model_text(base_trees()), vendor_spec("conv_bwd_data"));
+  const Selector sel(models());
+  ASSERT_EQ(sel.models().size(), 2u);
+  const ModelEntry &dgrad = sel.models()[0], &fwd = sel.models()[1];
+  ASSERT_TRUE(fwd.usable()) << fwd.rejected;
+  ASSERT_NE(fwd.vendor_model, nullptr) << fwd.vendor_error;
+  EXPECT_EQ(fwd.vendor_model.get(), dgrad.vendor_model.get());  // one file, parsed once
+  EXPECT_EQ(fwd.vendor_version, "vendor_choice@" + hex16(fnv1a64(text)));
+  EXPECT_EQ(fwd.spec.vendor_choice->model_file, (dir_ / "models" / "conv_half_h200.vendor_choice.txt.gz").string());
+  EXPECT_EQ(fwd.spec.vendor_choice->threshold, 0);
+
+  const ArchSpec& h200 = test::arch("h200");
+  const Selection dense = sel.select(parse_problem(kDenseConv), h200, 3);
+  ASSERT_TRUE(dense.from_model);
+  EXPECT_EQ(dense.vendor_log_ratio, -1);
+  EXPECT_TRUE(dense.vendor_first);
+  EXPECT_TRUE(dense.vendor_chosen);
+  EXPECT_TRUE(heuristic_runs_vendor(VendorMode::automatic, dense));
+  EXPECT_FALSE(heuristic_runs_vendor(VendorMode::off, dense));
+  const Selection dw = sel.select(parse_problem(kDepthwiseConv), h200, 3);
+  ASSERT_TRUE(dw.from_model);
+  EXPECT_EQ(dw.vendor_log_ratio, 1);
+  EXPECT_FALSE(dw.vendor_first);
+  EXPECT_FALSE(dw.vendor_chosen);
+  EXPECT_FALSE(heuristic_runs_vendor(VendorMode::automatic, dw));
+
+  // Offline plans keep the pick (no vendor without a GPU) but key on the vendor choice model.
+  Dispatcher d(sel);
+  PlanOptions o;
+  o.offline_arch = "h200";
+  const auto plan = d.plan(parse_problem(kDenseConv), o);
+  EXPECT_EQ(plan->info().model_version, fwd.spec.version + "+" + fwd.vendor_version);
+  EXPECT_EQ(plan->info().kernel, dense.top.front().text);
+
+  // The spec's flag still sends every problem to the vendor; then the choice is not what decided.
+  nlohmann::json first = vendor_spec("conv_fwd");
+  first["vendor_first"] = true;
+  write_model("conv_fwd_half_h200", model_text(base_trees()), first);
+  const Selector flagged(models());
+  for (const char* problem : {kDenseConv, kDepthwiseConv}) {
+    const Selection s = flagged.select(parse_problem(problem), h200, 3);
+    EXPECT_TRUE(s.vendor_first) << problem;
+    EXPECT_FALSE(s.vendor_chosen) << problem;
+    EXPECT_FALSE(std::isnan(s.vendor_log_ratio)) << problem;
+  }
+  // A threshold under the dense prediction: the pick runs everywhere.
+  write_model("conv_fwd_half_h200", model_text(base_trees()), vendor_spec("conv_fwd", -1.5));
+  const Selection strict = Selector(models()).select(parse_problem(kDenseConv), h200, 3);
+  EXPECT_EQ(strict.vendor_log_ratio, -1);
+  EXPECT_FALSE(strict.vendor_first);
+  EXPECT_FALSE(strict.vendor_chosen);
+}
+
+TEST_F(SelectorTest, AVendorChoiceThatCannotBeUsedLeavesTheModelDecidingWithoutIt) {
+  const ArchSpec& h200 = test::arch("h200");
+  const Problem p = parse_problem(kDenseConv);
+  write_model("conv_fwd_half_h200", model_text(base_trees()), vendor_spec("conv_fwd", 0.0, "../nowhere.txt.gz"));
+  ::testing::internal::CaptureStderr();
+  const Selector missing(models());
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(missing.models().size(), 1u);
+  const ModelEntry& m = missing.models()[0];
+  EXPECT_TRUE(m.usable()) << m.rejected;
+  EXPECT_EQ(m.vendor_model, nullptr);
+  EXPECT_NE(m.vendor_error.find("nowhere.txt.gz"), std::string::npos) << m.vendor_error;
+  EXPECT_NE(m.vendor_error.find("missing"), std::string::npos) << m.vendor_error;
+  if (env::log_level() >= 1) {
+    EXPECT_NE(err.find("model conv_fwd_half_h200 decides without its vendor choice: "), std::string::npos) << err;
+  }
+  const Selection s = missing.select(p, h200, 3);
+  EXPECT_TRUE(s.from_model);
+  EXPECT_FALSE(s.vendor_first);
+  EXPECT_FALSE(s.vendor_chosen);
+  EXPECT_TRUE(std::isnan(s.vendor_log_ratio));
+
+  // A model over the whole row, not the leading problem columns.
+  std::ofstream(dir_ / "models" / "full.txt.gz", std::ios::binary)
+      << sweep::gzip_member(vendor_model_text(depthwise_trees(), feature_schema().size()));
+  write_model("conv_fwd_half_h200", model_text(base_trees()), vendor_spec("conv_fwd", 0.0, "../full.txt.gz"));
+  const Selector whole(models());
+  const ModelEntry& w = whole.models()[0];
+  EXPECT_TRUE(w.usable()) << w.rejected;
+  EXPECT_EQ(w.vendor_model, nullptr);
+  EXPECT_NE(w.vendor_error.find("must read the first " + std::to_string(feature_schema().problem_columns) +
+                                " features of the schema"),
+            std::string::npos)
+      << w.vendor_error;
+  EXPECT_NE(w.vendor_error.find("the model has " + std::to_string(feature_schema().size()) + " features"),
+            std::string::npos)
+      << w.vendor_error;
+  EXPECT_TRUE(std::isnan(whole.select(p, h200, 3).vendor_log_ratio));
+
+  // A malformed key refuses the folder, naming it.
+  for (const auto& [spec, want] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {vendor_spec("conv_fwd", "0.1"), "key 'vendor_choice.threshold' has the wrong type"},
+           {vendor_spec("conv_fwd", true), "key 'vendor_choice.threshold' has the wrong type"},
+           {vendor_spec("conv_fwd", nullptr), "key 'vendor_choice.threshold' has the wrong type"},
+           {[] { auto j = spec_json("conv_fwd"); j["vendor_choice"] = "x.txt"; return j; }(),
+            "key 'vendor_choice' has the wrong type"},
+           {[] { auto j = spec_json("conv_fwd"); j["vendor_choice"] = {{"threshold", 0}}; return j; }(),
+            "missing key 'vendor_choice.model_file'"},
+           {[] { auto j = spec_json("conv_fwd"); j["vendor_choice"] = {{"model_file", 3}, {"threshold", 0}}; return j; }(),
+            "key 'vendor_choice.model_file' has the wrong type"}}) {
+    write_model("conv_fwd_half_h200", model_text(base_trees()), spec);
+    const Selector bad(models());
+    ASSERT_EQ(bad.models().size(), 1u);
+    EXPECT_FALSE(bad.models()[0].usable());
+    EXPECT_NE(bad.models()[0].rejected.find(want), std::string::npos) << bad.models()[0].rejected;
+  }
 }
 
 TEST_F(SelectorTest, ConcurrentRankingMatchesSerial) {

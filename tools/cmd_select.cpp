@@ -61,6 +61,20 @@ Measurements read_measurements(const std::vector<std::string>& files) {
   return out;
 }
 
+// What dispatch's heuristic strategy (vendor auto) runs for a model's selection: the model's
+// vendor_first flag, its vendor choice's prediction and decision.
+void print_vendor_choice(const ModelEntry* m, const Selection& s) {
+  if (!m) return;
+  if (m->spec.vendor_first) std::cout << "#   vendor_first: the heuristic strategy runs the vendor's choice for every problem\n";
+  if (m->vendor_model)
+    std::cout << "#   vendor choice (" << m->vendor_version << "): predicted ln(vendor heuristic time / pick time) "
+              << fmt(s.vendor_log_ratio, "%.4f") << ", threshold " << fmt(m->spec.vendor_choice->threshold, "%.4g")
+              << ": " << (s.vendor_log_ratio < m->spec.vendor_choice->threshold ? "the vendor runs" : "the pick runs")
+              << (m->spec.vendor_first ? " (vendor_first decides)" : "") << "\n";
+  else if (!m->vendor_error.empty())
+    std::cout << "#   vendor choice not used: " << m->vendor_error << "\n";
+}
+
 void print_problem(const SelectArgs& a, const Selector& selector, const NamedProblem& np, const ArchSpec& arch,
                    const Measurements& measured) {
   const Problem& p = np.problem;
@@ -76,6 +90,7 @@ void print_problem(const SelectArgs& a, const Selector& selector, const NamedPro
               << feature_schema().hash << ", space hash " << config_space_hash(op_name(p)) << ", models '"
               << selector.models_dir() << "'\n";
     if (!s.from_model) std::cout << "#   fallback because: " << s.reason << "\n";
+    if (s.from_model) print_vendor_choice(selector.model_for(p, arch), s);
   }
   const std::map<std::string, Timing>* times = nullptr;
   double best_us = NAN;
@@ -147,7 +162,8 @@ void add_select_commands(CLI::App& app) {
   cmd->add_option("-f,--file", args->file, "problem file");
   cmd->add_option("--arch", args->arch, "arch spec name or target")->capture_default_str();
   cmd->add_option("-k", args->k, "candidates to print (0 = all)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--explain", args->explain, "model or fallback reason, hashes, analytic score per candidate");
+  cmd->add_flag("--explain", args->explain, "model or fallback reason, hashes, vendor_first and the vendor choice (prediction, threshold, "
+                "decision), analytic score per candidate");
   cmd->add_option("--records", args->records, "sweep record files: print measured times and efficiency")->expected(1, -1);
   cmd->add_option("--select", args->select,
                   "fast (the student, its best 16 re-scored: the heuristic strategy) or full (the full model: what "

@@ -47,7 +47,8 @@ std::optional<Strategy> parse_strategy(std::string_view s);
 //   auto  the vendor's heuristic choice is one more candidate in top_k / exhaustive timing (so a
 //         timed plan is never slower than it), and the heuristic strategy uses it when there is no
 //         usable model for the problem, no legal tilepick kernel, or the model is "vendor_first"
-//         (measured slower than the vendor's choice: ModelSpec::vendor_first);
+//         (measured slower than the vendor's choice: ModelSpec::vendor_first) or its "vendor_choice"
+//         predicts the vendor faster on this problem (Selection::vendor_chosen);
 //   only  vendor algorithms only (heuristic: the library's first choice; timed: its algorithms).
 enum class VendorMode : std::uint8_t { off, automatic, only };
 std::string_view to_string(VendorMode v);  // "off" "auto" "only"

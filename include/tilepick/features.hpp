@@ -47,6 +47,10 @@ struct FeatureRow {
 // (conv terms of a GEMM) are 0; terms that cannot be computed are NaN.
 FeatureRow features(const Problem& problem, const KernelConfig& config, const ArchSpec& device);
 
+// The leading feature_schema().problem_columns values of features(problem, any config, device): the
+// terms of the problem and device alone (what a per-problem model, e.g. a vendor choice, reads).
+std::vector<double> problem_features(const Problem& problem, const ArchSpec& device);
+
 // Batch entry points: row-major rows into `out` (n x feature_schema().size() doubles), row i for
 // pair i. `threads` <= 0: env::num_threads(); small batches run on the caller's thread.
 void features_batch(std::span<const Problem> problems, std::span<const KernelConfig> configs,

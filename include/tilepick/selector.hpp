@@ -12,7 +12,13 @@
 //                                               optional "serves": other arch spec names the model
 //                                               selects for where no model of their own exists, each
 //                                               validated by measurements on that device (manifest
-//                                               "serves_eval")}
+//                                               "serves_eval"),
+//                                               optional "vendor_first": true (ModelSpec::vendor_first),
+//                                               optional "vendor_choice": {"model_file": a LightGBM text
+//                                               model relative to the folder (the conv directions may
+//                                               share one), "threshold": ln ratio} (VendorChoiceSpec;
+//                                               a model that cannot be used leaves the folder usable
+//                                               without it: ModelEntry::vendor_error)}
 //   models/<name>/manifest.json                free-form training record (optional "eval" thresholds)
 //   models/<name>/candidates.txt               optional pruned pool (python -m tilepick.prune): '#'
 //                                               comments, then one config per line (align=auto form);
@@ -26,6 +32,7 @@
 // problems go to the fallback (heuristic_score) with one warning per (op, reason) per process.
 #pragma once
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -56,6 +63,14 @@ std::string dtype_family(const Problem& p);
 std::string config_space_hash(const std::string& op);  // over default_spaces()
 std::string config_space_hash(const std::string& op, const std::vector<ConfigSpace>& spaces);
 
+// feature_spec "vendor_choice": a per-problem vendor_first. A LightGBM regressor over the problem
+// columns (feature_names = the first feature_schema().problem_columns names) predicts
+// y = ln(vendor heuristic kernel time / the model's pick time); the vendor runs where y < threshold.
+struct VendorChoiceSpec {
+  std::string model_file;  // normalized path (the folder joined with the spec's relative path)
+  double threshold = 0;
+};
+
 // feature_spec.json of one model folder.
 struct ModelSpec {
   std::string name;  // folder name, e.g. "gemm_f16_h200"
@@ -75,6 +90,7 @@ struct ModelSpec {
   // picks on its held-out problems, so dispatch's heuristic strategy (vendor auto) runs the vendor's choice;
   // the model still ranks for top_k / exhaustive (the vendor is timed beside it), vendor off, select and eval.
   bool vendor_first = false;
+  std::optional<VendorChoiceSpec> vendor_choice;  // feature_spec "vendor_choice" (above)
 };
 
 // The pool form of a config: align reset to auto (sm80 family; dw configs have no align), so a
@@ -130,6 +146,11 @@ struct ModelEntry {
   // fast/ (only loaded by a Selector in fast mode): set when valid; fast_error says why not.
   std::optional<FastModel> fast;
   std::string fast_error;
+  // spec.vendor_choice's model: set when the file loads and reads the problem columns; otherwise the
+  // model decides without it (vendor_error says why; the Selector warns once).
+  std::shared_ptr<const GbdtModel> vendor_model;  // folders naming one file share it
+  std::string vendor_version;  // "vendor_choice@<FNV-1a 64 of the model's text>": plan caches key on it
+  std::string vendor_error;
   bool usable() const { return rejected.empty(); }
 };
 
@@ -146,7 +167,11 @@ struct Selection {
   bool pruned = false;          // pool_size counts only the model's candidates.txt configs
   bool fast = false;            // scored by the model's student (pool_size: its candidate set)
   bool from_model = false;
-  bool vendor_first = false;    // the model's spec says "vendor_first" (ModelSpec::vendor_first)
+  bool vendor_first = false;    // the model's spec says "vendor_first" (ModelSpec::vendor_first), or
+                                // its vendor choice predicts the vendor faster (vendor_chosen)
+  bool vendor_chosen = false;   // vendor_first because the vendor choice predicted the vendor faster (not the spec flag)
+  // vendor_choice's predicted ln(vendor heuristic time / the pick's time); NaN without one.
+  double vendor_log_ratio = std::numeric_limits<double>::quiet_NaN();
   std::string source;           // as in Ranked
   std::string reason;           // why the fallback was used ("" with a model)
   // Margin between the top-1 and top-2 scores (+inf with one candidate, 0 with none). Model: the raw

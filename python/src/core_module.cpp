@@ -83,6 +83,22 @@ Matrix features_batch_py(const std::vector<std::string>& problem_texts,
   return to_numpy<Matrix>(std::move(rows), {problems.size(), n_features});
 }
 
+// The leading problem columns (problem_features) of each problem, as features_batch's arch.
+Matrix problem_features_batch_py(const std::vector<std::string>& problem_texts, const std::string& arch_name) {
+  const ArchSpec& arch = arch_named(arch_name);
+  const std::size_t width = feature_schema().problem_columns;
+  std::vector<double> rows;
+  {
+    nb::gil_scoped_release unlocked;  // the strings are C++ copies already
+    rows.reserve(problem_texts.size() * width);
+    for (const auto& text : problem_texts) {
+      const std::vector<double> row = problem_features(parse_problem(text), arch);
+      rows.insert(rows.end(), row.begin(), row.end());
+    }
+  }
+  return to_numpy<Matrix>(std::move(rows), {problem_texts.size(), width});
+}
+
 std::vector<std::string> legal_configs_py(const std::string& problem_text, const std::string& arch_name) {
   const Problem p = parse_problem(problem_text);
   std::vector<std::string> out;
@@ -213,6 +229,9 @@ NB_MODULE(_core, m) {
   m.def("features_batch", &features_batch_py, "problems"_a, "configs"_a, "arch"_a = "h200", "threads"_a = 0,
         "Feature rows (float64, n x n_features) of the pairs (problems[i], configs[i]); "
         "threads <= 0: TILEPICK_NUM_THREADS, else the hardware concurrency.");
+  m.def("problem_features_batch", &problem_features_batch_py, "problems"_a, "arch"_a = "h200",
+        "The leading problem_feature_count() features (float64, n x problem_feature_count()) of each problem: "
+        "what a vendor_choice model reads, equal to those columns of features_batch.");
   m.def("canonical_problem", [](const std::string& s) { return to_string(parse_problem(s)); }, "text"_a);
   m.def("canonical_config", [](const std::string& s) { return to_string(parse_config(s)); }, "text"_a);
   m.def("problem_op", [](const std::string& s) { return op_name(parse_problem(s)); }, "text"_a,

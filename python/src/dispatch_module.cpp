@@ -272,6 +272,9 @@ nb::dict select_py(const std::string& problem, const std::string& arch_name, int
   d["reason"] = s.reason;
   d["confidence"] = s.confidence;
   d["units"] = s.units;
+  d["vendor_first"] = s.vendor_first;
+  d["vendor_chosen"] = s.vendor_chosen;        // per-problem vendor choice (docs/selection.md "Vendor choice")
+  d["vendor_log_ratio"] = s.vendor_log_ratio;  // its predicted ln(vendor time / pick time); NaN without one
   return d;
 }
 

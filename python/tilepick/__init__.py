@@ -113,6 +113,9 @@ class Selection:
     units: str
     pruned: bool = False  # pool_size counts only the model's candidates.txt configs (docs/selection.md)
     fast: bool = False    # ranked by the model's fast/ student, its top re-scored by the model (docs/selection.md)
+    vendor_first: bool = False  # dispatch's heuristic strategy (vendor auto) runs the vendor's heuristic kernel
+    vendor_chosen: bool = False  # ... because the model's per-problem vendor choice predicted it faster
+    vendor_log_ratio: float = float("nan")  # that prediction: ln(vendor time / the pick's time); NaN without one
 
     @property
     def best(self) -> str:

@@ -1,5 +1,7 @@
 // Dispatcher: makes plans (selection, optional timing on the device, compilation) and caches them.
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <future>
 #include <map>
 #include <mutex>
@@ -17,6 +19,13 @@
 namespace tilepick {
 
 namespace {
+
+// Why the heuristic runs the vendor for a selection whose vendor choice picked it.
+std::string vendor_choice_text(const Selection& sel) {
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.2f", std::exp(-sel.vendor_log_ratio));
+  return " (vendor choice of " + sel.source + ": predicted " + ratio + "x faster than its pick)";
+}
 
 struct Target {
   ArchSpec arch;
@@ -261,6 +270,7 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
                                   (mode == VendorMode::only ? ""
                                    : sel.top.empty()        ? " (no legal tilepick kernel)"
                                    : !sel.from_model        ? " (no usable model)"
+                                   : sel.vendor_chosen      ? vendor_choice_text(sel)
                                                             : " (" + sel.source + " is vendor_first: measured slower than the vendor)");
           break;
         }
@@ -325,8 +335,10 @@ std::shared_ptr<const Plan> Dispatcher::plan(const Problem& p, const PlanOptions
   State& s = *state_;
   const Target t = s.target(opt);
   const ModelEntry* m = s.selector->model_for(p, t.arch);
-  // a vendor_first flag changes what the heuristic strategy runs: cached plans key on it too
-  const std::string model_version = m ? m->spec.version + (m->spec.vendor_first ? "+vendor_first" : "") : "none";
+  // a vendor_first flag or vendor choice model changes what the heuristic strategy runs: cached plans key on them too
+  const std::string model_version = m ? m->spec.version + (m->spec.vendor_first ? "+vendor_first" : "") +
+                                            (m->vendor_model ? "+" + m->vendor_version : "")
+                                      : "none";
   const std::string file_key = plan_cache_key(to_string(p), t.arch.name, t.device_name, model_version,
                                               std::string(to_string(opt.strategy)) + (opt.strategy == Strategy::top_k ? std::to_string(opt.k) : "") +
                                                   (opt.strategy == Strategy::fixed ? "=" + opt.config : ""),

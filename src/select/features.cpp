@@ -269,6 +269,13 @@ FeatureRow features(const Problem& problem, const KernelConfig& config, const Ar
   return row;
 }
 
+std::vector<double> problem_features(const Problem& problem, const ArchSpec& device) {
+  std::vector<double> out(feature_schema().problem_columns);
+  ValueSink sink{out.data()};
+  emit_problem_features(problem, select::problem_terms(problem, device), device, sink);
+  return out;
+}
+
 void features_batch(std::span<const Problem> problems, std::span<const KernelConfig> configs, const ArchSpec& device,
                     double* out, int threads) {
   if (problems.size() != configs.size())

@@ -44,14 +44,31 @@ nlohmann::json read_json_file(const fs::path& path) {
 
 namespace {
 
+// `parent`: the key of the object j is in ("vendor_choice"), named in errors as "parent.key".
 template <class T>
-T required(const nlohmann::json& j, const char* key, const fs::path& path) {
-  if (!j.contains(key)) throw ParseError(key, path.string() + ": missing key '" + key + "'");
+T required(const nlohmann::json& j, const char* key, const fs::path& path, const std::string& parent = "") {
+  const std::string name = parent.empty() ? std::string(key) : parent + "." + key;
+  if (!parent.empty() && !j.is_object())
+    throw ParseError(parent, path.string() + ": key '" + parent + "' has the wrong type");
+  if (!j.contains(key)) throw ParseError(name, path.string() + ": missing key '" + name + "'");
   try {
     return j.at(key).get<T>();
   } catch (const nlohmann::json::exception&) {
-    throw ParseError(key, path.string() + ": key '" + key + "' has the wrong type");
+    throw ParseError(name, path.string() + ": key '" + name + "' has the wrong type");
   }
+}
+
+// feature_spec "vendor_choice": {"model_file", "threshold"}; the file is checked when it is loaded.
+VendorChoiceSpec parse_vendor_choice(const nlohmann::json& j, const fs::path& dir, const fs::path& path) {
+  const nlohmann::json& v = j.at("vendor_choice");
+  VendorChoiceSpec out;
+  out.model_file = (dir / required<std::string>(v, "model_file", path, "vendor_choice")).lexically_normal().string();
+  out.threshold = required<double>(v, "threshold", path, "vendor_choice");
+  if (!v.at("threshold").is_number())  // nlohmann reads true as 1
+    throw ParseError("vendor_choice.threshold", path.string() + ": key 'vendor_choice.threshold' has the wrong type");
+  if (!std::isfinite(out.threshold))
+    throw ParseError("vendor_choice.threshold", path.string() + ": key 'vendor_choice.threshold' is not finite");
+  return out;
 }
 
 std::string model_file_in(const nlohmann::json& spec, const fs::path& dir) {
@@ -90,6 +107,7 @@ ModelSpec parse_spec(const fs::path& dir) {
   s.model_file = model_file_in(j, dir);
   s.serves = j.contains("serves") ? required<std::vector<std::string>>(j, "serves", path) : std::vector<std::string>{};
   s.vendor_first = j.contains("vendor_first") && required<bool>(j, "vendor_first", path);
+  if (j.contains("vendor_choice")) s.vendor_choice = parse_vendor_choice(j, dir, path);
   for (const auto& arch : s.serves)
     if (std::none_of(default_arch_specs().begin(), default_arch_specs().end(),
                      [&](const ArchSpec& a) { return a.name == arch; }))
@@ -110,6 +128,30 @@ std::shared_ptr<const GbdtModel> shared_model(const std::string& file, const std
   auto model = std::make_shared<const GbdtModel>(GbdtModel::parse(text, file));
   loaded[key] = model;
   return model;
+}
+
+// Loads a usable folder's vendor choice model; what keeps it from being used goes to vendor_error.
+void load_vendor_choice(ModelEntry& e) {
+  const std::string& file = e.spec.vendor_choice->model_file;
+  try {
+    if (!fs::exists(file))
+      throw NotFound("its feature_spec.json names vendor_choice model_file '" + file + "', which is missing");
+    const std::string text = read_text_file(file, "vendor choice model");
+    const std::string hash = hex16(fnv1a64(text));
+    std::shared_ptr<const GbdtModel> model = shared_model(file, text, hash);
+    const FeatureSchema& schema = feature_schema();
+    try {
+      model->check_feature_names(std::span(schema.names).first(schema.problem_columns));
+    } catch (const ModelMismatch& err) {
+      throw ModelMismatch("vendor_choice model_file '" + file + "' must read the first " +
+                          std::to_string(schema.problem_columns) + " features of the schema (the problem columns): " +
+                          err.what());
+    }
+    e.vendor_model = std::move(model);
+    e.vendor_version = "vendor_choice@" + hash;
+  } catch (const Error& err) {
+    e.vendor_error = err.what();
+  }
 }
 
 // The reason a parsed folder cannot serve this build, or "".
@@ -168,6 +210,17 @@ std::vector<std::size_t> ranked_order(const std::vector<KernelConfig>& configs, 
   return order;
 }
 
+// Runs m's vendor choice model on p's problem columns (one row) and sets s's vendor fields.
+void vendor_choice(const ModelEntry& m, const Problem& p, const ArchSpec& arch, Selection& s) {
+  const std::vector<double> row = problem_features(p, arch);
+  double y = 0;
+  m.vendor_model->predict(row.data(), 1, row.size(), &y);
+  const bool faster = y < m.spec.vendor_choice->threshold;
+  s.vendor_log_ratio = y;
+  s.vendor_first = m.spec.vendor_first || faster;
+  s.vendor_chosen = !m.spec.vendor_first && faster;
+}
+
 }  // namespace
 
 std::string dtype_family(const Problem& p) {
@@ -219,6 +272,7 @@ ModelEntry load_model_folder(const std::string& dir) {
     e.rejected = std::string("model folder ") + dir + " cannot be used: " + err.what();
   }
   if (!e.rejected.empty()) e.model.reset();
+  if (e.usable() && e.spec.vendor_choice) load_vendor_choice(e);
   const fs::path candidates = fs::path(dir) / "candidates.txt";
   if (e.usable() && fs::exists(candidates)) {
     try {
@@ -255,6 +309,9 @@ Selector::Selector(std::string models_dir, int threads, bool prune, ScoreMode mo
     if (prune_ && !m.candidates_error.empty() && env::log_level() >= 1)
       std::cerr << "tilepick: warning: model " + m.spec.name + " scores every legal config, its candidates.txt is not used: " +
                        m.candidates_error + "\n";
+  for (const auto& m : models_)
+    if (!m.vendor_error.empty() && env::log_level() >= 1)
+      std::cerr << "tilepick: warning: model " + m.spec.name + " decides without its vendor choice: " + m.vendor_error + "\n";
   if (mode_ != ScoreMode::fast) return;
   for (auto& m : models_) {
     if (!m.usable()) continue;
@@ -480,6 +537,7 @@ Selection Selector::select(const Problem& p, const ArchSpec& arch, int k, ScoreM
     const ModelEntry* m = model_for(p, arch);
     s.units = "model:" + (m && !m->spec.objective.empty() ? m->spec.objective : std::string("score"));
     s.vendor_first = m && m->spec.vendor_first;
+    if (m && m->vendor_model) vendor_choice(*m, p, arch, s);
   } else {
     s.units = "ln_ratio";
   }
