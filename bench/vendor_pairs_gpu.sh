@@ -6,12 +6,13 @@
 # the per-problem vendor choice). Records: data/sweeps/h100-graph/NAME.csv.gz (data/sweeps/README.md).
 #   vendor_gemm_val  the 320 bf16 held-out GEMMs, first choice of the models serving h100_sxm (fast)
 #   vendor_conv_val  the 1,030 bf16 held-out convs, the same
-#   BUDGET_S=570 LISTS="vendor_gemm_val vendor_conv_val" [RESUME_DIR=dir] bash bench/vendor_pairs_gpu.sh
+#   vendor_val_f16   the f16 held-out networks (gemm_val_f16: 80 GEMMs, conv_val_f16: 130 convs), the same
+#   BUDGET_S=570 LISTS="vendor_gemm_val vendor_conv_val" [RESUME_DIR=dir] [DISPATCH_CHECK=0] bash bench/vendor_pairs_gpu.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
 build_cli
-if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H100; then
+if [ "${DISPATCH_CHECK:-1}" = 1 ] && nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H100; then
   OUT="$W" bash bench/h100_dispatch_check.sh
   echo "dispatch check after $(( $(date +%s) - START )) s"
 fi

@@ -696,7 +696,7 @@ TEST_F(SelectorTest, EvalScoresTheTimedTopKAndWhetherTheModelsOwnChoicesWereMeas
   EXPECT_DOUBLE_EQ(g->own_first.time_weighted, 5.0 / 15);
   EXPECT_EQ(eval::to_json(report)["groups"][0]["own_first_choice"]["count"], 1);
   EXPECT_NE(eval::format_table(report).find("whole-pool choices"), std::string::npos);
-  EXPECT_NE(eval::to_csv(report).find(",own_first_us,own_first_efficiency,own_timed_us,own_timed_efficiency\n"),
+  EXPECT_NE(eval::to_csv(report).find(",own_first_us,own_first_efficiency,own_timed_us,own_timed_efficiency,"),
             std::string::npos);
 
   // k = 5 reaches P1's oracle; k = 1 is the first choice (P2's failed: nothing timed).
@@ -740,6 +740,83 @@ TEST_F(SelectorTest, EvalTimesARepeatedPairByItsFastestOrItsMedianRecord) {
   EXPECT_EQ(p.oracle_config, top[1].text);
   EXPECT_DOUBLE_EQ(p.model.efficiency, 10.0 / 11);
   EXPECT_DOUBLE_EQ(p.vendor_heur_us, 25);
+}
+
+// What dispatch's heuristic strategy runs with vendor auto: the model's first choice, or the vendor's
+// heuristic kernel for a vendor_first model; against the fastest measured kernel, ours or the vendor's.
+TEST_F(SelectorTest, EvalScoresWhatDispatchHeuristicRunsAgainstTheFastestKnownKernel) {
+  const ArchSpec& h200 = test::arch("h200");
+  write_model("gemm_half_h200", model_text(base_trees()), spec_json());
+  const auto top1 = Selector(models()).rank(parse_problem(kP1), h200, 2);
+  const auto top2 = Selector(models()).rank(parse_problem(kP2), h200, 1);
+  const auto top3 = Selector(models()).rank(parse_problem(kP3), h200, 1);
+  ASSERT_EQ(top1.size(), 2u);
+  // P1: our first choice 12, our oracle 10; cuBLASLt heur 9, best 8 (the fastest known).
+  // P2: our first choice 10 (the oracle); cuBLASLt heur failed, no best row.  P3: no vendor rows.
+  const std::vector<sweep::Record> records = {
+      rec(kP1, top1[0].text, "ok", 12), rec(kP1, top1[1].text, "ok", 10), rec(kP1, "vendor=cublaslt:heur", "ok", 9),
+      rec(kP1, "vendor=cublaslt:best", "ok", 8), rec(kP2, top2[0].text, "ok", 10),
+      rec(kP2, "vendor=cublaslt:heur", "wrong", 0), rec(kP3, top3[0].text, "ok", 5)};
+  auto same = [](const eval::Stats& a, const eval::Stats& b) {
+    EXPECT_EQ(a.count, b.count);
+    EXPECT_EQ(a.failed, b.failed);
+    EXPECT_DOUBLE_EQ(a.mean, b.mean);
+    EXPECT_DOUBLE_EQ(a.min, b.min);
+    EXPECT_DOUBLE_EQ(a.time_weighted, b.time_weighted);
+  };
+
+  const auto ours = eval::evaluate(Selector(models()), records, h200, {});
+  ASSERT_EQ(ours.problems.size(), 3u);
+  const auto& p1 = ours.problems[0];
+  EXPECT_FALSE(p1.own_vendor_first);
+  EXPECT_DOUBLE_EQ(p1.oracle_us, 10);
+  EXPECT_DOUBLE_EQ(p1.best_known_us, 8);  // the vendor's best beats our oracle
+  EXPECT_DOUBLE_EQ(p1.dispatch_us, 12);
+  EXPECT_DOUBLE_EQ(ours.problems[1].best_known_us, 10);
+  EXPECT_TRUE(ours.problems[1].dispatch_defined);
+  EXPECT_FALSE(ours.problems[2].dispatch_defined);  // no vendor heuristic row
+  const eval::GroupEval* g = eval::find_group(ours, "gemm");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->dispatch.count, 2u);
+  EXPECT_DOUBLE_EQ(g->dispatch.mean, (8.0 / 12 + 1) / 2);
+  EXPECT_DOUBLE_EQ(g->dispatch.time_weighted, (8.0 + 10) / (12 + 10));
+  same(g->dispatch, g->ours_alone);
+  EXPECT_EQ(g->vendor_alone.failed, 1u);
+  EXPECT_DOUBLE_EQ(g->vendor_alone.mean, 8.0 / 9 / 2);
+  EXPECT_DOUBLE_EQ(g->vendor_alone.time_weighted, 0);
+  EXPECT_DOUBLE_EQ(g->dispatch_vendor_share, 0);
+
+  nlohmann::json spec = spec_json();
+  spec["vendor_first"] = true;
+  write_model("gemm_half_h200", model_text(base_trees()), spec);
+  const auto vendor = eval::evaluate(Selector(models()), records, h200, {});
+  ASSERT_EQ(vendor.problems.size(), 3u);
+  EXPECT_TRUE(vendor.problems[0].own_vendor_first);
+  EXPECT_FALSE(vendor.problems[0].own_vendor_chosen);
+  EXPECT_DOUBLE_EQ(vendor.problems[0].dispatch_us, 9);
+  const auto& p2 = vendor.problems[1];  // the vendor's failed kernel is a failed pick
+  EXPECT_TRUE(p2.dispatch_failed);
+  EXPECT_TRUE(std::isnan(p2.dispatch_us));
+  const eval::GroupEval* v = eval::find_group(vendor, "gemm");
+  ASSERT_NE(v, nullptr);
+  same(v->dispatch, v->vendor_alone);
+  same(v->ours_alone, g->ours_alone);
+  EXPECT_EQ(v->dispatch.failed, 1u);
+  EXPECT_DOUBLE_EQ(v->dispatch.min, 0);
+  EXPECT_DOUBLE_EQ(v->dispatch.time_weighted, 0);
+  EXPECT_DOUBLE_EQ(v->dispatch_vendor_share, 1);
+
+  const auto j = eval::to_json(vendor)["groups"][0];
+  EXPECT_EQ(j["dispatch"]["count"], 2);
+  EXPECT_EQ(j["dispatch_vendor_share"], 1.0);
+  EXPECT_TRUE(j.contains("ours_alone") && j.contains("vendor_alone"));
+  const std::string csv = eval::to_csv(vendor);
+  EXPECT_NE(csv.find(",own_vendor_first,own_vendor_chosen,best_known_us,dispatch_us,dispatch_efficiency\n"),
+            std::string::npos);
+  EXPECT_NE(csv.find(",1,0,8.0000,9.0000,0.888889\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",1,0,10.0000,,0.000000\n"), std::string::npos) << csv;  // failed: 0
+  EXPECT_NE(csv.find(",1,0,5.0000,,\n"), std::string::npos) << csv;           // undefined: empty
+  EXPECT_NE(eval::format_table(vendor).find("what dispatch's heuristic strategy runs"), std::string::npos);
 }
 
 // ------------------------------------------------------------------------------ CLI

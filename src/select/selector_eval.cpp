@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "tilepick/dispatch.hpp"
 #include "tilepick/legality.hpp"
 
 namespace tilepick::eval {
@@ -90,8 +91,21 @@ struct Acc {
       top1 += t1;
       top5 += t5;
     }
-  } model, fallback, vendor_own, vendor_oracle, timed, own_first_pick, own_timed_pick;
-  std::size_t own_first = 0, own_top_k = 0;
+  } model, fallback, vendor_own, vendor_oracle, timed, own_first_pick, own_timed_pick, dispatch, ours_alone,
+      vendor_alone;
+  std::size_t own_first = 0, own_top_k = 0, dispatch_vendor = 0;
+
+  // What heuristic + vendor auto runs, and either side alone, against the fastest measured kernel.
+  void add_dispatch(const ProblemEval& p) {
+    const double ref = p.best_known_us;
+    auto pick = [&](One& o, double us) {
+      o.add(efficiency_of(ref, us), us, ref, std::isnan(us), within_band(us, ref), false);
+    };
+    pick(dispatch, p.dispatch_us);
+    pick(ours_alone, p.own_first_us);
+    pick(vendor_alone, p.vendor_heur_us);
+    dispatch_vendor += p.dispatch_vendor;
+  }
 
   void add(const ProblemEval& p) {
     model.add(p.model.efficiency, p.model.us, p.oracle_us, p.model.failed, p.model.top1, p.model.top5);
@@ -107,6 +121,7 @@ struct Acc {
                          std::isnan(p.own_timed_us), within_band(p.own_timed_us, p.oracle_us), false);
     fallback.add(p.fallback.efficiency, p.fallback.us, p.oracle_us, p.fallback.failed, p.fallback.top1,
                  p.fallback.top5);
+    if (p.dispatch_defined) add_dispatch(p);
     if (p.vendor_heur_status.empty()) return;
     const bool fail = p.vendor_heur_status != "ok";
     const double h = p.vendor_heur_us;
@@ -122,9 +137,23 @@ struct Acc {
       return st;
     };
     const double n = static_cast<double>(model.eff.size());
-    return {name,          s(model, true),          s(fallback, true),       s(vendor_own, false),
-            s(vendor_oracle, false), s(timed, false), static_cast<double>(own_first) / n,
-            static_cast<double>(own_top_k) / n, s(own_first_pick, false), s(own_timed_pick, false)};
+    GroupEval g;
+    g.name = name;
+    g.model = s(model, true);
+    g.fallback = s(fallback, true);
+    g.vendor_own = s(vendor_own, false);
+    g.vendor_vs_oracle = s(vendor_oracle, false);
+    g.timed = s(timed, false);
+    g.own_first_measured = static_cast<double>(own_first) / n;
+    g.own_top_k_measured = static_cast<double>(own_top_k) / n;
+    g.own_first = s(own_first_pick, false);
+    g.own_timed = s(own_timed_pick, false);
+    g.dispatch = s(dispatch, false);
+    g.ours_alone = s(ours_alone, false);
+    g.vendor_alone = s(vendor_alone, false);
+    if (!dispatch.eff.empty())
+      g.dispatch_vendor_share = static_cast<double>(dispatch_vendor) / static_cast<double>(dispatch.eff.size());
+    return g;
   }
 };
 
@@ -180,6 +209,19 @@ void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRo
   e.own_top_k_all = !timed.top.empty() && e.own_top_k_measured == static_cast<int>(timed.top.size());
   if (e.own_top_k_all) e.own_timed_us = fastest;
   e.own_confidence = own.confidence;
+  e.own_vendor_first = own.vendor_first;
+  e.own_vendor_chosen = own.vendor_chosen;
+  e.dispatch_vendor = heuristic_runs_vendor(VendorMode::automatic, own);
+}
+
+// best_known_us, and what heuristic + vendor auto runs where its first choice was measured and a vendor
+// heuristic row is present (e.vendor set); a pick that failed is NaN, as in own_first_us.
+void dispatch_choice(ProblemEval& e) {
+  e.best_known_us = std::isnan(e.vendor_best_us) ? e.oracle_us : std::min(e.oracle_us, e.vendor_best_us);
+  if (!e.own_first_measured || e.vendor.empty()) return;
+  e.dispatch_defined = true;
+  e.dispatch_us = e.dispatch_vendor ? e.vendor_heur_us : e.own_first_us;
+  e.dispatch_failed = std::isnan(e.dispatch_us);
 }
 
 }  // namespace
@@ -327,6 +369,7 @@ EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& 
         e.vendor_best_us = std::isnan(e.vendor_best_us) ? b->second.us : std::min(e.vendor_best_us, b->second.us);
       if (std::isnan(e.vendor_best_us)) e.vendor_heur_status = "";  // nothing of the vendor ran: no baseline
     }
+    dispatch_choice(e);
     report.problems.push_back(std::move(e));
   }
 
@@ -369,7 +412,11 @@ nlohmann::json to_json(const EvalReport& r) {
                       {"own_first_measured", num(g.own_first_measured)},
                       {"own_top_k_measured", num(g.own_top_k_measured)},
                       {"own_first_choice", stats_json(g.own_first)},
-                      {"own_timed_top_k", stats_json(g.own_timed)}});
+                      {"own_timed_top_k", stats_json(g.own_timed)},
+                      {"dispatch", stats_json(g.dispatch)},
+                      {"ours_alone", stats_json(g.ours_alone)},
+                      {"vendor_alone", stats_json(g.vendor_alone)},
+                      {"dispatch_vendor_share", num(g.dispatch_vendor_share)}});
   return {{"arch", r.arch},         {"tie_band", kTieBand},  {"timed_top_k", r.timed_k}, {"problems", r.problems.size()},
           {"skipped", r.skipped},   {"unparsed_records", r.unparsed}, {"groups", groups}};
 }
@@ -380,7 +427,7 @@ std::string to_csv(const EvalReport& r) {
          "efficiency,oracle_rank,top1,top5,fallback_config,fallback_us,fallback_efficiency,vendor,"
          "vendor_heur_us,vendor_best_us,vendor_efficiency_own,vendor_efficiency_vs_oracle,timed_us,timed_efficiency,"
          "own_first_measured,own_top_k_measured,own_confidence,own_first_us,own_first_efficiency,own_timed_us,"
-         "own_timed_efficiency\n";
+         "own_timed_efficiency,own_vendor_first,own_vendor_chosen,best_known_us,dispatch_us,dispatch_efficiency\n";
   for (const auto& p : r.problems) {
     const bool vendor_ok = p.vendor_heur_status == "ok";
     out << p.op << ',' << quote(p.problem) << ',' << p.tag << ',' << p.model.source << ',' << p.candidates << ','
@@ -397,11 +444,45 @@ std::string to_csv(const EvalReport& r) {
         << p.own_top_k_measured << ',' << fmt(p.own_confidence, "%.6g") << ',' << fmt(p.own_first_us) << ','
         << (p.own_first_measured ? fmt(efficiency_of(p.oracle_us, p.own_first_us), "%.6f") : "") << ','
         << fmt(p.own_timed_us) << ','
-        << (p.own_top_k_all ? fmt(efficiency_of(p.oracle_us, p.own_timed_us), "%.6f") : "")
-        << '\n';
+        << (p.own_top_k_all ? fmt(efficiency_of(p.oracle_us, p.own_timed_us), "%.6f") : "") << ','
+        << p.own_vendor_first << ',' << p.own_vendor_chosen << ',' << fmt(p.best_known_us) << ','
+        << fmt(p.dispatch_us) << ','
+        << (p.dispatch_defined ? fmt(efficiency_of(p.best_known_us, p.dispatch_us), "%.6f") : "") << '\n';
   }
   return out.str();
 }
+
+namespace {
+
+// What heuristic + vendor auto runs, beside either side alone, per op and source (GroupEval::dispatch).
+void dispatch_block(const EvalReport& r, std::ostringstream& out) {
+  auto pct = [](double v) { return std::isnan(v) ? std::string("-") : fmt(100 * v, "%.1f"); };
+  const char* row = "%-38s %5s | %6s %6s %6s %6s | %6s %6s %6s %6s | %6s %6s %6s %6s %5s\n";
+  char line[512];
+  bool head = false;
+  for (const auto& g : r.groups) {
+    if (g.name.find(' ') != std::string::npos || g.dispatch.count == 0) continue;  // ops and sources
+    if (!head) {
+      std::snprintf(line, sizeof line, row, "group", "n", "ours", "o_p10", "o_min", "o_tw", "vendor", "v_p10",
+                    "v_min", "v_tw", "disp", "d_p10", "d_min", "d_tw", "vnd%");
+      out << "what dispatch's heuristic strategy runs (vendor auto: the model's first choice, or the vendor's "
+             "heuristic kernel where the model\nis vendor_first or its vendor choice says so), against the fastest "
+             "measured kernel, ours or the vendor's: mean / P10 / min | tw\n"
+             "ours alone | vendor alone | dispatch (vnd%: share of the problems where the vendor runs)\n"
+          << line;
+      head = true;
+    }
+    const Stats &o = g.ours_alone, &v = g.vendor_alone, &d = g.dispatch;
+    std::snprintf(line, sizeof line, row, g.name.substr(0, 38).c_str(), std::to_string(d.count).c_str(),
+                  pct(o.mean).c_str(), pct(o.p10).c_str(), pct(o.min).c_str(), pct(o.time_weighted).c_str(),
+                  pct(v.mean).c_str(), pct(v.p10).c_str(), pct(v.min).c_str(), pct(v.time_weighted).c_str(),
+                  pct(d.mean).c_str(), pct(d.p10).c_str(), pct(d.min).c_str(), pct(d.time_weighted).c_str(),
+                  pct(g.dispatch_vendor_share).c_str());
+    out << line;
+  }
+}
+
+}  // namespace
 
 std::string format_table(const EvalReport& r) {
   std::ostringstream out;
@@ -454,6 +535,7 @@ std::string format_table(const EvalReport& r) {
     nets = true;
     own_row(g);
   }
+  dispatch_block(r, out);
   std::size_t pruned = 0, measured = 0, kept = 0;
   for (const auto& p : r.problems) {
     pruned += p.pruned;

@@ -8,7 +8,9 @@
 // the oracle stays the fastest of all measured, so a pruned-away winner costs efficiency. The
 // pick is therefore always a measured config. Top-1: the choice is within the tie band (2%) of the oracle; top-5: one of the first 5
 // ranked candidates is. The vendor heuristic's first choice is scored against the vendor's own best
-// (min of the heuristic pick and cuBLASLt best / cuDNN exhaustive) and against our oracle.
+// (min of the heuristic pick and cuBLASLt best / cuDNN exhaustive) and against our oracle. What dispatch's
+// heuristic strategy runs (the model's first choice or, where vendor_first, the vendor's heuristic kernel)
+// is scored beside either alone against the fastest measured kernel, ours or the vendor's.
 #pragma once
 #include <cstddef>
 #include <limits>
@@ -67,6 +69,17 @@ struct ProblemEval {
   std::string vendor_heur_status;    // "ok", a failure, or "" when absent
   double vendor_heur_us = kNaN;
   double vendor_best_us = kNaN;      // min(heur, best|exhaustive) over ok rows
+  // What dispatch's heuristic strategy runs with vendor auto (heuristic_runs_vendor): the vendor's
+  // heuristic kernel where the whole-pool choice is vendor_first (or not the model's), else that choice.
+  bool own_vendor_first = false;     // Selection::vendor_first of the whole-pool choice
+  bool own_vendor_chosen = false;    // Selection::vendor_chosen: by the model's per-problem vendor choice
+  bool dispatch_vendor = false;      // heuristic + vendor auto runs the vendor's heuristic kernel
+  double best_known_us = kNaN;       // min(oracle_us, vendor_best_us): the fastest measured, ours or the vendor's
+  // Defined where own_first_measured and a vendor heuristic row (ok or failed) is present; dispatch_us:
+  // vendor_heur_us or own_first_us, NaN when that pick failed (dispatch_failed) or undefined.
+  bool dispatch_defined = false;
+  bool dispatch_failed = false;
+  double dispatch_us = kNaN;
 };
 
 struct Stats {
@@ -87,6 +100,10 @@ struct GroupEval {
   double own_top_k_measured = kNaN;  // fraction whose whole-pool first timed_k all were
   Stats own_first;         // the whole-pool first choice (what dispatch runs), over problems where measured
   Stats own_timed;         // the fastest of the whole-pool first timed_k, over problems where all are measured
+  // Over the problems with dispatch_defined, against best_known_us: what heuristic + vendor auto runs,
+  // the model's whole-pool first choice alone, the vendor's heuristic kernel alone.
+  Stats dispatch, ours_alone, vendor_alone;
+  double dispatch_vendor_share = kNaN;  // fraction of those problems where the vendor runs
 };
 
 struct EvalReport {
