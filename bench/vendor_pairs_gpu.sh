@@ -7,6 +7,7 @@
 #   vendor_gemm_val  the 320 bf16 held-out GEMMs, first choice of the models serving h100_sxm (fast)
 #   vendor_conv_val  the 1,030 bf16 held-out convs, the same
 #   vendor_val_f16   the f16 held-out networks (gemm_val_f16: 80 GEMMs, conv_val_f16: 130 convs), the same
+#   vendor_e2e_nets  the conv layers of bench/torch_e2e.py's ResNet-50 and ConvNeXt-T at batch 32 (training networks)
 #   BUDGET_S=570 LISTS="vendor_gemm_val vendor_conv_val" [RESUME_DIR=dir] [DISPATCH_CHECK=0] bash bench/vendor_pairs_gpu.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
