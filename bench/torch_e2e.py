@@ -292,7 +292,9 @@ def markdown(result):
     lines += ["", "## Forward + backward, steady state (median ms, IQR; speed-up vs torch)", "",
               "| model | " + " | ".join(result["modes"]) + " |", "|---" * (len(result["modes"]) + 1) + "|"]
     for name, rows in result["timings"].items():
-        cells = [f"{rows[m]['median_ms']:.2f} ({rows[m]['iqr_ms']:.2f}) x{rows[m]['speedup_vs_torch']:.2f}"
+        def speedup(r):  # None without a torch mode in the run
+            return f" x{r['speedup_vs_torch']:.2f}" if r["speedup_vs_torch"] is not None else ""
+        cells = [f"{rows[m]['median_ms']:.2f} ({rows[m]['iqr_ms']:.2f}){speedup(rows[m])}"
                  if m in rows else "-" for m in result["modes"]]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += ["", "Host time per call on tiny shapes (us): " +

@@ -340,6 +340,38 @@ TEST_F(SelectorTest, AVendorChoicePicksTheVendorPerProblemAndPlansKeyOnIt) {
   EXPECT_FALSE(strict.vendor_chosen);
 }
 
+TEST_F(SelectorTest, TheVendorChoiceCanBeSwitchedOffByEnvironment) {
+  std::ofstream(dir_ / "models" / "conv_half_h200.vendor_choice.txt.gz", std::ios::binary)
+      << sweep::gzip_member(vendor_model_text(depthwise_trees()));
+  write_model("conv_fwd_half_h200", model_text(base_trees()), vendor_spec("conv_fwd"));
+  const Problem dense = parse_problem(kDenseConv);
+  setenv("TILEPICK_VENDOR_CHOICE", "off", 1);
+  const Selector off(models());
+  setenv("TILEPICK_VENDOR_CHOICE", "sometimes", 1);
+  EXPECT_THROW(
+      {
+        try {
+          Selector bad(models());
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("TILEPICK_VENDOR_CHOICE='sometimes' is not one of on, off"),
+                    std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      Error);
+  setenv("TILEPICK_VENDOR_CHOICE", "on", 1);
+  const Selector on(models());
+  unsetenv("TILEPICK_VENDOR_CHOICE");
+  ASSERT_TRUE(off.models()[0].usable());
+  EXPECT_EQ(off.models()[0].vendor_model, nullptr);
+  EXPECT_EQ(off.models()[0].vendor_error, "");  // switched off on purpose: no warning
+  const Selection s = off.select(dense, test::arch("h200"), 3);
+  EXPECT_FALSE(s.vendor_first);
+  EXPECT_TRUE(std::isnan(s.vendor_log_ratio));
+  EXPECT_TRUE(on.select(dense, test::arch("h200"), 3).vendor_chosen);
+}
+
 TEST_F(SelectorTest, AVendorChoiceThatCannotBeUsedLeavesTheModelDecidingWithoutIt) {
   const ArchSpec& h200 = test::arch("h200");
   const Problem p = parse_problem(kDenseConv);

@@ -73,6 +73,8 @@ void print_vendor_choice(const ModelEntry* m, const Selection& s) {
               << (m->spec.vendor_first ? " (vendor_first decides)" : "") << "\n";
   else if (!m->vendor_error.empty())
     std::cout << "#   vendor choice not used: " << m->vendor_error << "\n";
+  else if (m->spec.vendor_choice)
+    std::cout << "#   vendor choice off (TILEPICK_VENDOR_CHOICE=off): the pick runs\n";
 }
 
 void print_problem(const SelectArgs& a, const Selector& selector, const NamedProblem& np, const ArchSpec& arch,

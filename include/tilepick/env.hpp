@@ -32,5 +32,8 @@ std::string vendor_mode();
 std::string plan_cache_file();
 // TILEPICK_SELECT: full | fast (selector.hpp ScoreMode), "" when unset (the Selector's default).
 std::string select_mode();
+// TILEPICK_VENDOR_CHOICE: on (default) | off. off: model folders load without their "vendor_choice"
+// (selector.hpp), so dispatch's heuristic strategy runs the model's pick for conv again.
+bool vendor_choice();
 
 }  // namespace tilepick::env

@@ -118,4 +118,13 @@ std::string select_mode() {
   return v;
 }
 
+bool vendor_choice() {
+  const char* v = get("TILEPICK_VENDOR_CHOICE");
+  if (!v) return true;
+  const std::string_view s(v);
+  if (s != "on" && s != "off")
+    throw Error(Status::invalid_argument, std::string("TILEPICK_VENDOR_CHOICE='") + v + "' is not one of on, off");
+  return s == "on";
+}
+
 }  // namespace tilepick::env
