@@ -6,6 +6,7 @@ training the configs the model currently believes in. Output: 'problem|config' l
 usage: python bench/model_pairs.py PROBLEMS.txt... --records R.csv.gz... [-k 16] [--kp 8] [--models DIR]
        [--select fast full] [--arch A] --out PAIRS.txt[.gz]
 --arch: the arch spec the models select for (default h200; h100_sxm for a model trained on H100 records).
+-k 0 --kp 1: dispatch's first choice (the pruned pool where a model has one), nothing over the whole pool.
 """
 import argparse
 import gzip
@@ -73,16 +74,20 @@ def main() -> None:
     if a.records:
         _, df = read_records(a.records)
         done = set(zip(df.problem.str.strip(), df.config.str.strip()))
-    with tempfile.TemporaryDirectory() as whole:  # the same models without their pruned sets
-        shutil.copytree(a.models, whole, dirs_exist_ok=True, ignore=shutil.ignore_patterns("candidates.txt*"))
-        top_whole = ranked(problems, whole, a.k, a.select, a.arch)
+    if not a.k and not a.kp:
+        ap.error("-k and --kp are both 0: nothing to list")
+    top_whole = {}
+    if a.k:
+        with tempfile.TemporaryDirectory() as whole:  # the same models without their pruned sets
+            shutil.copytree(a.models, whole, dirs_exist_ok=True, ignore=shutil.ignore_patterns("candidates.txt*"))
+            top_whole = ranked(problems, whole, a.k, a.select, a.arch)
     top_pruned = ranked(problems, a.models, a.kp, a.select, a.arch) if a.kp else {}
     n = 0
     with open_out(a.out) as f:
         for p in problems:
             # records hold the canonical problem string, as the selector returns it
-            canon = top_whole[p][0]
-            configs = list(dict.fromkeys(top_whole[p][1:] + top_pruned.get(p, [canon])[1:]))
+            canon = (top_whole.get(p) or top_pruned[p])[0]
+            configs = list(dict.fromkeys(top_whole.get(p, [canon])[1:] + top_pruned.get(p, [canon])[1:]))
             for c in configs:
                 if (canon, c) not in done:
                     f.write(f"{canon}|{c}\n")
