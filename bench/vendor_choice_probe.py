@@ -18,28 +18,10 @@ from pathlib import Path
 
 import lightgbm as lgb
 import numpy as np
-import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-from tilepick import _core  # noqa: E402
-from tilepick.records import read_records  # noqa: E402
-
-def problem_rows(problems: list[str], arch: str) -> np.ndarray:
-    """The problem columns of each problem's feature row (with its first legal config; the columns do not
-    depend on the config)."""
-    configs = [_core.selector_pool(p, arch, "/nonexistent", "full")[0][0] for p in problems]
-    return np.asarray(_core.features_batch(problems, configs, arch, 0))[:, :_core.problem_feature_count()]
-
-
-def training_table(files: list[str]) -> pd.DataFrame:
-    _, df = read_records(files)
-    ok = df[(df.status == "ok") & (df.median_us > 0)]
-    ours = ok[~ok.is_vendor].groupby("problem").median_us.min()
-    heur = ok[ok.config.str.startswith("vendor=") & ok.config.str.endswith(":heur")].groupby("problem").median_us.min()
-    t = pd.DataFrame({"ours": ours, "vendor": heur}).dropna().reset_index()
-    t["y"] = np.log(t.vendor / t.ours)
-    t["op"] = [_core.problem_op(p) for p in t.problem]
-    return t
+from tilepick import train  # noqa: E402
+from tilepick.vendor_choice import problem_features as problem_rows, times_table as training_table  # noqa: E402
 
 
 def summary(chosen: np.ndarray, best: np.ndarray) -> str:
@@ -55,8 +37,8 @@ def main() -> int:
     a = ap.parse_args()
     files = [f for f in sorted(glob.glob("data/sweeps/h200/*_train*.csv.gz"))]
     t = training_table(files)
-    held = pd.read_csv(Path(a.eval_dir) / "eval.csv")
-    held = held[(held.own_first_measured == 1) & (held.own_first_us > 0) & (held.vendor_heur_us > 0)].reset_index()
+    t["y"] = np.log(t.vendor / t.ours)  # the target: log(vendor heuristic time / our fastest measured)
+    held = train.timed_beside_vendor(Path(a.eval_dir) / "eval.csv").reset_index()
     params = dict(objective="regression", learning_rate=0.05, num_leaves=15, min_data_in_leaf=10,
                   feature_fraction=0.8, bagging_fraction=0.8, bagging_freq=1, verbose=-1, num_threads=a.threads)
     print(f"training: {len(t)} problems with a vendor heuristic record; held out: {len(held)} problems")

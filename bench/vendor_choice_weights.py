@@ -5,21 +5,27 @@ main eval) for the H200 held-out set.
 
   PYTHONPATH=python python3 bench/vendor_choice_weights.py
 """
-import sys, io, contextlib, numpy as np
+import contextlib
+import io
+import sys
+
+import numpy as np
+
 sys.path.insert(0, "python")  # run from the repository root
-import lightgbm as lgb
-from tilepick import vendor_choice as vc, _core
-orig_fit = vc.fit
-def make_fit(wfn):
-    def fit(X, y, threads):
-        names = _core.feature_names()[:_core.problem_feature_count()]
-        w = wfn(X, y)
-        return lgb.train(dict(vc.PARAMS, num_threads=threads), lgb.Dataset(X, y, weight=w, feature_name=names), num_boost_round=vc.ROUNDS)
-    return fit
+from tilepick import _core, vendor_choice as vc  # noqa: E402
+
+plain_fit = vc.fit
+
+
+def weighted(wfn):
+    """vendor_choice.fit with row weights wfn(X, y) (None: unweighted)."""
+    return lambda X, y, threads: plain_fit(X, y, threads, wfn(X, y))
+
+
 # weight by the problem's work: 2^log2_flops column
 fi = _core.feature_names().index("log2_flops")
 for name, wfn in [("none", lambda X,y: None), ("sqrt_flops", lambda X,y: np.sqrt(2.0**X[:,fi])), ("log_flops", lambda X,y: X[:,fi]), ("abs_y", lambda X,y: np.abs(y)+0.05)]:
-    vc.fit = make_fit(wfn)
+    vc.fit = weighted(wfn)
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
         vc.main(["--heldout","build/eval","data/sweeps/h100-graph/vendor_conv_val.csv.gz","--heldout-arch","h200","h100_sxm","--dry-run","--threads","2"])

@@ -69,7 +69,7 @@ void print_vendor_choice(const ModelEntry* m, const Selection& s) {
   if (m->vendor_model)
     std::cout << "#   vendor choice (" << m->vendor_version << "): predicted ln(vendor heuristic time / pick time) "
               << fmt(s.vendor_log_ratio, "%.4f") << ", threshold " << fmt(m->spec.vendor_choice->threshold, "%.4g")
-              << ": " << (s.vendor_log_ratio < m->spec.vendor_choice->threshold ? "the vendor runs" : "the pick runs")
+              << ": " << (m->spec.vendor_choice->vendor_faster(s.vendor_log_ratio) ? "the vendor runs" : "the pick runs")
               << (m->spec.vendor_first ? " (vendor_first decides)" : "") << "\n";
   else if (!m->vendor_error.empty())
     std::cout << "#   vendor choice not used: " << m->vendor_error << "\n";

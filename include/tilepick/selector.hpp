@@ -69,6 +69,7 @@ std::string config_space_hash(const std::string& op, const std::vector<ConfigSpa
 struct VendorChoiceSpec {
   std::string model_file;  // normalized path (the folder joined with the spec's relative path)
   double threshold = 0;
+  bool vendor_faster(double y) const { return y < threshold; }  // the decision, for a prediction y
 };
 
 // feature_spec.json of one model folder.

@@ -427,12 +427,18 @@ def stamp_eval(models_dir: Path, eval_json: str) -> None:
         print(f"{manifest_path}: eval on {report['arch']} {numbers}")
 
 
+def timed_beside_vendor(eval_csv: Path) -> pd.DataFrame:
+    """The rows of `tilepick eval --out`'s eval.csv where both the model's whole-pool first choice and the vendor's
+    heuristic choice ran (own_first_us, vendor_heur_us)."""
+    df = pd.read_csv(eval_csv)
+    return df[(df["own_first_measured"] == 1) & (df["own_first_us"] > 0) & (df["vendor_heur_us"] > 0)]
+
+
 def vendor_comparison(eval_csv: Path) -> dict[str, dict]:
     """Per model source of `tilepick eval --out` (eval.csv): over the problems where both the model's whole-pool
     first choice and the vendor's heuristic choice were timed, how much faster the vendor's is (geomean of
     model time / vendor time) and on what share of the problems it is faster."""
-    df = pd.read_csv(eval_csv)
-    both = df[(df["own_first_measured"] == 1) & (df["own_first_us"] > 0) & (df["vendor_heur_us"] > 0)]
+    both = timed_beside_vendor(eval_csv)
     out = {}
     for source, g in both.groupby("source"):
         ratio = g["own_first_us"] / g["vendor_heur_us"]

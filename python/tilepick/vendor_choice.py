@@ -66,8 +66,7 @@ def heldout_table(path: str) -> pd.DataFrame:
     """A `tilepick eval --out` folder (its whole-pool first choice, where measured) or a record file."""
     p = Path(path)
     if p.is_dir():
-        e = pd.read_csv(p / "eval.csv")
-        e = e[(e.own_first_measured == 1) & (e.own_first_us > 0) & (e.vendor_heur_us > 0)]
+        e = train.timed_beside_vendor(p / "eval.csv")
         return pd.DataFrame({"problem": e.problem, "ours": e.own_first_us, "vendor": e.vendor_heur_us,
                              "op": e.op}).reset_index(drop=True)
     return times_table([path])
@@ -104,13 +103,14 @@ def predict_text(text: str, X: np.ndarray) -> np.ndarray:
         return np.asarray(_core.gbdt_predict(str(path), X))
 
 
-def fit(X: np.ndarray, y: np.ndarray, threads: int):
+def fit(X: np.ndarray, y: np.ndarray, threads: int, weight: np.ndarray | None = None):
     import lightgbm as lgb
 
     from tilepick import _core
 
     names = _core.feature_names()[:_core.problem_feature_count()]  # the selector checks them
-    return lgb.train(dict(PARAMS, num_threads=threads), lgb.Dataset(X, y, feature_name=names), num_boost_round=ROUNDS)
+    return lgb.train(dict(PARAMS, num_threads=threads), lgb.Dataset(X, y, weight=weight, feature_name=names),
+                     num_boost_round=ROUNDS)
 
 
 def cross_validated(X: np.ndarray, y: np.ndarray, groups: pd.Series, threads: int) -> np.ndarray:

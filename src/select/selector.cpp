@@ -215,7 +215,7 @@ void vendor_choice(const ModelEntry& m, const Problem& p, const ArchSpec& arch, 
   const std::vector<double> row = problem_features(p, arch);
   double y = 0;
   m.vendor_model->predict(row.data(), 1, row.size(), &y);
-  const bool faster = y < m.spec.vendor_choice->threshold;
+  const bool faster = m.spec.vendor_choice->vendor_faster(y);
   s.vendor_log_ratio = y;
   s.vendor_first = m.spec.vendor_first || faster;
   s.vendor_chosen = !m.spec.vendor_first && faster;
