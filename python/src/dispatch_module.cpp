@@ -92,12 +92,14 @@ TensorArg to_tensor_arg(const AnyArray& a, const std::string& label) {
   return t;
 }
 
-TensorArg to_tensor_arg(const RawTensor& r, const std::string& label) {
+// label() names the operand in an error (built only then: this is the per-call path of tilepick.torch).
+template <class Label>
+TensorArg to_tensor_arg(const RawTensor& r, const Label& label) {
   const auto& [ptr, dtype_name, shape, strides, device] = r;
   const auto dtype = parse_dtype(dtype_name);
-  if (!dtype) throw InvalidArgument(label + ": unknown dtype '" + dtype_name + "' (f16, bf16, f32, e4m3, e5m2)");
+  if (!dtype) throw InvalidArgument(label() + ": unknown dtype '" + dtype_name + "' (f16, bf16, f32, e4m3, e5m2)");
   if (!strides.empty() && strides.size() != shape.size())
-    throw InvalidArgument(label + ": " + std::to_string(shape.size()) + " sizes but " +
+    throw InvalidArgument(label() + ": " + std::to_string(shape.size()) + " sizes but " +
                           std::to_string(strides.size()) + " strides");
   return TensorArg{reinterpret_cast<void*>(ptr), *dtype, shape, strides, device};
 }
@@ -166,15 +168,8 @@ void run_arrays(const Plan& plan, const std::vector<nb::object>& tensors, const 
 void run_raw(const Plan& plan, const std::vector<RawTensor>& tensors, std::uintptr_t workspace, const nb::object& stream) {
   std::vector<TensorArg> args;
   args.reserve(tensors.size());
-  std::vector<std::string> names;  // only looked up when an argument is malformed
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    try {
-      args.push_back(to_tensor_arg(tensors[i], "operand " + std::to_string(i)));
-    } catch (const InvalidArgument&) {
-      names = operand_names(plan);
-      args.push_back(to_tensor_arg(tensors[i], operand_label(names, i)));
-    }
-  }
+  for (std::size_t i = 0; i < tensors.size(); ++i)
+    args.push_back(to_tensor_arg(tensors[i], [&] { return operand_label(operand_names(plan), i); }));
   run_checked(plan, args, reinterpret_cast<void*>(workspace), stream_pointer(stream));
 }
 

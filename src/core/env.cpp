@@ -127,4 +127,13 @@ bool vendor_choice() {
   return s == "on";
 }
 
+bool cudnn_graph() {
+  const char* v = get("TILEPICK_CUDNN_GRAPH");
+  if (!v) return true;
+  const std::string_view s(v);
+  if (s != "on" && s != "off")
+    throw Error(Status::invalid_argument, std::string("TILEPICK_CUDNN_GRAPH='") + v + "' is not one of on, off");
+  return s == "on";
+}
+
 }  // namespace tilepick::env

@@ -136,16 +136,16 @@ std::vector<TensorSpec> operand_specs(const Problem& p) {
 }
 
 void check_tensor(const TensorSpec& s, const TensorArg& t, int device, std::size_t align_bytes) {
-  const std::string who = "operand " + s.name + ": ";
-  if (!t.data) throw InvalidArgument(who + "data pointer is null");
+  auto who = [&] { return "operand " + s.name + ": "; };  // built only for an error
+  if (!t.data) throw InvalidArgument(who() + "data pointer is null");
   if (t.dtype != s.dtype)
-    throw InvalidArgument(who + "dtype " + std::string(to_string(t.dtype)) + ", expected " +
+    throw InvalidArgument(who() + "dtype " + std::string(to_string(t.dtype)) + ", expected " +
                           std::string(to_string(s.dtype)));
   if (t.device != device)
-    throw InvalidArgument(who + (t.device < 0 ? std::string("in host memory") : "on device " + std::to_string(t.device)) +
+    throw InvalidArgument(who() + (t.device < 0 ? std::string("in host memory") : "on device " + std::to_string(t.device)) +
                           ", the plan runs on device " + std::to_string(device));
   if (!t.strides.empty() && t.strides.size() != t.shape.size())
-    throw InvalidArgument(who + std::to_string(t.shape.size()) + " sizes but " + std::to_string(t.strides.size()) +
+    throw InvalidArgument(who() + std::to_string(t.shape.size()) + " sizes but " + std::to_string(t.strides.size()) +
                           " strides");
   Shape strides = t.strides;
   if (strides.empty()) {
@@ -154,22 +154,22 @@ void check_tensor(const TensorSpec& s, const TensorArg& t, int device, std::size
   }
   std::int64_t numel = 1, want = 1;
   for (auto v : t.shape) {
-    if (v < 0) throw InvalidArgument(who + "negative size in shape " + list(t.shape));
+    if (v < 0) throw InvalidArgument(who() + "negative size in shape " + list(t.shape));
     numel *= v;
   }
   for (auto v : s.shape) want *= v;
   if (numel != want)
-    throw InvalidArgument(who + "shape " + list(t.shape) + " has " + std::to_string(numel) + " elements, expected " +
+    throw InvalidArgument(who() + "shape " + list(t.shape) + " has " + std::to_string(numel) + " elements, expected " +
                           describe(s));
   bool ok = false;
   for (const auto& order : accepted_orders(s)) ok = ok || matches(s, order, t.shape, strides);
   if (!ok)
-    throw InvalidArgument(who + "shape " + list(t.shape) + " with strides " + list(strides) +
+    throw InvalidArgument(who() + "shape " + list(t.shape) + " with strides " + list(strides) +
                           " is not the dense memory layout " + alternatives(s) +
                           (s.dims.size() >= 4 ? "; conv tensors must be channels-last" : "") +
                           " (a sliced or permuted view needs a contiguous copy)");
   if (align_bytes > 1 && reinterpret_cast<std::uintptr_t>(t.data) % align_bytes != 0)
-    throw InvalidArgument(who + "data pointer is not aligned to " + std::to_string(align_bytes) +
+    throw InvalidArgument(who() + "data pointer is not aligned to " + std::to_string(align_bytes) +
                           " bytes, as the kernel's vector loads need");
 }
 

@@ -114,15 +114,15 @@ std::string hex(const void* p) {
 }
 
 void check_pointer(const char* name, const void* p, int device, std::size_t align) {
-  const std::string who = std::string("operand ") + name + ": ";
+  auto who = [&] { return std::string("operand ") + name + ": "; };  // built only for an error
   const cuda::PointerInfo info = cuda::pointer_info(p);
   if (!info.device_memory)
-    throw InvalidArgument(who + "pointer " + hex(p) + " is not device memory (a host pointer?)");
+    throw InvalidArgument(who() + "pointer " + hex(p) + " is not device memory (a host pointer?)");
   if (info.device >= 0 && info.device != device)
-    throw InvalidArgument(who + "pointer is memory of device " + std::to_string(info.device) +
+    throw InvalidArgument(who() + "pointer is memory of device " + std::to_string(info.device) +
                           ", the plan runs on device " + std::to_string(device));
   if (align > 1 && reinterpret_cast<std::uintptr_t>(p) % align != 0)
-    throw InvalidArgument(who + "pointer " + hex(p) + " is not aligned to " + std::to_string(align) + " bytes");
+    throw InvalidArgument(who() + "pointer " + hex(p) + " is not aligned to " + std::to_string(align) + " bytes");
 }
 
 }  // namespace

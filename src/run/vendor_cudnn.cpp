@@ -19,10 +19,13 @@ std::unique_ptr<VendorSet> create_cudnn(const ConvProblem&, std::string* why_not
 #include <cudnn.h>
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 
 #include "core/cuda_driver.hpp"
 #include "run/vendor_cudnn_api.hpp"
+#include "run/vendor_cudnn_graph.hpp"
+#include "tilepick/env.hpp"
 #include "tilepick/error.hpp"
 #include "tilepick/jit.hpp"
 
@@ -39,11 +42,22 @@ void check(cudnnStatus_t s, const char* call, const std::string& subject) {
     throw Error(Status::cuda_error, std::string(call) + " failed for " + subject + ": " + api.status_text(s));
 }
 
+// One handle per device (a cuDNN handle is bound to the device current when it is made), made on
+// first use and kept for the process. Handles hold the stream of their last call, so every call that
+// sets a stream and launches holds handle_mutex() from the one to the other.
 cudnnHandle_t handle() {
-  static std::once_flag once;
-  static cudnnHandle_t h = nullptr;
-  std::call_once(once, [] { check(api.create(&h), "cudnnCreate", "the process handle"); });
+  static std::mutex mutex;
+  static std::map<int, cudnnHandle_t> handles;
+  const int device = cuda::current_device();
+  std::lock_guard lock(mutex);
+  cudnnHandle_t& h = handles[device];
+  if (!h) check(api.create(&h), "cudnnCreate", "the handle of device " + std::to_string(device));
   return h;
+}
+
+std::mutex& handle_mutex() {
+  static std::mutex m;
+  return m;
 }
 
 cudnnDataType_t data_type(DType t) {
@@ -78,8 +92,10 @@ std::string algo_name(ConvDir dir, int algo) {
   return "?";
 }
 
+constexpr int kGraphAlgo = -1;  // an Entry run through the graph API's execution plan
+
 struct Entry {
-  int algo;
+  int algo;  // cudnnConvolution*Algo_t, or kGraphAlgo
   cudnnMathType_t math;
 };
 
@@ -127,14 +143,14 @@ class CudnnSet final : public VendorSet {
   void run(int i, const Operands& ops, void* workspace, void* stream) override {
     const Entry& e = entries_.at(static_cast<std::size_t>(i));
     const std::string subject = algos_[i].name + " on " + what_;
-    cudnnHandle_t h = handle();
+    std::lock_guard lock(handle_mutex());
+    cudnnHandle_t h = h_;
+    // Set on every call (a few us): a stream the handle kept may be gone, e.g. a graph-capture stream.
     check(api.set_stream(h, reinterpret_cast<cudaStream_t>(stream)), "cudnnSetStream", subject);
-    // The handle is the process's: it must not keep `stream` (a capture stream is destroyed right
-    // after, and the next Find on it crashed).
-    struct DefaultStreamAfter {
-      cudnnHandle_t h;
-      ~DefaultStreamAfter() { api.set_stream(h, nullptr); }
-    } restore{h};
+    if (e.algo == kGraphAlgo) {
+      graph_->run(h, ops, workspace, subject);
+      return;
+    }
     check(api.set_math(conv_, e.math), "cudnnSetConvolutionMathType", subject);
     const float one = 1.0f, zero = 0.0f;
     const std::size_t ws = algos_[i].workspace_bytes;
@@ -165,9 +181,29 @@ class CudnnSet final : public VendorSet {
   }
 
  private:
-  // The v7 heuristic's usable entries (in its order), then Find*Ex on scratch buffers.
+  // The graph API's heuristic first choice (unless off or fused), then the legacy algorithms.
   void enumerate() {
-    cudnnHandle_t h = handle();
+    std::lock_guard lock(handle_mutex());
+    cudnnHandle_t h = h_;
+    check(api.set_stream(h, nullptr), "cudnnSetStream", what_);  // Find* runs on the default stream
+    enumerate_legacy(h);
+    if (fused_ || !env::cudnn_graph()) return;
+    std::string why;
+    graph_ = CudnnGraph::create(api, h, p_, map_, kMaxWorkspace, &why);
+    if (!graph_) {
+      empty_why_ += "; " + why;
+      return;
+    }
+    // The graph API's heuristic first choice leads and is the set's heuristic choice.
+    algos_.insert(algos_.begin(), {"cudnn:" + std::string(to_string(p_.dir)) + ":graph_" + graph_->engine(),
+                                   graph_->detail(), graph_->workspace_bytes()});
+    entries_.insert(entries_.begin(), Entry{kGraphAlgo, CUDNN_TENSOR_OP_MATH});
+    heuristic_ = 0;
+    if (find_ >= 0) ++find_;
+  }
+
+  // The v7 heuristic's usable entries (in its order), then Find*Ex on scratch buffers.
+  void enumerate_legacy(cudnnHandle_t h) {
     int n = 0;
     std::vector<Entry> found;
     switch (p_.dir) {
@@ -301,7 +337,9 @@ class CudnnSet final : public VendorSet {
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
   cudnnActivationDescriptor_t act_ = nullptr;
+  cudnnHandle_t h_ = handle();
   std::vector<Entry> entries_;
+  std::unique_ptr<CudnnGraph> graph_;  // entries_ with algo kGraphAlgo run it
   cuda::DeviceBuffer zeros_;  // z (scaled by 0) and the bias of a bias-less relu
 };
 

@@ -41,6 +41,13 @@ struct CudnnApi {
   decltype(&::cudnnFindConvolutionBackwardFilterAlgorithmEx) bwd_filter_find = nullptr;
   decltype(&::cudnnGetConvolutionBackwardFilterWorkspaceSize) bwd_filter_ws = nullptr;
   decltype(&::cudnnConvolutionBackwardFilter) conv_bwd_filter = nullptr;
+  // The backend (graph) API: finalized execution plans for the low-host-cost run path.
+  decltype(&::cudnnBackendCreateDescriptor) be_create = nullptr;
+  decltype(&::cudnnBackendDestroyDescriptor) be_destroy = nullptr;
+  decltype(&::cudnnBackendSetAttribute) be_set = nullptr;
+  decltype(&::cudnnBackendGetAttribute) be_get = nullptr;
+  decltype(&::cudnnBackendFinalize) be_finalize = nullptr;
+  decltype(&::cudnnBackendExecute) be_execute = nullptr;
 
   // Resolves every entry point; returns the first missing symbol, or "".
   std::string resolve_all(void* h) {
@@ -77,6 +84,12 @@ struct CudnnApi {
     TP_SYM(bwd_filter_find, cudnnFindConvolutionBackwardFilterAlgorithmEx)
     TP_SYM(bwd_filter_ws, cudnnGetConvolutionBackwardFilterWorkspaceSize)
     TP_SYM(conv_bwd_filter, cudnnConvolutionBackwardFilter)
+    TP_SYM(be_create, cudnnBackendCreateDescriptor)
+    TP_SYM(be_destroy, cudnnBackendDestroyDescriptor)
+    TP_SYM(be_set, cudnnBackendSetAttribute)
+    TP_SYM(be_get, cudnnBackendGetAttribute)
+    TP_SYM(be_finalize, cudnnBackendFinalize)
+    TP_SYM(be_execute, cudnnBackendExecute)
 #undef TP_SYM
     return "";
   }

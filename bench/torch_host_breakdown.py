@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Host time of one tilepick.torch conv call, taken apart (GPU; a probe): the whole call with and without
+autograd against torch's, Plan.run_raw alone with prepared arguments (tilepick and vendor plans), and a
+cProfile of the call's Python functions.
+
+  python3 bench/torch_host_breakdown.py [--calls 2000]
+"""
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+import tilepick.torch as tpt  # noqa: E402
+
+
+def per_call(fn, calls):
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    us = (time.perf_counter() - t0) / calls * 1e6
+    torch.cuda.synchronize()
+    return us
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--calls", type=int, default=2000)
+    args = ap.parse_args()
+    dev = dict(device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(32, 64, 56, 56, **dev).contiguous(memory_format=torch.channels_last)
+    w = torch.randn(64, 64, 3, 3, **dev).contiguous(memory_format=torch.channels_last)
+    wg = w.clone().requires_grad_()
+    rows = {}
+    for vendor in ("off", "only"):
+        tpt.set_vendor(vendor)
+        rows[f"tilepick conv2d ({vendor})"] = per_call(lambda: tpt.conv2d(x, w, None, 1, 1), args.calls)
+        rows[f"tilepick conv2d grad ({vendor})"] = per_call(lambda: tpt.conv2d(x, wg, None, 1, 1), args.calls)
+        key = [k for k in tpt._plans if k[1] == "fwd" and k[-1] == vendor][0]
+        plan = tpt._plans[key]
+        y = torch.empty(32, 64, 56, 56, **dev).contiguous(memory_format=torch.channels_last)
+        raw = [(t.data_ptr(), tpt._DTYPES[t.dtype], list(t.shape), list(t.stride()), 0) for t in (x, w, y)]
+        stream = tpt._current_stream(0)
+        ws = tpt._workspace(plan.workspace_bytes, 0, stream) if plan.workspace_bytes else 0
+        rows[f"Plan.run_raw only ({vendor}, {plan.kernel[:40]})"] = per_call(lambda: plan.run_raw(raw, ws, stream),
+                                                                              args.calls)
+        rows[f"_run ({vendor})"] = per_call(lambda: tpt._run(plan, [x, w, y], 0), args.calls)
+    tpt.set_vendor(None)
+    rows["torch conv2d"] = per_call(lambda: F.conv2d(x, w, None, 1, 1), args.calls)
+    rows["torch conv2d grad"] = per_call(lambda: F.conv2d(x, wg, None, 1, 1), args.calls)
+    rows["torch.empty channels_last"] = per_call(lambda: torch.empty(32, 64, 56, 56, **dev, memory_format=torch.channels_last), args.calls)
+    for k, v in rows.items():
+        print(f"{k:60s} {v:7.1f} us per call")
+    tpt.set_vendor("off")
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(args.calls):
+        tpt.conv2d(x, wg, None, 1, 1)
+    prof.disable()
+    torch.cuda.synchronize()
+    s = io.StringIO()
+    pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(25)
+    print(s.getvalue())
+
+
+if __name__ == "__main__":
+    main()
