@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <functional>
 
+#include "tilepick/config.hpp"
 #include "tilepick/dispatch.hpp"
+#include "tilepick/kernel_plan.hpp"
+#include "tilepick/legality.hpp"
 #include "tilepick/jit.hpp"
 #include "tilepick/problem.hpp"
 
@@ -58,6 +61,14 @@ int main() {
       cuda::DeviceBuffer ws(std::max<std::size_t>(plan->workspace_bytes(), 256));
       const double t = us_per_call([&] { plan->run(args, ws.get(), nullptr); });
       std::printf("%-70s vendor %-4s %-44s %7.2f us per Plan::run\n", text, vendor, plan->info().kernel.c_str(), t);
+      if (plan->info().vendor) continue;
+      // The tilepick path taken apart: the launch list alone, then Executable::run (no checks).
+      const KernelPlan kp = make_plan(p, resolve(parse_config(plan->info().kernel), p));
+      const cuda::Executable exe(kp, cuda::target_for_current_device());
+      Operands ops;
+      ops.a = bufs[0].get(), ops.b = bufs[1].get(), ops.d = bufs[2].get(), ops.workspace = ws.get();
+      std::printf("%-70s   launches() %.2f us, Executable::run %.2f us\n", "",
+                  us_per_call([&] { (void)kp.launches(ops); }), us_per_call([&] { exe.run(ops, nullptr); }));
     }
   }
   return 0;

@@ -40,7 +40,7 @@ def main():
     x = torch.randn(32, 64, 56, 56, **dev).contiguous(memory_format=torch.channels_last)
     w = torch.randn(64, 64, 3, 3, **dev).contiguous(memory_format=torch.channels_last)
     wg = w.clone().requires_grad_()
-    rows = {}
+    rows, runs = {}, {}
     for vendor in ("off", "only"):
         tpt.set_vendor(vendor)
         rows[f"tilepick conv2d ({vendor})"] = per_call(lambda: tpt.conv2d(x, w, None, 1, 1), args.calls)
@@ -54,7 +54,15 @@ def main():
         rows[f"Plan.run_raw only ({vendor}, {plan.kernel[:40]})"] = per_call(lambda: plan.run_raw(raw, ws, stream),
                                                                               args.calls)
         rows[f"_run ({vendor})"] = per_call(lambda: tpt._run(plan, [x, w, y], 0), args.calls)
+        runs[vendor] = (lambda plan=plan, raw=raw, ws=ws, stream=stream: plan.run_raw(raw, ws, stream))
     tpt.set_vendor(None)
+    # Interleaved with a cuDNN call of torch's own (batch norm in training uses cuDNN): does alternating
+    # between torch's cuDNN handle and tilepick's cost host time?
+    bn = torch.nn.BatchNorm2d(64).cuda().to(torch.bfloat16)
+    rows["torch batch_norm (train)"] = bn_us = per_call(lambda: bn(x), args.calls)
+    for vendor, fn in runs.items():
+        pair = per_call(lambda: (bn(x), fn()), args.calls)
+        rows[f"batch_norm + run_raw ({vendor}) minus batch_norm"] = pair - bn_us
     rows["torch conv2d"] = per_call(lambda: F.conv2d(x, w, None, 1, 1), args.calls)
     rows["torch conv2d grad"] = per_call(lambda: F.conv2d(x, wg, None, 1, 1), args.calls)
     rows["torch.empty channels_last"] = per_call(lambda: torch.empty(32, 64, 56, 56, **dev, memory_format=torch.channels_last), args.calls)
