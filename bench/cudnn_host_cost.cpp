@@ -1,8 +1,8 @@
 // Host time per cuDNN convolution call (GPU machine; a probe, not part of the build): the legacy API as
 // tilepick's vendor set calls it (stream and math type set on every call, stream reset after) and with
 // those settings made once, against the backend API with a finalized execution plan and a new variant
-// pack per call. bf16 NHWC forward convolutions of ResNet-50 sizes, heuristic first choice, 2000 async
-// calls each, then one sync; output: one line per (shape, variant) with us per call.
+// pack per call. bf16 NHWC forward convolutions of ResNet-50 sizes, heuristic first choice, 200 async
+// calls each (fewer than the launch queue holds), then one sync; output: one line per (shape, variant) with us per call.
 //   g++ -O2 -std=c++20 -I<cudnn include> bench/cudnn_host_cost.cpp -L<cudnn lib> -lcudnn -lcudart -o probe
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -18,7 +18,7 @@
 
 struct Shape { int n, c, h, w, k, r, s, stride, pad; };
 
-double us_per_call(const std::function<void()>& f, cudaStream_t st, int calls = 2000) {
+double us_per_call(const std::function<void()>& f, cudaStream_t st, int calls = 200) {  // well under the launch queue's depth: host time, not GPU time
   for (int i = 0; i < 50; ++i) f();
   CU(cudaStreamSynchronize(st));
   auto t0 = std::chrono::steady_clock::now();

@@ -9,7 +9,9 @@ source bench/gpu_session.sh
 build_all
 cmake --build build-device -j "$(nproc)" --target bench_plan_run_host >>"$W/build.log" 2>&1 || { tail -20 "$W/build.log"; exit 1; }
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$W/nvidia-smi.csv"
-build-device/bench/bench_plan_run_host 2>&1 | tee "$W/plan_run_host.txt"
+for g in on off; do  # TILEPICK_CUDNN_GRAPH: cuDNN's graph API path, then the legacy one
+  TILEPICK_CUDNN_GRAPH=$g build-device/bench/bench_plan_run_host 2>&1 | sed "s/^/graph $g: /" | tee -a "$W/plan_run_host.txt"
+done
 if [ "${CUDNN_PROBE:-0}" = 1 ]; then
   lib=$(python3 -c "import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], 'lib'))")
   inc=.deps/include/cudnn9; [ -f $inc/cudnn.h ] || inc=/usr/local/cuda/include
