@@ -140,6 +140,10 @@ class Plan {
   // The same after checking each tensor against operand_specs (order a, b, [c], d, [bias], as
   // there); the workspace is ops.workspace of at least workspace_bytes().
   void run(const std::vector<TensorArg>& tensors, void* workspace, void* stream = nullptr) const;
+  // run(ops) with the pointers in operand_specs order (a, b, [c], d, [bias]): for callers that checked
+  // the tensors' shapes and layouts once and run the same shapes again (tilepick.torch keeps them per
+  // shape). Only the count, device and alignment are checked here.
+  void run_pointers(const std::vector<const void*>& pointers, void* workspace, void* stream = nullptr) const;
 
  private:
   std::shared_ptr<Impl> impl_;

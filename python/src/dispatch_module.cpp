@@ -173,6 +173,22 @@ void run_raw(const Plan& plan, const std::vector<RawTensor>& tensors, std::uintp
   run_checked(plan, args, reinterpret_cast<void*>(workspace), stream_pointer(stream));
 }
 
+void run_pointers(const Plan& plan, const std::vector<std::uintptr_t>& pointers, std::uintptr_t workspace,
+                  std::uintptr_t stream) {
+  std::vector<const void*> p(pointers.size());
+  for (std::size_t i = 0; i < p.size(); ++i) p[i] = reinterpret_cast<const void*>(pointers[i]);
+  std::exception_ptr error;
+  {
+    nb::gil_scoped_release unlocked;
+    try {
+      plan.run_pointers(p, reinterpret_cast<void*>(workspace), reinterpret_cast<void*>(stream));
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
 PlanOptions make_options(const std::string& strategy, int k, const std::string& config,
                          const std::optional<std::string>& vendor, int device, const std::string& offline_arch) {
   PlanOptions o;
@@ -306,6 +322,9 @@ void bind_dispatch(nb::module_& m) {
       .def("run_raw", &run_raw, "tensors"_a, "workspace"_a = 0, "stream"_a = nb::none(),
            "Like run, with tensors as (data_ptr, dtype, shape, strides, device) tuples (device -1 = host); "
            "checked the same way, no DLPack round trip.")
+      .def("run_pointers", &run_pointers, "pointers"_a, "workspace"_a = 0, "stream"_a = 0,
+           "Device pointers in operand_specs order; only their count, device and alignment are checked: for "
+           "callers that checked the same shapes and layouts with run / run_raw before.")
       .def("__repr__", [](const Plan& p) {
         return "<tilepick.Plan " + p.info().problem + " -> " + p.info().kernel + (p.runnable() ? "" : " (offline)") +
                ">";

@@ -178,4 +178,17 @@ void Plan::run(const std::vector<TensorArg>& tensors, void* workspace, void* str
   run(ops, stream);
 }
 
+void Plan::run_pointers(const std::vector<const void*>& pointers, void* workspace, void* stream) const {
+  const Impl& im = *impl_;
+  if (pointers.size() != im.specs.size())
+    throw InvalidArgument("plan for '" + im.info.problem + "' takes " + std::to_string(im.specs.size()) +
+                          " pointers, got " + std::to_string(pointers.size()));
+  Operands ops;
+  void** slot[5] = {const_cast<void**>(&ops.a), const_cast<void**>(&ops.b), const_cast<void**>(&ops.c), &ops.d,
+                    const_cast<void**>(&ops.bias)};
+  for (std::size_t i = 0; i < pointers.size(); ++i) *slot[slot_index(im.specs[i].slot)] = const_cast<void*>(pointers[i]);
+  ops.workspace = workspace;
+  run(ops, stream);
+}
+
 }  // namespace tilepick

@@ -6,7 +6,9 @@ match tilepick's operand_specs, and computing each problem in fp64 from those vi
 torch (a reference executor replaces the GPU). On a GPU: forward and backward against an fp64 torch
 reference on odd sizes in bf16 and f16, torch.compile, and swap_modules on torchvision's resnet18."""
 import copy
+import ctypes
 import json
+import math
 import warnings
 
 import pytest
@@ -167,6 +169,22 @@ def ref_run(plan, tensors, index):
     views = [memory_view(t, s) for t, s in zip(tensors, specs)]
     for v, s in zip(views, specs):
         assert tpt._DTYPES[v.dtype] == s.dtype
+    ref_compute(plan, specs, views)
+
+
+def ref_run_pointers(plan, pointers):
+    """Plan.run_pointers on CPU memory: each pointer read as its operand's memory-order f32 array."""
+    specs = tilepick.operand_specs(plan.problem)
+    assert len(pointers) == len(specs), plan.problem
+    views = []
+    for ptr, s in zip(pointers, specs):
+        n = math.prod(s.shape)
+        buf = (ctypes.c_float * n).from_address(ptr)
+        views.append(torch.frombuffer(buf, dtype=torch.float32).view(s.shape))
+    ref_compute(plan, specs, views)
+
+
+def ref_compute(plan, specs, views):
     t = {s.name: v.double() for v, s in zip(views, specs)}
     dims = {s.name: s.dims for s in specs}
     j = json.loads(_core.problem_json(plan.problem))
@@ -215,6 +233,8 @@ def reference_executor(monkeypatch):
 
     monkeypatch.setattr(tpt, "_plan_or_fallback", plan_or_fallback)
     monkeypatch.setattr(tpt, "_run", ref_run)
+    monkeypatch.setattr(tpt, "_seen", {})
+    monkeypatch.setattr(tpt, "_run_seen", lambda seen, pointers: ref_run_pointers(seen[0], pointers))
     monkeypatch.setattr(tpt, "_index", lambda device: -1)
     monkeypatch.setattr(tpt, "_unsupported_reason", lambda tensors, names=None: None)
     monkeypatch.setitem(tpt._DTYPES, torch.float32, "f32")  # problems in f32 (tf32 on a GPU): exact here
@@ -249,6 +269,39 @@ def test_conv_plumbing_matches_torch(reference_executor, case):
     check_grads(fn(x, w, b, s, p, d, g), conv_ref(xr, wr, br, s, p, d, g), [x, w, b], [xr, wr, br])
     assert [tilepick.problem_op(q) for q in reference_executor] == ["conv_fwd", "conv_bwd_data", "conv_bwd_weight"]
     assert reference_executor[0].endswith("ep=bias")
+
+
+def test_repeated_shapes_take_the_seen_path(reference_executor):
+    """A second call with the same shapes, strides and parameters plans nothing and runs the first call's
+    plan on bare pointers, with the same results; a new stride order or a settings change does not."""
+    torch.manual_seed(3)
+    xs, ws = (2, 6, 7, 5), (4, 3, 3, 3)
+    for i in range(2):
+        x = rand(*xs).contiguous(memory_format=torch.channels_last).detach().requires_grad_()
+        w = rand(*ws).contiguous(memory_format=torch.channels_last).detach().requires_grad_()
+        b = rand(ws[0])
+        xr, wr, br = clone_leaves(x, w, b)
+        out, ref = tpt.conv2d(x, w, b, 1, 1, 1, 2), conv_ref(xr, wr, br, 1, 1, 1, 2)
+        torch.testing.assert_close(out, ref, atol=2e-4, rtol=1e-3)
+        g = torch.randn_like(out)  # channels-last, as out: the backward ops need no copies
+        out.backward(g)
+        ref.backward(g)
+        for t, tr in ((x, xr), (w, wr), (b, br)):
+            torch.testing.assert_close(t.grad, tr.grad, atol=2e-4, rtol=1e-3)
+        assert len(reference_executor) == 3, "the second call planned again"
+    assert len(tpt._seen) == 3  # fwd, bwd_data, bwd_weight
+    x, w = rand(*xs), rand(*ws)  # NCHW: copied to channels-last, so not remembered
+    tpt.conv2d(x, w, None, 1, 1, 1, 2)
+    assert len(reference_executor) == 4 and len(tpt._seen) == 3
+    tpt.set_fallback(False)  # any setter starts over
+    x2, w2 = x.contiguous(memory_format=torch.channels_last), w.contiguous(memory_format=torch.channels_last)
+    for _ in range(2):
+        tpt.conv2d(x2, w2, None, 1, 1, 1, 2)
+    assert len(reference_executor) == 5 and len(tpt._seen) == 4
+    a, m = rand(5, 12, requires_grad=False), rand(12, 7, requires_grad=False)
+    for _ in range(2):
+        torch.testing.assert_close(tpt.matmul(a, m), a @ m, atol=2e-4, rtol=1e-3)
+    assert len(reference_executor) == 6 and len(tpt._seen) == 5
 
 
 def test_linear_and_matmul_plumbing_matches_torch(reference_executor):
