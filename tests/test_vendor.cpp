@@ -13,6 +13,7 @@
 
 #include "run/vendor.hpp"
 #include "run/verify.hpp"
+#include "tilepick/error.hpp"
 #include "tilepick/jit.hpp"
 #include "tilepick/ref.hpp"
 
@@ -233,6 +234,38 @@ TEST(CudnnMapping, Grouped3dStridesAreChannelsLast) {
   std::int64_t w_elems = 1;
   for (int d : c.w_dims) w_elems *= d;
   EXPECT_EQ(w_elems, p.w_elems());
+}
+
+// The graph API's tensors are described by dims and channels-last strides: for x and y they are the legacy
+// descriptors' strides, and the filter's lands every (k, cg, z, y, x) on tilepick's [K][Z][Y][X][Cg] offset.
+TEST(CudnnMapping, GraphStridesAreTheLegacyLayouts) {
+  for (const char* text : {"fwd g4 mb3 ic12 ih7 iw5 oc8 kh3 kw2 sh2 sw1 ph1 pw0 dh1 dw2 bf16",
+                           "bwd_weight g3 mb2 ic6 id4 ih5 iw3 oc9 kd3 kh1 kw3 sd2 sh1 sw1 pd1 ph0 pw1 dd1 dh1 dw2 f16"}) {
+    SCOPED_TRACE(text);
+    const ConvProblem p = parse_conv(text);
+    const CudnnConv c = map_conv(p);
+    for (const CudnnTensor* t : {&c.x, &c.y})
+      EXPECT_EQ(channels_last_strides(t->dims), std::vector<std::int64_t>(t->strides.begin(), t->strides.end()));
+    const auto ws = channels_last_strides(c.w_dims);
+    std::vector<std::int64_t> dims(c.w_dims.begin(), c.w_dims.end());  // K, Cg, [Z,] Y, X
+    const std::int64_t nsp = static_cast<std::int64_t>(dims.size()) - 2;
+    std::vector<std::int64_t> idx(dims.size(), 0);
+    std::int64_t count = 0;
+    for (;;) {  // every filter element, odometer order
+      std::int64_t want = idx[0];
+      for (std::int64_t s = 0; s < nsp; ++s) want = want * dims[2 + s] + idx[2 + s];
+      want = want * dims[1] + idx[1];
+      std::int64_t got = 0;
+      for (std::size_t i = 0; i < dims.size(); ++i) got += idx[i] * ws[i];
+      ASSERT_EQ(got, want);
+      ++count;
+      std::size_t i = dims.size();
+      while (i-- > 0 && ++idx[i] == dims[i]) idx[i] = 0;
+      if (i == static_cast<std::size_t>(-1)) break;
+    }
+    EXPECT_EQ(count, p.w_elems());
+  }
+  EXPECT_THROW(channels_last_strides({4, 8}), tilepick::Error);
 }
 
 TEST(VendorSupport, CudnnReasons) {

@@ -1,5 +1,6 @@
-// Vendor baselines measured in the same run as tilepick's kernels: cuBLASLt for GEMM, cuDNN 9 (legacy
-// convolution API) for grouped convolution, all directions, 2-D and 3-D.
+// Vendor baselines measured in the same run as tilepick's kernels: cuBLASLt for GEMM, cuDNN 9 for grouped
+// convolution, all directions, 2-D and 3-D (its graph API's heuristic first engine, then the legacy API's
+// algorithms; vendor_cudnn_graph.hpp).
 //
 // Both libraries are loaded with dlopen on first use and never linked, so the library and CLI work
 // where they are absent: a VendorSet is then simply unavailable, with the reason. Search order per
@@ -77,6 +78,7 @@ class VendorSet {
   const std::vector<Algo>& algos() const { return algos_; }
   int heuristic_index() const { return heuristic_; }   // the library's heuristic first choice
   int find_index() const { return find_; }             // cuDNN: cudnnFind*Ex's first (-1 for cuBLASLt)
+  // The heuristic choice of a cuDNN set is its graph-API engine where there is one (TILEPICK_CUDNN_GRAPH).
   std::size_t max_workspace_bytes() const;
   // Runs algorithm i on `stream` (CUstream; nullptr = the default stream). `workspace` holds at
   // least algos()[i].workspace_bytes. Throws Error(cuda_error) naming the algorithm on failure.
@@ -123,6 +125,10 @@ struct CudnnConv {
 };
 // Throws Unsupported when a size does not fit cuDNN's int dims/strides.
 CudnnConv map_conv(const ConvProblem& p);
+// Strides of a dense channels-last tensor given in cuDNN's dims order (N C [D] H W, or K Cg [Z] Y X for
+// a filter): C innermost, then the spatial dims from the last, N (K) outermost. The graph API's x, y and
+// w tensors (vendor_cudnn_graph.cpp).
+std::vector<std::int64_t> channels_last_strides(const std::vector<int>& dims);
 
 // Empty when the library can express the problem, else the reason (no library calls).
 std::string cublaslt_unsupported(const GemmProblem& p);

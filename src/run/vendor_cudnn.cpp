@@ -1,7 +1,9 @@
-// cuDNN 9 convolution baseline through the legacy API (libcudnn_cnn, reached through the
-// libcudnn.so.9 shim): every algorithm cudnnGetConvolution*Algorithm_v7 reports usable, its first
-// as the heuristic choice, and cudnnFindConvolution*AlgorithmEx's fastest. Fwd epilogues (bias,
-// relu) go through cudnnConvolutionBiasActivationForward. cudnn.h gives types and enums only.
+// cuDNN 9 convolution baseline (libcudnn.so.9, dlopen'ed): for a plain convolution first the graph API's
+// heuristic first engine as a finalized execution plan (vendor_cudnn_graph.hpp; the set's heuristic choice,
+// unless TILEPICK_CUDNN_GRAPH=off), then every algorithm the legacy cudnnGetConvolution*Algorithm_v7 reports
+// usable (its first is the heuristic choice without the graph entry) and cudnnFindConvolution*AlgorithmEx's
+// fastest. Fwd epilogues (bias, relu) go through the legacy cudnnConvolutionBiasActivationForward only.
+// cudnn.h gives types and enums only.
 #include "run/vendor_internal.hpp"
 
 #if !defined(TILEPICK_HAVE_CUDNN_H)

@@ -44,11 +44,7 @@ struct Builder {
   // Channels-last tensor: dims in N C [D] H W order (as map_conv gives them), C innermost in memory.
   cudnnBackendDescriptor_t tensor(std::int64_t uid, const std::vector<int>& dims_in, cudnnDataType_t type) {
     const std::size_t n = dims_in.size();
-    std::vector<std::int64_t> dims(dims_in.begin(), dims_in.end()), strides(n);
-    std::int64_t s = 1;
-    strides[1] = s, s *= dims[1];
-    for (std::size_t i = n; i-- > 2;) strides[i] = s, s *= dims[i];
-    strides[0] = s;
+    const std::vector<std::int64_t> dims(dims_in.begin(), dims_in.end()), strides = channels_last_strides(dims_in);
     const std::int64_t align = 16;  // dispatch's vendor_alignment for conv operands
     auto d = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
     set(d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, &type);

@@ -125,4 +125,15 @@ std::string cudnn_unsupported(const ConvProblem& p) {
   return "";
 }
 
+std::vector<std::int64_t> channels_last_strides(const std::vector<int>& dims) {
+  const std::size_t n = dims.size();
+  if (n < 3) throw Error(Status::internal, "channels_last_strides: " + std::to_string(n) + " dims, need 3 or more");
+  std::vector<std::int64_t> strides(n);
+  std::int64_t s = 1;
+  strides[1] = s, s *= dims[1];
+  for (std::size_t i = n; i-- > 2;) strides[i] = s, s *= dims[i];
+  strides[0] = s;
+  return strides;
+}
+
 }  // namespace tilepick::run::vendor
