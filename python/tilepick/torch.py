@@ -211,8 +211,8 @@ def _mat_operand(t: Tensor) -> Tuple[str, Tensor]:
 
 def _gemm(a: Tensor, b: Tensor, bias: Optional[Tensor], op: str) -> Optional[Tensor]:
     """a [B?, M, K] @ b [B?, K, N] (+ bias [N]) -> [B?, M, N] row-major; None when it fell back."""
-    key = ("gemm", _meta(a), _meta(b), _meta(bias), _settings.version)
-    seen = _seen.get(key)
+    seen_key = ("gemm", _meta(a), _meta(b), _meta(bias), _settings.version)
+    seen = _seen.get(seen_key)
     if seen is not None:
         out = torch.empty(seen[1], dtype=a.dtype, device=a.device)
         _run_seen(seen, _ptrs(a, b, out, bias))
@@ -239,7 +239,7 @@ def _gemm(a: Tensor, b: Tensor, bias: Optional[Tensor], op: str) -> Optional[Ten
     vbias = bias.contiguous() if bias is not None else None
     _run(plan, [va, vb, vo] + ([vbias] if bias is not None else []), _index(a.device))
     if va.data_ptr() == a.data_ptr() and vb.data_ptr() == b.data_ptr() and vbias is bias:  # no copies
-        _remember(key, plan, out, _index(a.device))
+        _remember(seen_key, plan, out, _index(a.device))
     return out
 
 
