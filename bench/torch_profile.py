@@ -5,7 +5,8 @@ For each model of bench/torch_e2e.py and each vendor mode (auto: dispatch's vend
 model's pick everywhere, only: the vendor everywhere) plus plain torch, after warm-up:
   - the step time (CUDA events, median of --repeats), and the same step captured once as a CUDA graph and
     replayed (GPU time without the host's per-call overhead; its output is compared with an eager step's);
-  - host time inside tilepick's Plan.run per step, split into vendor and tilepick plans (count, us);
+  - host time in tilepick.torch's run calls per step (from the plan lookup on), split into vendor and
+    tilepick plans (count, us);
   - a torch.profiler pass over --profiled steps: GPU kernel time per step, the share of the step the GPU
     is busy (union of kernel intervals), kernel time by library, and the CUDA API calls by total time.
 Writes <out>/profile.json and <out>/profile.md.
@@ -29,20 +30,25 @@ import tilepick.torch as tpt  # noqa: E402
 
 
 class RunTimer:
-    """Wraps tilepick.torch._run: host seconds and calls per (vendor plan?)."""
+    """Wraps tilepick.torch's two run paths (_run: checked tensors; _run_seen: a call seen before, bare
+    pointers): host seconds and calls per (vendor plan?)."""
 
     def __init__(self):
-        self.inner, self.on = tpt._run, False
+        self.run, self.run_seen, self.on = tpt._run, tpt._run_seen, False
         self.calls, self.seconds = defaultdict(int), defaultdict(float)
 
-    def __call__(self, plan, tensors, index):
+    def timed(self, plan, fn, *args):
         if not self.on:
-            return self.inner(plan, tensors, index)
+            return fn(*args)
         t0 = time.perf_counter()
-        self.inner(plan, tensors, index)
+        fn(*args)
         key = "vendor" if plan.vendor else "tilepick"
         self.seconds[key] += time.perf_counter() - t0
         self.calls[key] += 1
+
+    def install(self):
+        tpt._run = lambda plan, tensors, index: self.timed(plan, self.run, plan, tensors, index)
+        tpt._run_seen = lambda seen, pointers: self.timed(seen[0], self.run_seen, seen, pointers)
 
 
 def library(name):
@@ -195,7 +201,7 @@ def main():
         sys.exit("torch_profile: needs a CUDA device")
     s = dict(batch=args.batch, image=224, tokens=2048, hidden=4096, ffn=14336)
     timer = RunTimer()
-    tpt._run = timer
+    timer.install()
     result = {"environment": e2e.environment(), "models": {}}
     for name in args.models.split(","):
         result["models"][name] = {}

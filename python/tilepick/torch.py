@@ -157,7 +157,7 @@ def _run(plan, tensors: Sequence[Tensor], index: int) -> None:
 # Calls seen before: a call whose tensors (shape, strides, dtype, device), parameters and settings match an
 # earlier call that ran without copies reuses that call's checks and plan, and passes bare pointers
 # (Plan.run_pointers checks device and alignment). Key -> (plan, output shape, device index, workspace
-# bytes). It saves about half of the host time of a call (bench/torch_host_breakdown.py).
+# bytes). A conv call took 24 us of host time without it, 14 us with it (bench/torch_host_breakdown.py, H200 host).
 _seen: Dict[tuple, tuple] = {}
 
 
