@@ -185,16 +185,23 @@ def host_overhead(calls=2000):
              "tilepick conv2d (grad)": lambda: tpt.conv2d(xc, wcg, None, 1, 1)}
     out = {}
     for name, fn in cases.items():
-        for _ in range(20):
-            fn()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        out[name] = (time.perf_counter() - t0) / calls * 1e6
-        torch.cuda.synchronize()
+        out[name] = host_us_per_call(fn, calls)
         print(f"  host time per call: {name:24s} {out[name]:7.1f} us", flush=True)
     return out
+
+
+def host_us_per_call(fn, calls):
+    """Host microseconds per call of fn over `calls` calls after 20 warm-up calls (keep the calls' GPU work
+    below what the launch queue holds, or this measures the GPU)."""
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    us = (time.perf_counter() - t0) / calls * 1e6
+    torch.cuda.synchronize()
+    return us
 
 
 def first_call_child(args):

@@ -10,26 +10,17 @@ import cProfile
 import io
 import pstats
 import sys
-import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import torch_e2e as e2e  # noqa: E402  (also puts python/ on the path)
 import tilepick.torch as tpt  # noqa: E402
 
 
-def per_call(fn, calls):
-    for _ in range(20):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    us = (time.perf_counter() - t0) / calls * 1e6
-    torch.cuda.synchronize()
-    return us
+per_call = e2e.host_us_per_call
 
 
 def main():

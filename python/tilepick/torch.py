@@ -184,6 +184,17 @@ def _ptrs(*tensors: Optional[Tensor]) -> List[int]:
     return [t.data_ptr() for t in tensors if t is not None]
 
 
+def _conv_seen(key: tuple, inputs: Sequence[Optional[Tensor]]) -> Optional[Tensor]:
+    """A conv call seen before: its channels-last output (like the first input), computed; else None.
+    inputs: the operands before the output in run order, then the bias (or None)."""
+    seen = _seen.get(key)
+    if seen is None:
+        return None
+    out = _new_channels_last(seen[1], inputs[0])
+    _run_seen(seen, _ptrs(inputs[0], inputs[1], out, *inputs[2:]))
+    return out
+
+
 def _index(device: torch.device) -> int:
     return device.index if device.index is not None else torch.cuda.current_device()
 
@@ -413,10 +424,8 @@ def _torch_conv(x, w, bias, stride, padding, dilation, groups):
 def _conv_fwd(op, x, weight, bias, stride, padding, dilation, groups) -> Tensor:
     key = ("fwd", _meta(x), _meta(weight), _meta(bias), tuple(stride), tuple(padding), tuple(dilation), groups,
            _settings.version)
-    seen = _seen.get(key)
-    if seen is not None:
-        y = _new_channels_last(seen[1], x)
-        _run_seen(seen, _ptrs(x, weight, y, bias))
+    y = _conv_seen(key, (x, weight, bias))
+    if y is not None:
         return y
     _conv_args(op, x.shape, weight.shape, stride, padding, dilation, groups)
     reason = _unsupported_reason([x, weight, bias])
@@ -465,10 +474,8 @@ def _conv_bwd_data_impl(dy: Tensor, weight: Tensor, input_size: List[int], strid
     op = "conv_bwd_data"
     key = ("bwd_data", _meta(dy), _meta(weight), tuple(input_size), tuple(stride), tuple(padding), tuple(dilation),
            groups, _settings.version)
-    seen = _seen.get(key)
-    if seen is not None:
-        dx = _new_channels_last(seen[1], dy)
-        _run_seen(seen, _ptrs(dy, weight, dx))
+    dx = _conv_seen(key, (dy, weight))
+    if dx is not None:
         return dx
     reason = _unsupported_reason([dy, weight], names=("grad", "weight"))
     dx = _new_channels_last(list(input_size), dy)
@@ -508,10 +515,8 @@ def _conv_bwd_weight_impl(x: Tensor, dy: Tensor, weight_size: List[int], stride:
     op = "conv_bwd_weight"
     key = ("bwd_weight", _meta(x), _meta(dy), tuple(weight_size), tuple(stride), tuple(padding), tuple(dilation),
            groups, _settings.version)
-    seen = _seen.get(key)
-    if seen is not None:
-        dw = _new_channels_last(seen[1], x)
-        _run_seen(seen, _ptrs(x, dy, dw))
+    dw = _conv_seen(key, (x, dy))
+    if dw is not None:
         return dw
     reason = _unsupported_reason([x, dy], names=("input", "grad"))
     dw = _new_channels_last(list(weight_size), x)

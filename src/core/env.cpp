@@ -118,22 +118,22 @@ std::string select_mode() {
   return v;
 }
 
-bool vendor_choice() {
-  const char* v = get("TILEPICK_VENDOR_CHOICE");
+namespace {
+
+// An on|off switch, `on` when unset; any other value is an error naming the variable.
+bool on_off(const char* name) {
+  const char* v = get(name);
   if (!v) return true;
   const std::string_view s(v);
   if (s != "on" && s != "off")
-    throw Error(Status::invalid_argument, std::string("TILEPICK_VENDOR_CHOICE='") + v + "' is not one of on, off");
+    throw Error(Status::invalid_argument, std::string(name) + "='" + v + "' is not one of on, off");
   return s == "on";
 }
 
-bool cudnn_graph() {
-  const char* v = get("TILEPICK_CUDNN_GRAPH");
-  if (!v) return true;
-  const std::string_view s(v);
-  if (s != "on" && s != "off")
-    throw Error(Status::invalid_argument, std::string("TILEPICK_CUDNN_GRAPH='") + v + "' is not one of on, off");
-  return s == "on";
-}
+}  // namespace
+
+bool vendor_choice() { return on_off("TILEPICK_VENDOR_CHOICE"); }
+
+bool cudnn_graph() { return on_off("TILEPICK_CUDNN_GRAPH"); }
 
 }  // namespace tilepick::env

@@ -109,38 +109,36 @@ std::unique_ptr<CudnnGraph> CudnnGraph::create(const CudnnApi& api, cudnnHandle_
   b.set(conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, pad.data(), nd);
   b.finalize(conv, "cudnnBackendFinalize(convolution)");
 
+  // The operation's attributes per direction: its x, w and y tensors (dx / dw / dy where they are the
+  // gradients), the convolution, alpha and beta.
+  struct OpAttrs {
+    cudnnBackendDescriptorType_t type;
+    cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+  };
+  static const OpAttrs fwd{CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                           CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA};
+  static const OpAttrs bwd_data{
+      CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA};
+  static const OpAttrs bwd_filter{
+      CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+      CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA};
+  const OpAttrs& at = p.dir == ConvDir::fwd ? fwd : p.dir == ConvDir::bwd_data ? bwd_data : bwd_filter;
   const float alpha = 1.0f, beta = 0.0f;
-  cudnnBackendDescriptor_t op = nullptr;
   const auto D = CUDNN_TYPE_BACKEND_DESCRIPTOR;
-  switch (p.dir) {
-    case ConvDir::fwd:
-      op = b.make(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
-      b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, D, &x);
-      b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, D, &w);
-      b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, D, &y);
-      b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, D, &conv);
-      b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, &alpha);
-      b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, &beta);
-      break;
-    case ConvDir::bwd_data:
-      op = b.make(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR);
-      b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, D, &x);
-      b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, D, &w);
-      b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, D, &y);
-      b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, D, &conv);
-      b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, &alpha);
-      b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, &beta);
-      break;
-    case ConvDir::bwd_weight:
-      op = b.make(CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR);
-      b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, D, &x);
-      b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, D, &w);
-      b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, D, &y);
-      b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, D, &conv);
-      b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, &alpha);
-      b.set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, &beta);
-      break;
-  }
+  auto op = b.make(at.type);
+  b.set(op, at.x, D, &x);
+  b.set(op, at.w, D, &w);
+  b.set(op, at.y, D, &y);
+  b.set(op, at.conv, D, &conv);
+  b.set(op, at.alpha, CUDNN_TYPE_FLOAT, &alpha);
+  b.set(op, at.beta, CUDNN_TYPE_FLOAT, &beta);
   b.finalize(op, "cudnnBackendFinalize(operation)");
   auto graph = b.make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
   b.set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, D, &op);
