@@ -6,7 +6,7 @@
 # data/sweeps/h200-graph/NAME.csv.gz, where they are stored. No vendor rows (training does not read them).
 #   graph_conv_train_short: bf16 problems with recorded best under 12 us
 #   graph_conv_train_20us:  f16 problems under 20 us and bf16 problems from 12 to 20 us (its JIT alone
-#                           takes more than one 575 s call on one H200: not measured yet)
+#                           takes more than one 575 s call on one H200: 230 problems a call; 660 of 939 done)
 #   graph_newmodel_val:     the first 4 of the conv model trained on the graph labels (train --remeasured) for
 #                           the held-out conv problems, less the pairs recheck_val.csv.gz holds (bench/model_pairs.py)
 # HEAD_PROBLEMS=N sweeps only the pairs of each list's first N problems (a JIT that fits one call).
