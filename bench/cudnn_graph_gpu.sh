@@ -1,22 +1,17 @@
 #!/usr/bin/env bash
 # cuDNN's graph-API run path (TILEPICK_CUDNN_GRAPH, src/run/vendor_cudnn_graph.cpp) on the device tool:
-#   1. bench_plan_run_host: host us per Plan::run, tilepick kernel and cuDNN, graph path on and off;
-#   2. the conv layers of bench/torch_e2e.py's networks (bench/sweep/vendor_e2e_nets.txt.gz) swept with the
+#   1. the conv layers of bench/torch_e2e.py's networks (bench/sweep/vendor_e2e_nets.txt.gz) swept with the
 #      cuDNN baseline, graph on (every output checked; its 'heur' records are the graph's first engine);
 #      SWEEP_OFF=1: the same with TILEPICK_CUDNN_GRAPH=off (the legacy first choice) for the comparison;
-#   3. PROFILE=1: bench/torch_profile.py (resnet50, convnext_t; torch, auto, off).
-# Results: $OUT/results.tgz.
+#   2. PROFILE=1: bench/torch_profile.py (resnet50, convnext_t; torch, auto, off).
+# Results: $OUT/results.tgz. Host time per Plan::run with the graph path on and off: bench/host_cost_gpu.sh.
 #   BUDGET_S=560 [SWEEP_S=200] [SWEEP_OFF=0] [PROFILE=1] bash bench/cudnn_graph_gpu.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
 build_all
-cmake --build build-device -j "$(nproc)" --target bench_plan_run_host >>"$W/build.log" 2>&1 || { tail -20 "$W/build.log"; exit 1; }
 T=build-device/tilepick
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$W/nvidia-smi.csv"
-for g in on off; do
-  TILEPICK_CUDNN_GRAPH=$g build-device/bench/bench_plan_run_host 2>&1 | sed "s/^/graph $g: /" | tee -a "$W/plan_run_host.txt"
-done
 sweep_list() {  # NAME GRAPH SECONDS
   [ "$3" -gt 40 ] || { echo "$1: skipped"; return; }
   TILEPICK_CUDNN_GRAPH=$2 timeout "$3" $T sweep --pairs bench/sweep/vendor_e2e_nets.txt.gz --min-timed-ms 5 --max-reps 50 \

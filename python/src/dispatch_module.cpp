@@ -134,19 +134,24 @@ void* workspace_pointer(const nb::object& w, const Plan& plan) {
   return const_cast<void*>(a.data());
 }
 
-// Runs without the GIL; an error is rethrown only after the GIL is taken back, so that nanobind
+// Runs f without the GIL; an error is rethrown only after the GIL is taken back, so that nanobind
 // translates it with the GIL held.
-void run_checked(const Plan& plan, const std::vector<TensorArg>& args, void* workspace, void* stream) {
+template <class F>
+void without_gil(const F& f) {
   std::exception_ptr error;
   {
     nb::gil_scoped_release unlocked;
     try {
-      plan.run(args, workspace, stream);
+      f();
     } catch (...) {
       error = std::current_exception();
     }
   }
   if (error) std::rethrow_exception(error);
+}
+
+void run_checked(const Plan& plan, const std::vector<TensorArg>& args, void* workspace, void* stream) {
+  without_gil([&] { plan.run(args, workspace, stream); });
 }
 
 void run_arrays(const Plan& plan, const std::vector<nb::object>& tensors, const nb::object& workspace,
@@ -177,16 +182,7 @@ void run_pointers(const Plan& plan, const std::vector<std::uintptr_t>& pointers,
                   std::uintptr_t stream) {
   std::vector<const void*> p(pointers.size());
   for (std::size_t i = 0; i < p.size(); ++i) p[i] = reinterpret_cast<const void*>(pointers[i]);
-  std::exception_ptr error;
-  {
-    nb::gil_scoped_release unlocked;
-    try {
-      plan.run_pointers(p, reinterpret_cast<void*>(workspace), reinterpret_cast<void*>(stream));
-    } catch (...) {
-      error = std::current_exception();
-    }
-  }
-  if (error) std::rethrow_exception(error);
+  without_gil([&] { plan.run_pointers(p, reinterpret_cast<void*>(workspace), reinterpret_cast<void*>(stream)); });
 }
 
 PlanOptions make_options(const std::string& strategy, int k, const std::string& config,

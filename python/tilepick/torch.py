@@ -145,19 +145,25 @@ def _run(plan, tensors: Sequence[Tensor], index: int) -> None:
     """Runs a plan on tensors in operand_specs order, passed with their logical shapes and strides:
     tilepick checks that each one's memory is the dense layout its operand needs."""
     args = [(t.data_ptr(), _DTYPES[t.dtype], list(t.shape), list(t.stride()), index) for t in tensors]
+    _launch(plan, index, lambda ws, stream: plan.run_raw(args, ws, stream))
+
+
+def _launch(plan, index: int, run) -> None:
+    """run(workspace, stream) on the device's current stream with a workspace for the plan, device `index`
+    current."""
     stream = _current_stream(index)
-    ws = _workspace(plan.workspace_bytes, index, stream) if plan.workspace_bytes else 0
+    ws_bytes = plan.workspace_bytes
+    ws = _workspace(ws_bytes, index, stream) if ws_bytes else 0
     if torch.cuda.current_device() != index:
         with torch.cuda.device(index):
-            plan.run_raw(args, ws, stream)
+            run(ws, stream)
     else:
-        plan.run_raw(args, ws, stream)
+        run(ws, stream)
 
 
 # Calls seen before: a call whose tensors (shape, strides, dtype, device), parameters and settings match an
 # earlier call that ran without copies reuses that call's checks and plan, and passes bare pointers
-# (Plan.run_pointers checks device and alignment). Key -> (plan, output shape, device index, workspace
-# bytes). A conv call took 24 us of host time without it, 14 us with it (bench/torch_host_breakdown.py, H200 host).
+# (Plan.run_pointers checks device and alignment). Key -> (plan, output shape, device index). A conv call took 24 us of host time without it, 14 us with it (bench/torch_host_breakdown.py, H200 host).
 _seen: Dict[tuple, tuple] = {}
 
 
@@ -166,18 +172,12 @@ def _meta(t: Optional[Tensor]):
 
 
 def _remember(key: tuple, plan, out: Tensor, index: int) -> None:
-    _seen[key] = (plan, tuple(out.shape), index, plan.workspace_bytes)
+    _seen[key] = (plan, tuple(out.shape), index)
 
 
 def _run_seen(seen: tuple, pointers: List[int]) -> None:
-    plan, _, index, ws_bytes = seen
-    stream = _current_stream(index)
-    ws = _workspace(ws_bytes, index, stream) if ws_bytes else 0
-    if torch.cuda.current_device() != index:
-        with torch.cuda.device(index):
-            plan.run_pointers(pointers, ws, stream)
-    else:
-        plan.run_pointers(pointers, ws, stream)
+    plan, _, index = seen
+    _launch(plan, index, lambda ws, stream: plan.run_pointers(pointers, ws, stream))
 
 
 def _ptrs(*tensors: Optional[Tensor]) -> List[int]:

@@ -125,6 +125,13 @@ void check_pointer(const char* name, const void* p, int device, std::size_t alig
     throw InvalidArgument(who() + "pointer " + hex(p) + " is not aligned to " + std::to_string(align) + " bytes");
 }
 
+// Puts an operand's pointer into its Operands slot ("a", "b", "c", "d", "bias").
+void set_slot(Operands& ops, std::string_view slot, const void* p) {
+  void** slots[5] = {const_cast<void**>(&ops.a), const_cast<void**>(&ops.b), const_cast<void**>(&ops.c), &ops.d,
+                     const_cast<void**>(&ops.bias)};
+  *slots[slot_index(slot)] = const_cast<void*>(p);
+}
+
 }  // namespace
 
 void Plan::run(const Operands& ops, void* stream) const {
@@ -167,12 +174,9 @@ void Plan::run(const std::vector<TensorArg>& tensors, void* workspace, void* str
   }
   if (!runnable()) run(Operands{}, stream);  // throws the offline error
   Operands ops;
-  void** slot[5] = {const_cast<void**>(&ops.a), const_cast<void**>(&ops.b), const_cast<void**>(&ops.c), &ops.d,
-                    const_cast<void**>(&ops.bias)};
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const std::size_t s = slot_index(im.specs[i].slot);
-    check_tensor(im.specs[i], tensors[i], im.info.device, im.align[s]);
-    *slot[s] = tensors[i].data;
+    check_tensor(im.specs[i], tensors[i], im.info.device, im.align[slot_index(im.specs[i].slot)]);
+    set_slot(ops, im.specs[i].slot, tensors[i].data);
   }
   ops.workspace = workspace;
   run(ops, stream);
@@ -184,9 +188,7 @@ void Plan::run_pointers(const std::vector<const void*>& pointers, void* workspac
     throw InvalidArgument("plan for '" + im.info.problem + "' takes " + std::to_string(im.specs.size()) +
                           " pointers, got " + std::to_string(pointers.size()));
   Operands ops;
-  void** slot[5] = {const_cast<void**>(&ops.a), const_cast<void**>(&ops.b), const_cast<void**>(&ops.c), &ops.d,
-                    const_cast<void**>(&ops.bias)};
-  for (std::size_t i = 0; i < pointers.size(); ++i) *slot[slot_index(im.specs[i].slot)] = const_cast<void*>(pointers[i]);
+  for (std::size_t i = 0; i < pointers.size(); ++i) set_slot(ops, im.specs[i].slot, pointers[i]);
   ops.workspace = workspace;
   run(ops, stream);
 }

@@ -144,15 +144,17 @@ class CudnnSet final : public VendorSet {
 
   void run(int i, const Operands& ops, void* workspace, void* stream) override {
     const Entry& e = entries_.at(static_cast<std::size_t>(i));
-    const std::string subject = algos_[i].name + " on " + what_;
+    const std::string& name = algos_[static_cast<std::size_t>(i)].name;
     std::lock_guard lock(handle_mutex());
     cudnnHandle_t h = h_;
     // Set on every call (a few us): a stream the handle kept may be gone, e.g. a graph-capture stream.
-    check(api.set_stream(h, reinterpret_cast<cudaStream_t>(stream)), "cudnnSetStream", subject);
-    if (e.algo == kGraphAlgo) {
-      graph_->run(h, ops, workspace, subject);
+    if (auto s = api.set_stream(h, reinterpret_cast<cudaStream_t>(stream)); s != CUDNN_STATUS_SUCCESS)
+      check(s, "cudnnSetStream", name + " on " + what_);
+    if (e.algo == kGraphAlgo) {  // the dispatch path: no strings built unless it fails
+      graph_->run(h, ops, workspace, name, what_);
       return;
     }
+    const std::string subject = name + " on " + what_;
     check(api.set_math(conv_, e.math), "cudnnSetConvolutionMathType", subject);
     const float one = 1.0f, zero = 0.0f;
     const std::size_t ws = algos_[i].workspace_bytes;

@@ -191,7 +191,8 @@ CudnnGraph::~CudnnGraph() {
     if (*it) api_.be_destroy(*it);
 }
 
-void CudnnGraph::run(cudnnHandle_t h, const Operands& ops, void* workspace, const std::string& subject) const {
+void CudnnGraph::run(cudnnHandle_t h, const Operands& ops, void* workspace, const std::string& name,
+                     const std::string& what) const {
   // Operands by direction (kernel_plan.hpp): fwd x, w -> y; bwd_data dy, w -> dx; bwd_weight x, dy -> dw.
   void* x = const_cast<void*>(dir_ == ConvDir::bwd_data ? static_cast<const void*>(ops.d) : ops.a);
   void* w = const_cast<void*>(dir_ == ConvDir::bwd_weight ? static_cast<const void*>(ops.d) : ops.b);
@@ -202,7 +203,7 @@ void CudnnGraph::run(cudnnHandle_t h, const Operands& ops, void* workspace, cons
   cudnnBackendDescriptor_t pack = nullptr;
   auto fail = [&](cudnnStatus_t s, const char* call) {
     if (pack) api_.be_destroy(pack);
-    throw Error(Status::cuda_error, std::string(call) + " failed for " + subject + ": " + api_.status_text(s));
+    throw Error(Status::cuda_error, std::string(call) + " failed for " + name + " on " + what + ": " + api_.status_text(s));
   };
   if (auto s = api_.be_create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack); s != CUDNN_STATUS_SUCCESS)
     fail(s, "cudnnBackendCreateDescriptor(variant pack)");

@@ -1,7 +1,8 @@
 // One convolution as a cuDNN backend-API (graph) execution plan: the first engine config of cuDNN's
 // heuristic mode A that finalizes within the workspace limit. Its host cost per run is a variant pack
-// and cudnnBackendExecute, about 10-18 us, against 50-190 us for the legacy cudnnConvolution* call,
-// which rebuilds its engine on every call (bench/cudnn_host_cost.cpp, H200, cuDNN 9.19; issue 5 notes).
+// and cudnnBackendExecute: 9-15 us per Plan::run against 41-99 us for the legacy cudnnConvolution* call,
+// which rebuilds its engine on every call (bench/plan_run_host.cpp, bench/cudnn_host_cost.cpp; 1x H200,
+// cuDNN 9.19; bench/results/2026-11-25-h200-cudnn-graph/).
 #pragma once
 #include <cudnn.h>
 
@@ -29,8 +30,9 @@ class CudnnGraph {
   const std::string& engine() const { return engine_; }  // "eng12", the engine's global index
   const std::string& detail() const { return detail_; }  // knobs and heuristic rank
   std::size_t workspace_bytes() const { return workspace_; }
-  // Runs on the handle's stream (the caller sets it). Throws Error(cuda_error) on failure.
-  void run(cudnnHandle_t h, const Operands& ops, void* workspace, const std::string& subject) const;
+  // Runs on the handle's stream (the caller sets it). Throws Error(cuda_error) naming `name` on `what`.
+  void run(cudnnHandle_t h, const Operands& ops, void* workspace, const std::string& name,
+           const std::string& what) const;
 
  private:
   explicit CudnnGraph(const CudnnApi& api, ConvDir dir) : api_(api), dir_(dir) {}

@@ -65,18 +65,9 @@ CudnnConv map_conv(const ConvProblem& p) {
   // NC[D]HW dims with channels-last strides.
   auto tensor = [&](std::int64_t channels, const std::array<std::int64_t, 3>& sp) {
     CudnnTensor t;
-    std::int64_t pixel = 1;
-    for (int a = first; a < 3; ++a) pixel *= sp[a];
-    t.dims.push_back(to_int(p.n, "batch"));
-    t.dims.push_back(to_int(channels, "channels"));
-    t.strides.push_back(to_int(pixel * channels, "image stride"));
-    t.strides.push_back(1);
-    for (int a = first; a < 3; ++a) {
-      t.dims.push_back(to_int(sp[a], "spatial size"));
-      std::int64_t s = channels;
-      for (int b = a + 1; b < 3; ++b) s *= sp[b];
-      t.strides.push_back(to_int(s, "row stride"));
-    }
+    t.dims = {to_int(p.n, "batch"), to_int(channels, "channels")};
+    for (int a = first; a < 3; ++a) t.dims.push_back(to_int(sp[a], "spatial size"));
+    for (std::int64_t s : channels_last_strides(t.dims)) t.strides.push_back(to_int(s, "stride"));
     return t;
   };
   c.x = tensor(p.c, p.in);
