@@ -191,7 +191,7 @@ class CudnnSet final : public VendorSet {
     cudnnHandle_t h = h_;
     check(api.set_stream(h, nullptr), "cudnnSetStream", what_);  // Find* runs on the default stream
     enumerate_legacy(h);
-    if (fused_ || !env::cudnn_graph()) return;
+    if (!env::cudnn_graph()) return;
     std::string why;
     graph_ = CudnnGraph::create(api, h, p_, map_, kMaxWorkspace, &why);
     if (!graph_) {

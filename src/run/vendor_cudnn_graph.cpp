@@ -15,7 +15,8 @@ namespace tilepick::run::vendor::detail {
 namespace {
 
 // Tensor unique ids in the graph and the variant pack.
-constexpr std::int64_t kX = 'x', kW = 'w', kY = 'y';
+constexpr std::int64_t kX = 'x', kW = 'w', kY = 'y', kBias = 'b';
+constexpr std::int64_t kConvOut = 'c', kAddOut = 'a';  // virtual (in-kernel) tensors of a fused epilogue
 
 // Builds descriptors and keeps them for destruction; a failed call is reported as (call, status).
 struct Builder {
@@ -42,7 +43,8 @@ struct Builder {
     if (failed.empty()) ok(api.be_finalize(d), what);
   }
   // Channels-last tensor: dims in N C [D] H W order (as map_conv gives them), C innermost in memory.
-  cudnnBackendDescriptor_t tensor(std::int64_t uid, const std::vector<int>& dims_in, cudnnDataType_t type) {
+  cudnnBackendDescriptor_t tensor(std::int64_t uid, const std::vector<int>& dims_in, cudnnDataType_t type,
+                                  bool is_virtual = false) {
     const std::size_t n = dims_in.size();
     const std::vector<std::int64_t> dims(dims_in.begin(), dims_in.end()), strides = channels_last_strides(dims_in);
     const std::int64_t align = 16;  // dispatch's vendor_alignment for conv operands
@@ -52,8 +54,26 @@ struct Builder {
     set(d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, strides.data(), static_cast<std::int64_t>(n));
     set(d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, &uid);
     set(d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, &align);
+    if (is_virtual) set(d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, &is_virtual);
     finalize(d, "cudnnBackendFinalize(tensor)");
     return d;
+  }
+  // y = mode(x) or y = mode(x, b), in fp32.
+  cudnnBackendDescriptor_t pointwise(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
+                                     cudnnBackendDescriptor_t y) {
+    const auto D = CUDNN_TYPE_BACKEND_DESCRIPTOR;
+    const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    auto pw = make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+    set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, &mode);
+    set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, &prec);
+    finalize(pw, "cudnnBackendFinalize(pointwise)");
+    auto op = make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+    set(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, D, &pw);
+    set(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, D, &x);
+    if (b) set(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, D, &b);
+    set(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, D, &y);
+    finalize(op, "cudnnBackendFinalize(pointwise operation)");
+    return op;
   }
 };
 
@@ -93,6 +113,11 @@ std::unique_ptr<CudnnGraph> CudnnGraph::create(const CudnnApi& api, cudnnHandle_
   Builder b{api, g->keep_, ""};
   const cudnnDataType_t t = cudnn_type(p.x);
   auto x = b.tensor(kX, map.x.dims, t), y = b.tensor(kY, map.y.dims, t), w = b.tensor(kW, map.w_dims, t);
+  // A fwd epilogue (bias, relu) runs as pointwise operations on the convolution's fp32 result, in the same kernel.
+  const bool bias = p.dir == ConvDir::fwd && p.epilogue.bias;
+  const bool relu = p.dir == ConvDir::fwd && p.epilogue.act == Activation::relu;
+  g->bias_ = bias;
+  auto conv_out = bias || relu ? b.tensor(kConvOut, map.y.dims, CUDNN_DATA_FLOAT, true) : y;
 
   auto conv = b.make(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
   const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
@@ -135,13 +160,22 @@ std::unique_ptr<CudnnGraph> CudnnGraph::create(const CudnnApi& api, cudnnHandle_
   auto op = b.make(at.type);
   b.set(op, at.x, D, &x);
   b.set(op, at.w, D, &w);
-  b.set(op, at.y, D, &y);
+  b.set(op, at.y, D, p.dir == ConvDir::fwd ? &conv_out : &y);
   b.set(op, at.conv, D, &conv);
   b.set(op, at.alpha, CUDNN_TYPE_FLOAT, &alpha);
   b.set(op, at.beta, CUDNN_TYPE_FLOAT, &beta);
   b.finalize(op, "cudnnBackendFinalize(operation)");
+  std::vector<cudnnBackendDescriptor_t> ops{op};
+  if (bias) {
+    auto bias_t = b.tensor(kBias, map.bias.dims, t);
+    auto sum = relu ? b.tensor(kAddOut, map.y.dims, CUDNN_DATA_FLOAT, true) : y;
+    ops.push_back(b.pointwise(CUDNN_POINTWISE_ADD, conv_out, bias_t, sum));
+    if (relu) ops.push_back(b.pointwise(CUDNN_POINTWISE_RELU_FWD, sum, nullptr, y));
+  } else if (relu) {
+    ops.push_back(b.pointwise(CUDNN_POINTWISE_RELU_FWD, conv_out, nullptr, y));
+  }
   auto graph = b.make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  b.set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, D, &op);
+  b.set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, D, ops.data(), static_cast<std::int64_t>(ops.size()));
   b.set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, &h);
   b.finalize(graph, "cudnnBackendFinalize(operation graph)");
   auto heur = b.make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
@@ -198,8 +232,9 @@ void CudnnGraph::run(cudnnHandle_t h, const Operands& ops, void* workspace, cons
   void* w = const_cast<void*>(dir_ == ConvDir::bwd_weight ? static_cast<const void*>(ops.d) : ops.b);
   void* y = const_cast<void*>(dir_ == ConvDir::fwd ? static_cast<const void*>(ops.d)
                                                    : dir_ == ConvDir::bwd_data ? ops.a : ops.b);
-  const std::int64_t uids[3] = {kX, kW, kY};
-  void* ptrs[3] = {x, w, y};
+  const std::int64_t uids[4] = {kX, kW, kY, kBias};
+  void* ptrs[4] = {x, w, y, const_cast<void*>(ops.bias)};
+  const std::int64_t n = bias_ ? 4 : 3;
   cudnnBackendDescriptor_t pack = nullptr;
   auto fail = [&](cudnnStatus_t s, const char* call) {
     if (pack) api_.be_destroy(pack);
@@ -207,9 +242,9 @@ void CudnnGraph::run(cudnnHandle_t h, const Operands& ops, void* workspace, cons
   };
   if (auto s = api_.be_create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack); s != CUDNN_STATUS_SUCCESS)
     fail(s, "cudnnBackendCreateDescriptor(variant pack)");
-  if (auto s = api_.be_set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids); s != CUDNN_STATUS_SUCCESS)
+  if (auto s = api_.be_set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids); s != CUDNN_STATUS_SUCCESS)
     fail(s, "cudnnBackendSetAttribute(variant pack ids)");
-  if (auto s = api_.be_set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, ptrs); s != CUDNN_STATUS_SUCCESS)
+  if (auto s = api_.be_set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs); s != CUDNN_STATUS_SUCCESS)
     fail(s, "cudnnBackendSetAttribute(variant pack pointers)");
   if (auto s = api_.be_set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
       s != CUDNN_STATUS_SUCCESS)

@@ -1,4 +1,4 @@
-// One convolution as a cuDNN backend-API (graph) execution plan: the first engine config of cuDNN's
+// One convolution (with its fwd epilogue) as a cuDNN backend-API (graph) execution plan: the first engine config of cuDNN's
 // heuristic mode A that finalizes within the workspace limit. Its host cost per run is a variant pack
 // and cudnnBackendExecute: 9-15 us per Plan::run against 41-99 us for the legacy cudnnConvolution* call,
 // which rebuilds its engine on every call (bench/plan_run_host.cpp, bench/cudnn_host_cost.cpp; 1x H200,
@@ -20,7 +20,8 @@ struct CudnnApi;
 class CudnnGraph {
  public:
   // nullptr and *why when no engine of heuristic mode A finalizes for the problem within
-  // max_workspace (the legacy algorithms then remain). Plain convolutions only: no fused epilogue.
+  // max_workspace (the legacy algorithms then remain). A fwd epilogue (bias, relu) is fused as pointwise
+  // operations on the convolution's fp32 result.
   static std::unique_ptr<CudnnGraph> create(const CudnnApi& api, cudnnHandle_t h, const ConvProblem& p,
                                             const CudnnConv& map, std::size_t max_workspace, std::string* why);
   ~CudnnGraph();
@@ -38,6 +39,7 @@ class CudnnGraph {
   explicit CudnnGraph(const CudnnApi& api, ConvDir dir) : api_(api), dir_(dir) {}
   const CudnnApi& api_;
   ConvDir dir_;
+  bool bias_ = false;  // the variant pack carries Operands::bias
   std::vector<cudnnBackendDescriptor_t> keep_;  // every descriptor the plan refers to, destroyed last
   cudnnBackendDescriptor_t plan_ = nullptr;
   std::size_t workspace_ = 0;
