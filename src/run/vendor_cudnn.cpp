@@ -185,7 +185,7 @@ class CudnnSet final : public VendorSet {
   }
 
  private:
-  // The graph API's heuristic first choice (unless off or fused), then the legacy algorithms.
+  // The graph API's heuristic first choice (unless off), then the legacy algorithms.
   void enumerate() {
     std::lock_guard lock(handle_mutex());
     cudnnHandle_t h = h_;
