@@ -912,6 +912,14 @@ TEST_F(SelectorTest, EvalCliWritesFilesAndChecksThresholds) {
   EXPECT_NE(high.out.find("also serves h100_sxm"), std::string::npos) << high.out;
   EXPECT_EQ(test::run_cli(served + " --margin 0.05").code, 0);
   EXPECT_EQ(test::run_cli(base + " --manifest-thresholds").code, 0);  // its own arch: "eval" mean 0.3
+
+  // A model used without floors for the records' arch (retrained, not stamped) fails the manifest check.
+  write_model("gemm_half_h200", model_text(base_trees()), spec, {{"serves_eval", {{"h100_sxm", {{"mean", 0.3}}}}}});
+  auto unstamped = test::run_cli(base + " --manifest-thresholds");
+  EXPECT_EQ(unstamped.code, 2) << unstamped.out;
+  EXPECT_NE(unstamped.out.find("source=model:gemm_half_h200: its manifest.json has no \"eval\""), std::string::npos)
+      << unstamped.out;
+  EXPECT_EQ(test::run_cli(served).code, 0);
 }
 
 TEST_F(SelectorTest, SelectCliPrintsRankedCandidatesWithMeasurements) {

@@ -1,5 +1,6 @@
 // tilepick eval: model choices over measured candidates vs the oracle, the analytic fallback and the
 // vendor heuristic; eval.json / eval.csv / eval_cdf.png; threshold checks for CI.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -88,13 +89,18 @@ std::string check_thresholds(const EvalArgs& a, const eval::EvalReport& r, const
     // The model's own arch: manifest "eval"; an arch it serves: manifest "serves_eval"[arch].
     const nlohmann::json& manifest = m.spec.manifest;
     const bool own = r.arch == m.spec.arch;
-    if (!m.usable() || !manifest.is_object()) continue;
-    if (own ? !manifest.contains("eval") : !(manifest.contains("serves_eval") && manifest["serves_eval"].contains(r.arch)))
-      continue;
+    const bool serves = std::find(m.spec.serves.begin(), m.spec.serves.end(), r.arch) != m.spec.serves.end();
+    if (!m.usable() || !manifest.is_object() || !(own || serves)) continue;
     const std::string group = "source=model:" + m.spec.name;
     const eval::GroupEval* g = eval::find_group(r, group);
     if (!g) {
       std::cout << "eval: manifest thresholds of " << m.spec.name << " not checked: no problem used the model\n";
+      continue;
+    }
+    // A model that selected here without floors for this arch (e.g. retrained, not yet stamped) fails the check.
+    if (own ? !manifest.contains("eval") : !(manifest.contains("serves_eval") && manifest["serves_eval"].contains(r.arch))) {
+      failures += "  " + group + ": its manifest.json has no " + (own ? std::string("\"eval\"") : "\"serves_eval\"." + r.arch) +
+                  " to check (tilepick eval --out DIR, then python -m tilepick.train --stamp-eval DIR/eval.json)\n";
       continue;
     }
     const auto& t = own ? manifest["eval"] : manifest["serves_eval"][r.arch];
@@ -202,7 +208,7 @@ void add_eval_commands(CLI::App& app) {
   cmd->add_option("--min-p10", args->min_p10, "exit 2 when an op's P10 model efficiency is below this");
   cmd->add_flag("--manifest-thresholds", args->manifest_thresholds,
                 "also check each model's manifest.json \"eval\" numbers (\"serves_eval\".<arch> for an arch it "
-                "serves) on the problems it chose for");
+                "serves) on the problems it chose for; a model that chose without them fails");
   cmd->add_option("--margin", args->margin, "tolerance subtracted from manifest thresholds")->capture_default_str();
   cmd->add_flag("--no-plot", args->no_plot, "do not run python3 -m tilepick.eval_plot");
   cmd->add_option("--timed-k", args->timed_k,

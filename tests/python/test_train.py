@@ -171,6 +171,31 @@ def test_written_models_drop_training_statistics_and_predict_the_same(tmp_path):
     assert np.array_equal(np.asarray(_core.gbdt_predict(str(tmp_path / "m.txt.gz"), X)), model.predict(X, raw_score=True))
 
 
+@pytest.mark.skipif(not CLI, reason="needs TILEPICK_CLI")
+def test_retraining_keeps_what_other_tools_set_and_drops_the_old_held_out_numbers(tmp_path):
+    lines = [f"net{i % 3}.l{i}: gemm rcr m{m} n{n} k{k} bf16"
+             for i, (m, n, k) in enumerate([(64, 64, 4096), (4096, 4096, 256), (1, 4096, 4096), (512, 1024, 768),
+                                            (33, 200, 640), (96, 96, 96)])]
+    problems, records = fake_sweep(tmp_path, lines, 12)
+    out = tmp_path / "models"
+    args = [str(records), "--problems-file", str(problems), "--out", str(out), "--bag", "1"]
+    assert train.main(args) == 0
+    folder = out / "gemm_half_h200"
+    spec = json.loads((folder / "feature_spec.json").read_text())
+    vc = {"model_file": "../vc.txt.gz", "threshold": 0.03}
+    (folder / "feature_spec.json").write_text(json.dumps({**spec, "serves": ["h100_sxm"], "vendor_first": True,
+                                                          "vendor_choice": vc}))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "eval": {"mean": 0.9}, "serves_eval": {},
+                                                      "vendor_choice": {"threshold": 0.03}}))
+    assert train.main(args) == 0
+    spec = json.loads((folder / "feature_spec.json").read_text())
+    assert spec["serves"] == ["h100_sxm"] and spec["vendor_first"] is True and spec["vendor_choice"] == vc
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["vendor_choice"] == {"threshold": 0.03}
+    assert "eval" not in manifest and "serves_eval" not in manifest  # they measured the old booster
+
+
 def test_stamp_eval_copies_each_models_held_out_numbers(tmp_path):
     for name in ("gemm_half_h200", "conv_fwd_half_h200"):
         (tmp_path / name).mkdir()
