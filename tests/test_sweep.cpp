@@ -72,6 +72,23 @@ class SweepTest : public ::testing::Test {
   fs::path dir_;
 };
 
+TEST_F(SweepTest, VendorOnlyPlansTheVendorItemAlone) {
+  auto got = planned("--vendor-only");
+  std::set<std::pair<std::string, std::string>> want;
+  for (const char* p : {"gemm rcr m33 n64 k40 bf16", "gemm rcr m128 n96 k256 f16", "gemm rcr m7 n200 k64 bf16"})
+    want.emplace(to_string(parse_problem(p)), "vendor=cublaslt");
+  for (const char* p : {"fwd g1 mb2 ic16 ih9 iw9 oc32 kh3 kw3 sh1 sw1 ph1 pw1 bf16",
+                        "bwd_weight g4 mb2 ic32 ih8 iw8 oc32 kh3 kw3 sh2 sw2 ph1 pw1 bf16"})
+    want.emplace(to_string(parse_problem(p)), "vendor=cudnn");
+  EXPECT_EQ(got, want);
+  auto r = test::run_cli(base() + " -o " + out() + " --vendor-only");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const auto& rec : read_record_file(out()).records) EXPECT_EQ(rec.config.rfind("vendor=", 0), 0u) << rec.config;
+  auto bad = test::run_cli(base() + " -o " + out("bad.csv.gz") + " --vendor-only --no-vendor");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.out.find("--vendor-only"), std::string::npos) << bad.out;
+}
+
 TEST_F(SweepTest, PairsFileGivesEachProblemItsOwnConfigs) {
   const std::string pairs = (dir_ / "pairs.txt").string(), gz = (dir_ / "pairs.txt.gz").string();
   const std::string text = "# tilepick search proposals\n"

@@ -25,7 +25,7 @@ struct SweepArgs {
   std::string gpus = "0";
   sweep::PlanOptions plan;
   sweep::BackendOptions backend;
-  bool no_vendor = false, no_compile = false, quiet = false, verbose = false, dry_run = false;
+  bool no_vendor = false, vendor_only = false, no_compile = false, quiet = false, verbose = false, dry_run = false;
   double launch_timeout = 10, setup_timeout = 300, time_limit = 0;
 };
 
@@ -114,7 +114,11 @@ int run_sweep(SweepArgs a) {
   if (!a.shard.empty()) sweep::parse_shard(a.shard, &a.plan.shard_index, &a.plan.shard_count);
   else if (slurm.count > 0) a.plan.shard_index = slurm.index, a.plan.shard_count = slurm.count;
   if (a.plan.shard_count > 1) a.output = sweep::shard_output_path(a.output, a.plan.shard_index, a.plan.shard_count);
+  if (a.vendor_only && (a.no_vendor || !a.plan.configs.empty() || !a.pairs.empty()))
+    throw Error(Status::parse_error, "sweep: --vendor-only measures the vendor baselines alone; it takes no "
+                                     "--no-vendor, -c or --pairs");
   a.plan.vendor = !a.no_vendor;
+  a.plan.vendor_only = a.vendor_only;
   a.plan.seed = a.backend.seed;
   std::vector<int> gpus = a.backend.kind == "fake" && a.gpus == "all" ? std::vector<int>{0} : parse_gpus(a.gpus);
 
@@ -174,7 +178,7 @@ int run_sweep(SweepArgs a) {
                             {"spaces", a.plan.spaces},     {"families", a.plan.families},
                             {"gpus", gpus},                {"inject_faults", a.plan.inject_faults},
                             {"repeat", a.plan.repeat},     {"time_limit_s", a.time_limit},
-                            {"pairs_file", a.pairs}};
+                            {"pairs_file", a.pairs},       {"vendor", a.vendor_only ? "only" : a.no_vendor ? "off" : "on"}};
   sweep::SupervisorOptions so;
   so.output = a.output;
   so.gpus = gpus;
@@ -215,6 +219,7 @@ void add_sweep_commands(CLI::App& app) {
   cmd->add_option("--sample", args->plan.sample, "measure this many configs per problem (seeded; 0 = all)")
       ->capture_default_str();
   cmd->add_flag("--no-vendor", args->no_vendor, "skip the cuBLASLt / cuDNN baselines");
+  cmd->add_flag("--vendor-only", args->vendor_only, "measure only the cuBLASLt / cuDNN baselines, no tilepick configs");
   cmd->add_option("--gpus", args->gpus, "device ordinals, comma-separated, or 'all': one worker per GPU")
       ->capture_default_str();
   cmd->add_option("--shard", args->shard, "i/n: measure every n-th problem from the i-th (default: Slurm array "

@@ -71,7 +71,7 @@ std::vector<SweepJob> plan_jobs(const std::vector<NamedProblem>& problems, const
     std::string key = to_string(np.problem);
     if (!seen.insert(key).second) continue;
     if (static_cast<int>(unique++ % opt.shard_count) != opt.shard_index) continue;
-    SweepJob job{key, config_items(np.problem, arch, opt, notes)};
+    SweepJob job{key, opt.vendor_only ? std::vector<std::string>{} : config_items(np.problem, arch, opt, notes)};
     if (opt.vendor) job.items.push_back(std::holds_alternative<GemmProblem>(np.problem) ? "vendor=cublaslt" : "vendor=cudnn");
     // Repeats come as whole later passes, so the two timings of an item are apart in time.
     const auto once = job.items;

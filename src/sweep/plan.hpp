@@ -24,6 +24,7 @@ struct PlanOptions {
   int sample = 0;                     // > 0: this many configs per problem (a seeded hash; 4 groups of problems share samples)
   std::uint64_t seed = 1;
   bool vendor = true;                 // add vendor=cublaslt (GEMM) / vendor=cudnn (conv)
+  bool vendor_only = false;           // the vendor item alone, no tilepick configs
   std::vector<std::string> inject_faults;  // "trap", "hang": fault items in the first problems
   int shard_index = 0, shard_count = 1;
   int repeat = 1;                     // measure every item this many times (repeatability checks)
