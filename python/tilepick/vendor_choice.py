@@ -49,15 +49,26 @@ def problem_features(problems: list[str], arch: str) -> np.ndarray:
     return np.asarray(_core.problem_features_batch(problems, arch))
 
 
-def times_table(files: list[str]) -> pd.DataFrame:
-    """Per problem: the fastest tilepick time and the vendor heuristic's time (problems with both), op, tag group."""
-    from tilepick import _core
-
+def fastest(files: list[str]) -> tuple[pd.Series, pd.Series]:
+    """Per problem of the record files: the fastest tilepick time, and the vendor heuristic's time."""
     _, df = rec.read_records(files)
     ok = df[(df.status == "ok") & (df.median_us > 0) & ~df.config.str.startswith("fault=")]
     ours = ok[~ok.is_vendor].groupby("problem").median_us.min()
     heur = ok[ok.config.str.startswith("vendor=") & ok.config.str.endswith(":heur")].groupby("problem").median_us.min()
-    t = pd.DataFrame({"ours": ours, "vendor": heur}).dropna().reset_index()
+    return ours, heur
+
+
+def times_table(files: list[str], remeasured: list[str] | None = None) -> pd.DataFrame:
+    """Per problem: the fastest tilepick time and the vendor heuristic's time (problems with both), op, tag group.
+    `remeasured` record files (CUDA-graph timed) replace each of the two times of the problems they hold: their
+    tilepick records (all of a problem's pairs) or their vendor rows, so no time mixes two timing methods."""
+    from tilepick import _core
+
+    ours, heur = fastest(files)
+    if remeasured:
+        r_ours, r_heur = fastest(remeasured)
+        ours, heur = r_ours.combine_first(ours), r_heur.combine_first(heur)
+    t = pd.DataFrame({"ours": ours, "vendor": heur}).dropna().rename_axis("problem").reset_index()
     t["op"] = [_core.problem_op(p) for p in t.problem]
     return t
 
@@ -179,6 +190,10 @@ def main(argv=None) -> int:
     ap.add_argument("--arch", default="h200", help="arch of the training records and of the model folders")
     ap.add_argument("--records", nargs="+", default=None,
                     help="training record files with vendor heuristic rows (default: data/sweeps/<arch>/*_train*.csv.gz)")
+    ap.add_argument("--remeasured", nargs="*", default=[],
+                    help="record files that re-measure training problems with CUDA graphs (data/sweeps/<arch>-graph/: "
+                         "conv_train_*, vendor_conv_train): a problem's tilepick or vendor time found there replaces the "
+                         "one of --records")
     ap.add_argument("--problems-file", nargs="*", default=None,
                     help="problem files whose tags group the CV folds (default: data/problems/sweep/*_train*.txt)")
     ap.add_argument("--heldout", nargs="*", default=[], help="tilepick eval --out folders or record files (below)")
@@ -198,7 +213,9 @@ def main(argv=None) -> int:
     for f in problem_files:
         tags.update(rec.read_problem_tags(f))
 
-    t = times_table(files)
+    if any("_val" in Path(f).name for f in a.remeasured):
+        ap.error("--remeasured records must not be held-out files (*_val*)")
+    t = times_table(files, a.remeasured)
     t = t[t.op.isin(OPS[a.family]) & (t.problem.map(_core.dtype_family) == "half")].reset_index(drop=True)
     if len(t) < 50:
         ap.error(f"only {len(t)} training problems of family {a.family} with a vendor heuristic record")
@@ -229,7 +246,7 @@ def main(argv=None) -> int:
         ap.error(f"no model folder of family {a.family} and arch {a.arch} under {a.out}")
     record = {"target": "ln(vendor heuristic time / fastest tilepick time measured)", "threshold": threshold,
               "decision": "the vendor runs when the prediction is below the threshold",
-              "data": files, "problems": int(len(t)), "params": PARAMS, "rounds": ROUNDS,
+              "data": files, "remeasured": a.remeasured, "problems": int(len(t)), "params": PARAMS, "rounds": ROUNDS,
               "threshold_grid_cv_time_weighted": grid, "cv": cv, "heldout": heldout,
               "commit": train.git_commit(), "date": datetime.date.today().isoformat(),
               "command": "python -m tilepick.vendor_choice " + " ".join(argv if argv is not None else sys.argv[1:])}
