@@ -922,6 +922,31 @@ TEST_F(SelectorTest, EvalCliWritesFilesAndChecksThresholds) {
   EXPECT_EQ(test::run_cli(served).code, 0);
 }
 
+TEST_F(SelectorTest, EvalVendorRecordsReplaceTheVendorRowsOfTheirProblems) {
+  write_model("gemm_half_h200", model_text(base_trees()), spec_json());
+  write_records((dir_ / "r.csv.gz").string());
+  auto vendor_file = [&](const std::string& name, const std::string& arch, bool with_kernel) {
+    sweep::RecordWriter w((dir_ / name).string(), {{"format", sweep::kRecordFormat}, {"options", {{"arch", arch}}}});
+    w.append(rec(kP1, "vendor=cublaslt:heur", "ok", 5));
+    w.append(rec(kP1, "vendor=cublaslt:best", "ok", 4));
+    if (with_kernel) w.append(rec(kP1, kA, "ok", 3));
+    return (dir_ / name).string();
+  };
+  const std::string base = "eval --no-plot --models " + models() + " --records " + (dir_ / "r.csv.gz").string();
+  auto r = test::run_cli(base + " --out " + (dir_ / "out").string() + " --vendor-records " + vendor_file("v.csv.gz", "h200", false));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("vendor rows of 1 problems from --vendor-records (2 rows of --records replaced)"), std::string::npos) << r.out;
+  std::ifstream cf(dir_ / "out" / "eval.csv");
+  const std::string csv((std::istreambuf_iterator<char>(cf)), std::istreambuf_iterator<char>());
+  EXPECT_NE(csv.find(",cublaslt,5.0000,4.0000,"), std::string::npos) << csv;  // not the 11 / 10.5 of r.csv.gz
+  auto kernel = test::run_cli(base + " --vendor-records " + vendor_file("k.csv.gz", "h200", true));
+  EXPECT_NE(kernel.code, 0);
+  EXPECT_NE(kernel.out.find("holds a kernel row"), std::string::npos) << kernel.out;
+  auto other = test::run_cli(base + " --vendor-records " + vendor_file("h.csv.gz", "h100_sxm", false));
+  EXPECT_NE(other.code, 0);
+  EXPECT_NE(other.out.find("was measured on h100_sxm"), std::string::npos) << other.out;
+}
+
 TEST_F(SelectorTest, SelectCliPrintsRankedCandidatesWithMeasurements) {
   write_model("gemm_half_h200", model_text(base_trees()), spec_json());
   write_records((dir_ / "r.csv.gz").string());

@@ -24,6 +24,7 @@ namespace fs = std::filesystem;
 struct EvalArgs {
   std::string models;
   std::vector<std::string> records;
+  std::vector<std::string> vendor_records;  // vendor rows replacing those of `records` for the problems they hold
   std::string arch;
   std::string out;
   std::vector<std::string> problem_files;
@@ -69,6 +70,32 @@ void plot(const fs::path& csv, const fs::path& png) {
   int rc = run_python({"-m", "tilepick.eval_plot", csv.string(), "-o", png.string()}, false).exit_code;
   if (rc != 0) std::cerr << "eval: warning: python3 -m tilepick.eval_plot exited with " << rc << "\n";
   else std::cout << "wrote " << png.string() << "\n";
+}
+
+// --vendor-records: their vendor rows replace every vendor row of the problems they hold (a library re-measured,
+// e.g. cuDNN through its graph API); kernel rows belong in --records.
+void replace_vendor_rows(std::vector<sweep::Record>& records, const std::vector<std::string>& files, const std::string& arch) {
+  auto is_vendor = [](const sweep::Record& r) { return r.config.rfind("vendor=", 0) == 0; };
+  std::vector<sweep::Record> vendor;
+  for (const auto& f : files) {
+    auto file = sweep::read_record_file(f);
+    if (const std::string a = header_arch(file.header); !a.empty() && a != arch)
+      throw Error(Status::invalid_argument, "eval: --vendor-records " + f + " was measured on " + a + ", the records on " + arch);
+    for (auto& r : file.records) {
+      if (!is_vendor(r))
+        throw Error(Status::invalid_argument, "eval: --vendor-records " + f + " holds a kernel row (" + r.problem + " | " +
+                                                  r.config + "); give kernel records with --records");
+      vendor.push_back(std::move(r));
+    }
+  }
+  std::set<std::string> covered;
+  for (const auto& r : vendor) covered.insert(r.problem);
+  const auto before = records.size();
+  std::erase_if(records, [&](const sweep::Record& r) { return is_vendor(r) && covered.count(r.problem); });
+  if (!files.empty())
+    std::cout << "vendor rows of " << covered.size() << " problems from --vendor-records (" << before - records.size()
+              << " rows of --records replaced)\n";
+  records.insert(records.end(), std::make_move_iterator(vendor.begin()), std::make_move_iterator(vendor.end()));
 }
 
 // One failed check per line; "" when all pass.
@@ -124,6 +151,7 @@ void run(const EvalArgs& a) {
                    std::make_move_iterator(file.records.end()));
   }
   if (arch_name.empty()) arch_name = "h200";
+  replace_vendor_rows(records, a.vendor_records, arch_name);
   const ArchSpec& arch = find_arch(default_arch_specs(), arch_name);
   std::map<std::string, std::string> tags;
   std::set<std::string> listed;
@@ -168,6 +196,7 @@ void run(const EvalArgs& a) {
     fs::create_directories(a.out);
     nlohmann::json j = eval::to_json(report);
     j["records"] = a.records;
+    if (!a.vendor_records.empty()) j["vendor_records"] = a.vendor_records;
     j["repeats"] = a.repeats;
     j["models_dir"] = selector.models_dir();
     j["feature_schema"] = feature_schema().hash;
@@ -199,6 +228,10 @@ void add_eval_commands(CLI::App& app) {
   auto args = std::make_shared<EvalArgs>();
   cmd->add_option("--models", args->models, "models folder (default: TILEPICK_MODELS_DIR or the source tree's models/)");
   cmd->add_option("--records", args->records, "sweep record files (*.csv.gz)")->required()->expected(1, -1);
+  cmd->add_option("--vendor-records", args->vendor_records,
+                  "record files of vendor rows alone (sweep --vendor-only) that replace the vendor rows of --records for "
+                  "the problems they hold (a library re-measured, e.g. cuDNN through its graph API)")
+      ->expected(1, -1);
   cmd->add_option("--arch", args->arch, "arch spec name (default: the records' arch, else h200)");
   cmd->add_option("--out", args->out, "write eval.json, eval.csv and eval_cdf.png here");
   cmd->add_option("--problems-file", args->problem_files,
