@@ -8,17 +8,21 @@ pick runs at about 97% of it). The vendor runs when the prediction is below a th
 cross-validation (whole networks) to maximize the time-weighted efficiency against the faster of the two.
 
 Held-out checks (`--heldout`): `tilepick eval --out` folders (eval.csv: the model's whole-pool first choice and the
-vendor's heuristic choice, timed in one run) and record files that hold one tilepick config per problem (the
-model's pick, bench/model_pairs.py -k 1) with the vendor rows (bench/vendor_pairs_gpu.sh). Scored per op: the
-chosen kernel's time against the faster of the two, mean / P10 / time-weighted.
+vendor's heuristic choice, timed in one run), record files that hold one tilepick config per problem (the
+model's pick, bench/model_pairs.py -k 1) with the vendor rows (bench/vendor_pairs_gpu.sh), and record files joined
+by '+' (the later ones re-measure the first, e.g. recheck_val.csv.gz+vendor_conv_val.csv.gz: cuDNN's graph API).
+Scored per op: the chosen kernel's time against the faster of the two, mean / P10 / time-weighted. Training
+labels: `--remeasured` CUDA-graph files replace a problem's tilepick or vendor time; a vendor heuristic that
+failed the output check counts as 8x slower than ours (unusable), in labels and held-out scores.
 
 Writes MODELS/<stem>.vendor_choice.txt.gz (stem: the family's shared teacher file, e.g. conv_half_h200), and in
 every model folder of the family and arch: feature_spec.json "vendor_choice" {model_file, threshold} (read by the
 selector, include/tilepick/selector.hpp) and manifest.json "vendor_choice" (data, parameters, CV, held-out).
 
   PYTHONPATH=python python3 -m tilepick.vendor_choice --family conv --arch h200 \\
-      --records data/sweeps/h200/*_train*.csv.gz --problems-file data/problems/sweep/*_train*.txt \\
-      --heldout build/eval data/sweeps/h100-graph/vendor_conv_val.csv.gz --out models   [--dry-run]
+      --remeasured data/sweeps/h200-graph/{conv_train_short,conv_train_20us,vendor_conv_train}.csv.gz \\
+      --heldout data/sweeps/h200-graph/recheck_val.csv.gz+data/sweeps/h200-graph/vendor_conv_val.csv.gz --out models
+      [--dry-run]
 """
 from __future__ import annotations
 
@@ -40,7 +44,7 @@ OPS = {"conv": ["conv_fwd", "conv_bwd_data", "conv_bwd_weight"], "gemm": ["gemm"
 PARAMS = dict(objective="regression", learning_rate=0.05, num_leaves=15, min_data_in_leaf=10, feature_fraction=0.8,
               bagging_fraction=0.8, bagging_freq=1, seed=7, deterministic=True, force_row_wise=True, verbose=-1)
 ROUNDS = 300
-THRESHOLDS = (-0.1, 0.0, 0.03, 0.1, 0.2, 0.3, 0.5)
+THRESHOLDS = (-0.3, -0.2, -0.1, 0.0, 0.03, 0.1, 0.2, 0.3, 0.5)
 
 
 def problem_features(problems: list[str], arch: str) -> np.ndarray:
@@ -49,13 +53,21 @@ def problem_features(problems: list[str], arch: str) -> np.ndarray:
     return np.asarray(_core.problem_features_batch(problems, arch))
 
 
+# A problem whose vendor heuristic kernel failed the output check (and never passed) counts the vendor as this
+# many times slower than ours: unusable, in labels (ln 8) and in scores alike.
+UNUSABLE = 8.0
+
+
 def fastest(files: list[str]) -> tuple[pd.Series, pd.Series]:
-    """Per problem of the record files: the fastest tilepick time, and the vendor heuristic's time."""
+    """Per problem of the record files: the fastest tilepick time, and the vendor heuristic's time (inf where its
+    only heuristic records failed the output check)."""
     _, df = rec.read_records(files)
     ok = df[(df.status == "ok") & (df.median_us > 0) & ~df.config.str.startswith("fault=")]
     ours = ok[~ok.is_vendor].groupby("problem").median_us.min()
-    heur = ok[ok.config.str.startswith("vendor=") & ok.config.str.endswith(":heur")].groupby("problem").median_us.min()
-    return ours, heur
+    is_heur = df.config.str.startswith("vendor=") & df.config.str.endswith(":heur")
+    heur = ok[is_heur.loc[ok.index]].groupby("problem").median_us.min()
+    wrong = pd.Index(df[is_heur & (df.status == "wrong")].problem.unique()).difference(heur.index)
+    return ours, pd.concat([heur, pd.Series(np.inf, index=wrong)])
 
 
 def times_table(files: list[str], remeasured: list[str] | None = None) -> pd.DataFrame:
@@ -69,18 +81,22 @@ def times_table(files: list[str], remeasured: list[str] | None = None) -> pd.Dat
         r_ours, r_heur = fastest(remeasured)
         ours, heur = r_ours.combine_first(ours), r_heur.combine_first(heur)
     t = pd.DataFrame({"ours": ours, "vendor": heur}).dropna().rename_axis("problem").reset_index()
+    t["vendor_failed"] = np.isinf(t.vendor)
+    t.loc[t.vendor_failed, "vendor"] = UNUSABLE * t.ours[t.vendor_failed]
     t["op"] = [_core.problem_op(p) for p in t.problem]
     return t
 
 
 def heldout_table(path: str) -> pd.DataFrame:
-    """A `tilepick eval --out` folder (its whole-pool first choice, where measured) or a record file."""
+    """A `tilepick eval --out` folder (its whole-pool first choice, where measured), a record file, or record files
+    joined by '+' (A+B: B re-measures A as --remeasured does, e.g. B holds cuDNN's graph-API rows of A's problems)."""
     p = Path(path)
     if p.is_dir():
         e = train.timed_beside_vendor(p / "eval.csv")
         return pd.DataFrame({"problem": e.problem, "ours": e.own_first_us, "vendor": e.vendor_heur_us,
                              "op": e.op}).reset_index(drop=True)
-    return times_table([path])
+    first, *rest = path.split("+")
+    return times_table([first], rest)
 
 
 def scores(ours: np.ndarray, vendor: np.ndarray, chose_vendor: np.ndarray) -> dict:
@@ -221,6 +237,7 @@ def main(argv=None) -> int:
         ap.error(f"only {len(t)} training problems of family {a.family} with a vendor heuristic record")
     groups = pd.Series([train.cv_group(p, tags.get(rec.problem_key(p))) for p in t.problem])
     X, y = problem_features(list(t.problem), a.arch), np.log(t.vendor / t.ours).to_numpy()
+    print(f"  {int(t.vendor_failed.sum())} problems whose vendor heuristic failed the output check: vendor {UNUSABLE:g}x ours")
     print(f"training: {len(t)} problems ({groups.nunique()} CV groups) from {len(files)} record files")
     cv_pred = cross_validated(X, y, groups, a.threads)
     threshold, grid = best_threshold(t, cv_pred)

@@ -80,6 +80,23 @@ def test_end_to_end_on_fake_records_writes_the_model_and_the_keys(tmp_path):
         assert record["heldout"][str(records)]["ops"]["conv_fwd"]["choice"]["problems"] == 20
 
 
+def test_remeasured_times_replace_each_kind_and_a_failed_vendor_heuristic_is_unusable(tmp_path):
+    from test_records import BWD_W, CFG, DW7, GROUPED, row, write_records
+
+    base = write_records(tmp_path / "base.csv.gz", [[
+        row(DW7, CFG[3], "ok", 50), row(DW7, "vendor=cudnn:heur", "ok", 100),
+        row(GROUPED, CFG[0], "ok", 40), row(GROUPED, "vendor=cudnn:heur", "ok", 90),
+        row(BWD_W, CFG[0], "ok", 30), row(BWD_W, "vendor=cudnn:heur", "wrong")]])
+    graph = write_records(tmp_path / "graph.csv.gz", [[row(DW7, "vendor=cudnn:heur", "ok", 45),
+                                                        row(GROUPED, CFG[1], "ok", 35)]])
+    t = vc.times_table([base], [graph]).set_index("problem")
+    assert (t.loc[DW7, "ours"], t.loc[DW7, "vendor"]) == (50, 45)          # vendor re-measured, ours kept
+    assert (t.loc[GROUPED, "ours"], t.loc[GROUPED, "vendor"]) == (35, 90)  # ours re-measured, vendor kept
+    assert t.loc[BWD_W, "vendor"] == 8 * 30 and t.loc[BWD_W, "vendor_failed"]  # failed check: unusable
+    joined = vc.heldout_table(base + "+" + graph).set_index("problem")
+    assert joined.loc[DW7, "vendor"] == 45 and joined.loc[GROUPED, "ours"] == 35
+
+
 def test_held_out_files_are_refused_for_training(tmp_path):
     with pytest.raises(SystemExit):
         vc.main(["--records", str(tmp_path / "conv_val.csv.gz"), "--dry-run"])
@@ -90,19 +107,22 @@ def shipped_choice(folder: str):
     return spec.get("vendor_choice"), json.loads((ROOT / "models" / folder / "manifest.json").read_text())
 
 
+HELDOUT = "data/sweeps/h200-graph/recheck_val.csv.gz+data/sweeps/h200-graph/vendor_conv_val.csv.gz"
+
+
 @pytest.mark.parametrize("op", ["conv_fwd", "conv_bwd_data", "conv_bwd_weight"])
-def test_shipped_conv_choice_holds_its_h100_held_out_numbers(op):
-    """The shipped choice on the committed H100 records (the models' first choice for h100_sxm and cuDNN's
-    heuristic kernel, one run): within half a point of the manifest, and better than either alone."""
+def test_shipped_conv_choice_holds_its_held_out_numbers(op):
+    """The shipped choice on the committed H200 held-out records (the fastest tilepick config measured, CUDA-graph
+    timed, and cuDNN's graph-API heuristic kernel): within half a point of the manifest, and better than either
+    alone."""
     choice, manifest = shipped_choice(f"{op}_half_h200")
     if choice is None:
         pytest.skip("no vendor choice shipped")
-    heldout = "data/sweeps/h100-graph/vendor_conv_val.csv.gz"
-    recorded = manifest["vendor_choice"]["heldout"][heldout]["ops"][op]
-    t = vc.heldout_table(str(ROOT / heldout))
+    recorded = manifest["vendor_choice"]["heldout"][HELDOUT]["ops"][op]
+    t = vc.heldout_table("+".join(str(ROOT / f) for f in HELDOUT.split("+")))
     t = t[t.op == op].reset_index(drop=True)
     model = (ROOT / "models" / f"{op}_half_h200" / choice["model_file"]).resolve()
-    pred = np.asarray(_core.gbdt_predict(str(model), vc.problem_features(list(t.problem), "h100_sxm")))
+    pred = np.asarray(_core.gbdt_predict(str(model), vc.problem_features(list(t.problem), "h200")))
     s = vc.scores(t.ours.to_numpy(), t.vendor.to_numpy(), pred < choice["threshold"])
     assert s["problems"] == recorded["choice"]["problems"]
     assert s["time_weighted"] >= recorded["choice"]["time_weighted"] - 0.005
