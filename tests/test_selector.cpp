@@ -821,7 +821,18 @@ TEST_F(SelectorTest, EvalScoresWhatDispatchHeuristicRunsAgainstTheFastestKnownKe
   nlohmann::json spec = spec_json();
   spec["vendor_first"] = true;
   write_model("gemm_half_h200", model_text(base_trees()), spec);
+  // Dispatch checks the vendor's kernel before it trusts the model's call for it: a failed one runs our pick.
+  const auto checked = eval::evaluate(Selector(models()), records, h200, {});
+  ASSERT_EQ(checked.problems.size(), 3u);
+  EXPECT_DOUBLE_EQ(checked.problems[0].dispatch_us, 9);
+  EXPECT_FALSE(checked.problems[1].dispatch_vendor);
+  EXPECT_FALSE(checked.problems[1].dispatch_failed);
+  EXPECT_DOUBLE_EQ(checked.problems[1].dispatch_us, checked.problems[1].own_first_us);
+  EXPECT_DOUBLE_EQ(eval::find_group(checked, "gemm")->dispatch_vendor_share, 0.5);
+  // Without the check (TILEPICK_VENDOR_CHECK=off) it runs the vendor's failed kernel.
+  setenv("TILEPICK_VENDOR_CHECK", "off", 1);
   const auto vendor = eval::evaluate(Selector(models()), records, h200, {});
+  unsetenv("TILEPICK_VENDOR_CHECK");
   ASSERT_EQ(vendor.problems.size(), 3u);
   EXPECT_TRUE(vendor.problems[0].own_vendor_first);
   EXPECT_FALSE(vendor.problems[0].own_vendor_chosen);

@@ -136,4 +136,6 @@ bool vendor_choice() { return on_off("TILEPICK_VENDOR_CHOICE"); }
 
 bool cudnn_graph() { return on_off("TILEPICK_CUDNN_GRAPH"); }
 
+bool vendor_check() { return on_off("TILEPICK_VENDOR_CHECK"); }
+
 }  // namespace tilepick::env

@@ -115,6 +115,7 @@ struct Dispatcher::State {
   void finish_runnable(Plan::Impl& im, const Target& t, const std::string& kernel, bool vendor);
   std::vector<Candidate> time_candidates(const Problem& p, const Target& t, const std::vector<std::string>& configs,
                                          bool with_vendor);
+  std::string vendor_heuristic_failure(const Problem& p, const Target& t);
 };
 
 Target Dispatcher::State::target(const PlanOptions& opt) {
@@ -163,6 +164,22 @@ std::vector<Candidate> Dispatcher::State::time_candidates(const Problem& p, cons
   }
   backend->end_problem();
   return out;
+}
+
+// "" when the vendor's heuristic kernel matches the fp64 GPU reference on random inputs (one run, as a sweep checks
+// it), else why not. cuDNN's heuristic kernel misses the tolerance on some bf16 bwd_weight convs (docs/selection.md).
+std::string Dispatcher::State::vendor_heuristic_failure(const Problem& p, const Target& t) {
+  sweep::BackendOptions bo;
+  bo.gpu = t.device;
+  bo.min_timed_ms = 0, bo.min_reps = 1, bo.max_reps = 1, bo.graph_mb = 0;
+  bo.vendor_heuristic_only = true;
+  auto backend = sweep::make_gpu_backend(bo);
+  const sweep::Beat beat = [] {};
+  backend->begin_problem(p, beat);
+  const auto r = backend->measure("vendor=" + vendor_lib(p), beat).front();  // the :heur record
+  backend->end_problem();
+  if (backend->must_restart()) throw Error(Status::cuda_error, "checking the vendor's kernel left the device unusable: " + r.detail);
+  return r.status == "ok" ? "" : r.status + ": " + r.detail;
 }
 
 void Dispatcher::State::finish_runnable(Plan::Impl& im, const Target& t, const std::string& kernel, bool vendor) {
@@ -247,7 +264,7 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
   }
   const bool vendor_ok = online && mode != VendorMode::off;
 
-  std::string kernel;
+  std::string kernel, vendor_note;
   bool vendor = false;
   switch (opt.strategy) {
     case Strategy::fixed:
@@ -263,6 +280,13 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
         if (vendor_ok && vendor_can(p)) {
           DeviceScope scope(t.device);
           im->vendor_set = run::vendor::VendorSet::create(p, nullptr);
+          // A model sent the problem to the vendor while its own pick can run: check the vendor's kernel once.
+          if (im->vendor_set && mode == VendorMode::automatic && sel.from_model && !sel.top.empty() && env::vendor_check()) {
+            if (std::string failed = vendor_heuristic_failure(p, t); !failed.empty()) {
+              im->vendor_set.reset();
+              vendor_note = " (the vendor's heuristic kernel, which it chose, failed the output check: " + failed + ")";
+            }
+          }
         }
         if (im->vendor_set) {
           kernel = vendor_lib(p) + ":heur", vendor = true;
@@ -284,6 +308,7 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
                            : !online             ? " (vendor libraries are not used offline)"
                                                  : " and no vendor library can run it"));
       kernel = sel.top.front().text;
+      info.selection_source += vendor_note;
       break;
     case Strategy::top_k:
     case Strategy::exhaustive: {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "tilepick/dispatch.hpp"
+#include "tilepick/env.hpp"
 #include "tilepick/legality.hpp"
 
 namespace tilepick::eval {
@@ -215,10 +216,14 @@ void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRo
 }
 
 // best_known_us, and what heuristic + vendor auto runs where its first choice was measured and a vendor
-// heuristic row is present (e.vendor set); a pick that failed is NaN, as in own_first_us.
+// heuristic row is present (e.vendor set); a pick that failed is NaN, as in own_first_us. Dispatch checks the
+// vendor's kernel before it trusts a model's call for it (TILEPICK_VENDOR_CHECK): a vendor heuristic row that failed
+// its check sends the problem back to the model's pick.
 void dispatch_choice(ProblemEval& e) {
   e.best_known_us = std::isnan(e.vendor_best_us) ? e.oracle_us : std::min(e.oracle_us, e.vendor_best_us);
   if (!e.own_first_measured || e.vendor.empty()) return;
+  if (e.dispatch_vendor && e.vendor_heur_failed && env::vendor_check())
+    e.dispatch_vendor = false;
   e.dispatch_defined = true;
   e.dispatch_us = e.dispatch_vendor ? e.vendor_heur_us : e.own_first_us;
   e.dispatch_failed = std::isnan(e.dispatch_us);
@@ -363,6 +368,7 @@ EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& 
     if (auto h = rows.vendor.find(heur); h != rows.vendor.end()) {
       e.vendor = gemm ? "cublaslt" : "cudnn";
       e.vendor_heur_status = h->second.status;
+      e.vendor_heur_failed = h->second.status != "ok";
       e.vendor_heur_us = h->second.us;
       e.vendor_best_us = h->second.us;
       if (auto b = rows.vendor.find(best); b != rows.vendor.end() && b->second.status == "ok")

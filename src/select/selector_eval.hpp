@@ -67,6 +67,7 @@ struct ProblemEval {
   double own_timed_us = kNaN;
   std::string vendor;                // "cublaslt", "cudnn" or "" (no vendor rows)
   std::string vendor_heur_status;    // "ok", a failure, or "" when absent
+  bool vendor_heur_failed = false;   // a vendor heuristic row is present and failed (its check, a crash, ...)
   double vendor_heur_us = kNaN;
   double vendor_best_us = kNaN;      // min(heur, best|exhaustive) over ok rows
   // What dispatch's heuristic strategy runs with vendor auto (heuristic_runs_vendor): the vendor's

@@ -32,6 +32,7 @@ struct BackendOptions {
   double graph_mb = 256;
   int graph_launches = 32;
   std::uint64_t seed = 1;      // input values
+  bool vendor_heuristic_only = false;  // a vendor item checks and times the library's heuristic choice alone
   // Fake backend: items whose config string contains these substrings crash / hang / come out wrong.
   std::string fake_crash, fake_hang, fake_wrong;
   double fake_pair_ms = 0;     // fake backend: wall time per measured item

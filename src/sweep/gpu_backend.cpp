@@ -261,11 +261,16 @@ class GpuBackend : public Backend {
     }
     ensure_workspace(set->max_workspace_bytes());
     const auto& algos = set->algos();
+    const int h = set->heuristic_index();
     std::vector<Record> per_algo(algos.size());
     int tried = 0, ok = 0;
     for (std::size_t i = 0; i < algos.size(); ++i) {
       Record& r = per_algo[i];
       r.config = item + ":" + algos[i].name;
+      if (opt_.vendor_heuristic_only && static_cast<int>(i) != h) {
+        r.status = "unsupported", r.detail = "not run (the heuristic choice alone)";
+        continue;
+      }
       try {
         check_and_time(r, [&](const Operands& ops, void* stream) { set->run(static_cast<int>(i), ops, ops.workspace, stream); },
                        beat);
@@ -275,7 +280,6 @@ class GpuBackend : public Backend {
       }
       ++tried, ok += r.status == "ok";
     }
-    int h = set->heuristic_index();
     heur = per_algo[h];
     heur.config = item + ":heur";
     heur.detail = algos[h].name + " " + algos[h].detail + (heur.detail.empty() ? "" : "; " + heur.detail);
