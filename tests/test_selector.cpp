@@ -821,18 +821,9 @@ TEST_F(SelectorTest, EvalScoresWhatDispatchHeuristicRunsAgainstTheFastestKnownKe
   nlohmann::json spec = spec_json();
   spec["vendor_first"] = true;
   write_model("gemm_half_h200", model_text(base_trees()), spec);
-  // Dispatch checks the vendor's kernel before it trusts the model's call for it: a failed one runs our pick.
-  const auto checked = eval::evaluate(Selector(models()), records, h200, {});
-  ASSERT_EQ(checked.problems.size(), 3u);
-  EXPECT_DOUBLE_EQ(checked.problems[0].dispatch_us, 9);
-  EXPECT_FALSE(checked.problems[1].dispatch_vendor);
-  EXPECT_FALSE(checked.problems[1].dispatch_failed);
-  EXPECT_DOUBLE_EQ(checked.problems[1].dispatch_us, checked.problems[1].own_first_us);
-  EXPECT_DOUBLE_EQ(eval::find_group(checked, "gemm")->dispatch_vendor_share, 0.5);
-  // Without the check (TILEPICK_VENDOR_CHECK=off) it runs the vendor's failed kernel.
-  setenv("TILEPICK_VENDOR_CHECK", "off", 1);
+  // A vendor_first model is followed without dispatch's check of the vendor's kernel (only a vendor choice is
+  // checked): the vendor's failed kernel is dispatch's failed pick.
   const auto vendor = eval::evaluate(Selector(models()), records, h200, {});
-  unsetenv("TILEPICK_VENDOR_CHECK");
   ASSERT_EQ(vendor.problems.size(), 3u);
   EXPECT_TRUE(vendor.problems[0].own_vendor_first);
   EXPECT_FALSE(vendor.problems[0].own_vendor_chosen);
@@ -931,6 +922,30 @@ TEST_F(SelectorTest, EvalCliWritesFilesAndChecksThresholds) {
   EXPECT_NE(unstamped.out.find("source=model:gemm_half_h200: its manifest.json has no \"eval\""), std::string::npos)
       << unstamped.out;
   EXPECT_EQ(test::run_cli(served).code, 0);
+}
+
+TEST_F(SelectorTest, EvalDispatchRunsThePickWhereTheChosenVendorKernelFailedItsCheck) {
+  std::ofstream(dir_ / "models" / "conv_half_h200.vendor_choice.txt.gz", std::ios::binary)
+      << sweep::gzip_member(vendor_model_text(depthwise_trees()));
+  write_model("conv_fwd_half_h200", model_text(base_trees()), vendor_spec("conv_fwd"));
+  const ArchSpec& h200 = test::arch("h200");
+  const auto pick = Selector(models()).rank(parse_problem(kDenseConv), h200, 1);
+  ASSERT_EQ(pick.size(), 1u);
+  // The vendor choice sends the dense conv to cuDNN, whose heuristic kernel failed its check there.
+  const std::vector<sweep::Record> records = {rec(kDenseConv, pick[0].text, "ok", 10),
+                                              rec(kDenseConv, "vendor=cudnn:heur", "wrong", 0),
+                                              rec(kDenseConv, "vendor=cudnn:exhaustive", "ok", 8)};
+  const auto checked = eval::evaluate(Selector(models()), records, h200, {});
+  ASSERT_EQ(checked.problems.size(), 1u);
+  const auto& p = checked.problems[0];
+  EXPECT_TRUE(p.own_vendor_chosen);
+  EXPECT_FALSE(p.dispatch_vendor);
+  EXPECT_DOUBLE_EQ(p.dispatch_us, 10);
+  setenv("TILEPICK_VENDOR_CHECK", "off", 1);
+  const auto unchecked = eval::evaluate(Selector(models()), records, h200, {});
+  unsetenv("TILEPICK_VENDOR_CHECK");
+  EXPECT_TRUE(unchecked.problems[0].dispatch_vendor);
+  EXPECT_TRUE(unchecked.problems[0].dispatch_failed);
 }
 
 TEST_F(SelectorTest, EvalVendorRecordsReplaceTheVendorRowsOfTheirProblems) {

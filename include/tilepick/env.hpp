@@ -40,8 +40,8 @@ bool vendor_choice();
 // an H200 host); off, the legacy API's cudnnGet*Algorithm_v7 first choice (41-99 us per run).
 bool cudnn_graph();
 // TILEPICK_VENDOR_CHECK: on (default) | off. On, dispatch's heuristic strategy checks the vendor's heuristic
-// kernel once, when a model sends a problem to it (vendor_first, vendor choice), against the fp64 GPU reference
-// on random inputs, and runs the model's pick where it fails (docs/dispatch.md).
+// kernel once, when a model's vendor choice sends a problem to it, against the fp64 GPU reference on random
+// inputs, and runs the model's pick where it fails (docs/dispatch.md).
 bool vendor_check();
 
 }  // namespace tilepick::env
