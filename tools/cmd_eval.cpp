@@ -75,6 +75,7 @@ void plot(const fs::path& csv, const fs::path& png) {
 // --vendor-records: their vendor rows replace every vendor row of the problems they hold (a library re-measured,
 // e.g. cuDNN through its graph API); kernel rows belong in --records.
 void replace_vendor_rows(std::vector<sweep::Record>& records, const std::vector<std::string>& files, const std::string& arch) {
+  if (files.empty()) return;
   auto is_vendor = [](const sweep::Record& r) { return r.config.rfind("vendor=", 0) == 0; };
   std::vector<sweep::Record> vendor;
   for (const auto& f : files) {
@@ -92,8 +93,7 @@ void replace_vendor_rows(std::vector<sweep::Record>& records, const std::vector<
   for (const auto& r : vendor) covered.insert(r.problem);
   const auto before = records.size();
   std::erase_if(records, [&](const sweep::Record& r) { return is_vendor(r) && covered.count(r.problem); });
-  if (!files.empty())
-    std::cout << "vendor rows of " << covered.size() << " problems from --vendor-records (" << before - records.size()
+  std::cout << "vendor rows of " << covered.size() << " problems from --vendor-records (" << before - records.size()
               << " rows of --records replaced)\n";
   records.insert(records.end(), std::make_move_iterator(vendor.begin()), std::make_move_iterator(vendor.end()));
 }

@@ -58,6 +58,10 @@ struct Selection;
 // Whether the heuristic strategy runs the vendor's first choice (where the vendor can run the problem)
 // rather than `sel`'s top tilepick kernel: the rule of VendorMode above.
 bool heuristic_runs_vendor(VendorMode mode, const Selection& sel);
+// Whether the heuristic strategy checks the vendor's heuristic kernel (fp64 GPU reference, random inputs) before it
+// runs it, and runs `sel`'s top kernel where it fails: vendor auto sent there by the model's vendor choice, with
+// TILEPICK_VENDOR_CHECK on (docs/dispatch.md).
+bool heuristic_checks_vendor(VendorMode mode, const Selection& sel);
 
 struct PlanOptions {
   Strategy strategy = Strategy::heuristic;

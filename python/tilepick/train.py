@@ -375,7 +375,7 @@ def train_group(names, df, X, args, header, out_dir, val=None):
                 "op": op, "dtype_family": family, "arch": arch, "objective": best, "score": "higher_is_better"}
         if shared:
             spec["model_file"] = "../" + shared
-        kept = keep_deployment(folder, spec)
+        kept_vendor_choice = keep_deployment(folder, spec)
         (folder / "feature_spec.json").write_text(json.dumps(spec, indent=1) + "\n")
         mine = df[df["op"] == op]
         manifest = {
@@ -389,8 +389,8 @@ def train_group(names, df, X, args, header, out_dir, val=None):
             "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "warm_start": init is not None,
         }
-        if "vendor_choice" in kept:
-            manifest["vendor_choice"] = kept["vendor_choice"]
+        if kept_vendor_choice is not None:
+            manifest["vendor_choice"] = kept_vendor_choice
         v = val.get(op) if val else None
         if v is not None and len(v[0]):
             vdf, vX = v
@@ -410,12 +410,12 @@ def train_group(names, df, X, args, header, out_dir, val=None):
 KEPT_SPEC_KEYS = ("serves", "vendor_choice", "vendor_first")
 
 
-def keep_deployment(folder: Path, spec: dict) -> dict:
+def keep_deployment(folder: Path, spec: dict) -> dict | None:
     """Copies KEPT_SPEC_KEYS from the folder's existing feature_spec.json into `spec`; returns the old manifest's
-    "vendor_choice" record (under that key) when the vendor choice is kept, for the new manifest."""
+    "vendor_choice" record when the vendor choice is kept, for the new manifest."""
     spec_path, manifest_path = folder / "feature_spec.json", folder / "manifest.json"
     if not spec_path.exists():
-        return {}
+        return None
     old = json.loads(spec_path.read_text())
     names = [k for k in KEPT_SPEC_KEYS if k in old]
     for k in names:
@@ -425,9 +425,7 @@ def keep_deployment(folder: Path, spec: dict) -> dict:
     if names or dropped:
         print(f"  {folder.name}: kept {', '.join(names) or 'nothing'} of feature_spec.json; dropped the held-out "
               f"numbers {', '.join(dropped) or '(none)'} (re-run tilepick eval and --stamp-eval)", flush=True)
-    if "vendor_choice" in names and "vendor_choice" in old_manifest:
-        return {"vendor_choice": old_manifest["vendor_choice"]}
-    return {}
+    return old_manifest.get("vendor_choice") if "vendor_choice" in names else None
 
 
 def stamp_eval(models_dir: Path, eval_json: str) -> None:

@@ -280,10 +280,7 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
         if (vendor_ok && vendor_can(p)) {
           DeviceScope scope(t.device);
           im->vendor_set = run::vendor::VendorSet::create(p, nullptr);
-          // The vendor choice sent the problem to the vendor while the model's pick can run: check the vendor's
-          // kernel once (cuBLASLt's heuristic under a vendor_first model never failed in 3,345 records: unchecked).
-          if (im->vendor_set && mode == VendorMode::automatic && sel.vendor_chosen && !sel.top.empty() &&
-              env::vendor_check()) {
+          if (im->vendor_set && heuristic_checks_vendor(mode, sel)) {  // once per plan, before it is trusted
             if (std::string failed = vendor_heuristic_failure(p, t); !failed.empty()) {
               im->vendor_set.reset();
               vendor_note = " (its vendor choice picked the vendor, whose heuristic kernel failed the output check: " +

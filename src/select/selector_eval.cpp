@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include "tilepick/dispatch.hpp"
-#include "tilepick/env.hpp"
 #include "tilepick/legality.hpp"
 
 namespace tilepick::eval {
@@ -213,16 +212,16 @@ void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRo
   e.own_vendor_first = own.vendor_first;
   e.own_vendor_chosen = own.vendor_chosen;
   e.dispatch_vendor = heuristic_runs_vendor(VendorMode::automatic, own);
+  e.dispatch_checks_vendor = heuristic_checks_vendor(VendorMode::automatic, own);
 }
 
 // best_known_us, and what heuristic + vendor auto runs where its first choice was measured and a vendor
-// heuristic row is present (e.vendor set); a pick that failed is NaN, as in own_first_us. Dispatch checks the
-// vendor's kernel before it follows a vendor choice to it (TILEPICK_VENDOR_CHECK): a vendor heuristic row that
-// failed sends the problem back to the model's pick.
+// heuristic row is present (e.vendor set); a pick that failed is NaN, as in own_first_us. Where dispatch checks the
+// vendor's kernel first (heuristic_checks_vendor), a vendor heuristic row that failed sends it to the model's pick.
 void dispatch_choice(ProblemEval& e) {
   e.best_known_us = std::isnan(e.vendor_best_us) ? e.oracle_us : std::min(e.oracle_us, e.vendor_best_us);
   if (!e.own_first_measured || e.vendor.empty()) return;
-  if (e.dispatch_vendor && e.own_vendor_chosen && e.vendor_heur_failed && env::vendor_check())
+  if (e.dispatch_vendor && e.dispatch_checks_vendor && e.vendor_heur_failed)
     e.dispatch_vendor = false;
   e.dispatch_defined = true;
   e.dispatch_us = e.dispatch_vendor ? e.vendor_heur_us : e.own_first_us;

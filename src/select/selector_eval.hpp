@@ -75,6 +75,7 @@ struct ProblemEval {
   bool own_vendor_first = false;     // Selection::vendor_first of the whole-pool choice
   bool own_vendor_chosen = false;    // Selection::vendor_chosen: by the model's per-problem vendor choice
   bool dispatch_vendor = false;      // heuristic + vendor auto runs the vendor's heuristic kernel
+  bool dispatch_checks_vendor = false;  // ... after checking it (heuristic_checks_vendor)
   double best_known_us = kNaN;       // min(oracle_us, vendor_best_us): the fastest measured, ours or the vendor's
   // Defined where own_first_measured and a vendor heuristic row (ok or failed) is present; dispatch_us:
   // vendor_heur_us or own_first_us, NaN when that pick failed (dispatch_failed) or undefined.
