@@ -58,5 +58,7 @@ std::unique_ptr<Backend> make_gpu_backend(const BackendOptions& opt);
 bool is_pseudo_item(const std::string& item);
 // The item a record belongs to ("vendor=cudnn:heur" -> "vendor=cudnn"; configs map to themselves).
 std::string item_of_record_config(const std::string& config);
+// The record config of a vendor item's fastest algorithm: "vendor=cudnn:exhaustive", "vendor=cublaslt:best".
+std::string vendor_best_config(const std::string& item);
 
 }  // namespace tilepick::sweep

@@ -51,9 +51,7 @@ class FakeBackend : public Backend {
       return r;
     };
     if (item.rfind("vendor=", 0) == 0) {
-      // The GPU backend's names: cuDNN's fastest is ":exhaustive", cuBLASLt's ":best".
-      const std::string best_name = item == "vendor=cudnn" ? ":exhaustive" : ":best";
-      Record heur = timed(item + ":heur", 1), best = timed(item + best_name, 2);
+      Record heur = timed(item + ":heur", 1), best = timed(vendor_best_config(item), 2);
       best.median_us = std::min(best.median_us, heur.median_us);
       return {heur, best};
     }
@@ -85,6 +83,10 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& opt) {
 
 bool is_pseudo_item(const std::string& item) {
   return item.rfind("vendor=", 0) == 0 || item.rfind("fault=", 0) == 0;
+}
+
+std::string vendor_best_config(const std::string& item) {
+  return item + (item == "vendor=cudnn" ? ":exhaustive" : ":best");
 }
 
 std::string item_of_record_config(const std::string& config) {

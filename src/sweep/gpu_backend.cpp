@@ -244,7 +244,6 @@ class GpuBackend : public Backend {
 
   std::vector<Record> vendor(const std::string& item, const Beat& beat) {
     const std::string lib = item.substr(7);
-    const std::string best_name = lib == "cudnn" ? "exhaustive" : "best";
     std::string why;
     std::unique_ptr<run::vendor::VendorSet> set;
     try {
@@ -253,7 +252,7 @@ class GpuBackend : public Backend {
       why = e.what();
     }
     Record heur, best;
-    heur.config = item + ":heur", best.config = item + ":" + best_name;
+    heur.config = item + ":heur", best.config = vendor_best_config(item);
     if (!set) {
       heur.status = best.status = "unsupported";
       heur.detail = best.detail = why;
@@ -293,7 +292,7 @@ class GpuBackend : public Backend {
       best.status = "error";
       best.detail = "no algorithm passed the check";
     }
-    best.config = item + ":" + best_name;
+    best.config = vendor_best_config(item);
     best.detail += "; " + std::to_string(ok) + " of " + std::to_string(tried) + " algorithms ok";
     if (lib == "cudnn" && set->find_index() >= 0) best.detail += "; find chose " + algos[set->find_index()].name;
     return {heur, best};
