@@ -3,6 +3,7 @@
 
   PYTHONPATH=python python3 bench/selection_probes.py registers [--rounds 800] [--seeds 1 2 3]
   PYTHONPATH=python python3 bench/selection_probes.py rerank [--near 0.7] [--objective reg|rank]
+  PYTHONPATH=python python3 bench/selection_probes.py analytic [--op conv|gemm] [--context] [--rounds 800] [--seeds 1 2]
   PYTHONPATH=python python3 bench/selection_probes.py gemm-more [--rounds 500]
 
 registers: a conv model with the compiled kernels' real register count (the records' `registers`), the
@@ -11,6 +12,9 @@ registers: a conv model with the compiled kernels' real register count (the reco
   measured configs, and the re-ranking of the shipped selector's first 4 (all measured).
 rerank: a second model trained only on the near-best rows of every training problem (efficiency >= --near),
   re-ranking the shipped selector's first 4 on the held-out sets, alone and added to its score.
+analytic: a conv model with the analytic fallback's estimate (src/select/heuristic.cpp: the main loop against
+  the load latency its stages hide, the serial split-K chain) as two more features, its log2 TFLOP/s and its
+  log2 ratio to the best estimate over the problem's whole legal pool, against the same model without them.
 gemm-more: grouped cross-validation on the GEMM training problems the shipped model was trained on, with
   and without gemm_train_more.csv.gz's problems in the training folds (same folds; test rows old only).
 The models here are quick stand-ins (fixed rounds, learning rate 0.15, one booster), compared with each
@@ -105,6 +109,73 @@ def probe_registers(a) -> None:
                       f"{line('first 4 re-ranked', e4.reindex(ps).dropna())}", flush=True)
 
 
+def analytic_features(df: pd.DataFrame, arch: str = "h200") -> np.ndarray:
+    """log2 of the fallback's estimate per row, and its log2 ratio to the best estimate of the row's whole pool."""
+    est, best = np.empty(len(df)), {}
+    for p, idx in df.groupby("problem").indices.items():
+        est[idx] = _core.heuristic_scores(p, list(df["config"].iloc[idx]), arch)
+        best[p] = max(_core.heuristic_scores(p, _core.legal_configs(p, arch), arch))
+    top = df["problem"].map(best).to_numpy(float)
+    est = np.maximum(est, 1e-9)
+    return np.column_stack([np.log2(est), np.log2(est / top)])[:, :1 if ROW_ONLY else 2]
+
+
+ROW_ONLY = False  # --row-only: the per-row estimate alone (what features(problem, config, device) can compute)
+
+
+# (column, "min" or "max" over the pool): a row's value against the best of its problem's whole legal pool
+CONTEXT = [("est_time_us", "min"), ("launches_est_us", "min"), ("bytes_moved_over_min", "min"), ("wave_eff", "max"),
+           ("pad_eff", "max"), ("sm_fill", "max"), ("occupancy", "max"), ("tile_intensity", "max")]
+
+
+def context_features(df: pd.DataFrame, X: np.ndarray, arch: str = "h200") -> np.ndarray:
+    """The analytic estimate (log2, log2 ratio to the pool's best, its percentile in the pool) and the CONTEXT
+    columns as log2 ratios to their best over the problem's whole legal pool."""
+    names = list(_core.feature_names())
+    cols = [names.index(c) for c, _ in CONTEXT]
+    out = np.empty((len(df), 3 + len(CONTEXT)))
+    for p, idx in df.groupby("problem").indices.items():
+        pool = _core.legal_configs(p, arch)
+        hp = np.sort(np.asarray(_core.heuristic_scores(p, pool, arch)))
+        fp = np.asarray(_core.features_batch([p] * len(pool), pool, arch, 1))[:, cols]
+        best = np.array([fp[:, j].min() if how == "min" else fp[:, j].max() for j, (_, how) in enumerate(CONTEXT)])
+        est = np.maximum(np.asarray(_core.heuristic_scores(p, list(df["config"].iloc[idx]), arch)), 1e-9)
+        out[idx, 0] = np.log2(est)
+        out[idx, 1] = np.log2(est / max(hp[-1], 1e-9))
+        out[idx, 2] = np.searchsorted(hp, est, side="right") / len(hp)
+        out[idx, 3:] = np.log2(np.maximum(X[idx][:, cols], 1e-9) / np.maximum(best, 1e-9))
+    return out
+
+
+GEMM_HELDOUT = ["gemm_val", "gemm_val_f16", "gemm_val2", "model_pairs_gemm_val", "model_pairs_gemm_val_f16",
+                "model_pairs_r2_gemm_val", "model_pairs_r2_gemm_val_f16", "model_pairs_r3_gemm_val",
+                "model_pairs_r3_gemm_val_f16", "model_pairs_r6_gemm_val2"]
+
+
+def probe_analytic(a) -> None:
+    global ROW_ONLY
+    ROW_ONLY, gemm = a.row_only, a.op == "gemm"
+    df = training_rows("gemm_half_h200" if gemm else "conv_fwd_half_h200")
+    h = heldout_rows(GEMM_HELDOUT if gemm else CONV_HELDOUT)
+    oracle = h.groupby("problem")["median_us"].min()
+    X, Xh = tr.compute_features(df, "h200"), _core.features_batch(list(h["problem"]), list(h["config"]), "h200", 0)
+    A, Ah = (context_features(df, X), context_features(h, Xh)) if a.context else (analytic_features(df), analytic_features(h))
+    t4 = first4(h)
+    for seed in a.seeds:
+        for name, (T, H) in {"base": (X, Xh), "+context" if a.context else "+analytic": (np.hstack([X, A]), np.hstack([Xh, Ah]))}.items():
+            if a.skip_base and name == "base":
+                continue
+            b = lgb.train(params(a.op, seed), lgb.Dataset(T, label=df["y_rel"].to_numpy()), num_boost_round=a.rounds)
+            h["s"] = -b.predict(H)
+            e = efficiency_of(h, h["s"].to_numpy(), oracle)
+            r = t4.merge(h[["problem", "config", "s"]], on=["problem", "config"])
+            e4 = efficiency_of(r, r["s"].to_numpy(), oracle)
+            for op in sorted(h["op"].unique()):
+                ps = h.loc[h["op"] == op, "problem"].unique()
+                print(f"seed {seed} {name:10s} {op:16s} {line('measured choice', e.reindex(ps))}   "
+                      f"{line('first 4 re-ranked', e4.reindex(ps).dropna())}", flush=True)
+
+
 def probe_rerank(a) -> None:
     df = training_rows("conv_fwd_half_h200")
     near = df[df["eff"] >= a.near].sort_values("problem", kind="stable").reset_index(drop=True)
@@ -160,10 +231,17 @@ def main() -> None:
     r.add_argument("--near", type=float, default=0.7)
     r.add_argument("--objective", choices=("reg", "rank"), default="reg")
     r.add_argument("--rounds", type=int, default=600)
+    r = sub.add_parser("analytic")
+    r.add_argument("--op", choices=("conv", "gemm"), default="conv")
+    r.add_argument("--context", action="store_true", help="also the pool-relative CONTEXT columns")
+    r.add_argument("--row-only", action="store_true", help="only the per-row estimate, not its ratio to the pool's best")
+    r.add_argument("--skip-base", action="store_true", help="only the model with the added features")
+    r.add_argument("--rounds", type=int, default=800)
+    r.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     r = sub.add_parser("gemm-more")
     r.add_argument("--rounds", type=int, default=500)
     a = ap.parse_args()
-    {"registers": probe_registers, "rerank": probe_rerank, "gemm-more": probe_gemm_more}[a.probe](a)
+    {"registers": probe_registers, "analytic": probe_analytic, "rerank": probe_rerank, "gemm-more": probe_gemm_more}[a.probe](a)
 
 
 if __name__ == "__main__":
