@@ -65,13 +65,4 @@ Launches igemm_launches(const Problem& p, const ProblemTerms& t);
 Analysis analyze_launch(const Problem& p, const ProblemTerms& t, const Launches& l, const KernelConfig& resolved,
                         const ArchSpec& dev);
 
-// The analytic fallback's estimate of one config (heuristic.cpp), from its analysis: useful TFLOP/s, 0 when
-// the config cannot run. `resolved` is the config analyze() saw.
-double fallback_tflops(const Problem& p, const ProblemTerms& t, const KernelConfig& resolved, const Analysis& a,
-                       const ArchSpec& dev);
-
-// The best fallback_tflops over the problem's legal pool in the default spaces (Registry::default_registry()),
-// whatever pool a model scores: a problem term of the features. 0 when the pool is empty.
-double pool_best_fallback_tflops(const Problem& p, const ProblemTerms& t, const ArchSpec& dev);
-
 }  // namespace tilepick::select

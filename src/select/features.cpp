@@ -6,7 +6,6 @@
 #include <cmath>
 #include <exception>
 #include <thread>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "core/hash.hpp"
@@ -100,10 +99,10 @@ void emit_problem_features(const Problem& p, const select::ProblemTerms& t, cons
   put("conv_pointwise", on * pointwise);
 }
 
-// The rest of the row, after emit_problem_features. `pool_best`: select::pool_best_fallback_tflops of the problem.
+// The rest of the row, after emit_problem_features.
 template <class Sink>
 void emit_config_features(const Problem& p, const select::ProblemTerms& t, const KernelConfig& c, const ArchSpec& d,
-                          double pool_best, Sink& put) {
+                          Sink& put) {
   const select::Analysis a = select::analyze(p, t, c, d);
   const bool dw = c.fam() == Family::dw;
   const double on = std::holds_alternative<ConvProblem>(p) ? 1 : 0;  // zero every conv term of a GEMM
@@ -152,12 +151,6 @@ void emit_config_features(const Problem& p, const select::ProblemTerms& t, const
   put("est_time_us", a.t_est_s * 1e6);
   put("log2_est_tflops", log2p(t.flops / a.t_est_s * 1e-12));
   put("est_compute_over_memory", ratio(a.t_compute_s, a.t_memory_s));
-  // The analytic fallback's estimate (main loop against the load latency its stages hide, serial split-K),
-  // alone and against its best over the problem's whole legal pool: the one term that compares a config
-  // with the others a problem could run (+0.3-0.4 held-out mean, bench/selection_probes.py analytic).
-  const double fallback = select::fallback_tflops(p, t, c, a, d);
-  put("fallback_log2_tflops", log2p(fallback));
-  put("fallback_vs_pool_best", log2p(ratio(fallback, pool_best)));
 
   // Launches (conv only; zero for a GEMM): bwd_data with a stride runs one GEMM per stride phase;
   // the largest one's tiling and waves, and the roofline time of all of them (one launch: as above).
@@ -194,16 +187,16 @@ void emit_config_features(const Problem& p, const select::ProblemTerms& t, const
 
 template <class Sink>
 void emit_features(const Problem& p, const select::ProblemTerms& t, const KernelConfig& c, const ArchSpec& d,
-                   double pool_best, Sink& put) {
+                   Sink& put) {
   emit_problem_features(p, t, d, put);
-  emit_config_features(p, t, c, d, pool_best, put);
+  emit_config_features(p, t, c, d, put);
 }
 
 FeatureSchema build_schema() {
   NameSink names;
   const Problem p = parse_problem("gemm rcr m128 n128 k128 f16");
   const ArchSpec dev{};
-  emit_features(p, select::problem_terms(p, dev), resolve(KernelConfig{}, p), dev, 1.0, names);
+  emit_features(p, select::problem_terms(p, dev), resolve(KernelConfig{}, p), dev, names);
   NameSink leading;
   emit_problem_features(p, select::problem_terms(p, dev), dev, leading);
   FeatureSchema s;
@@ -222,8 +215,9 @@ KernelConfig resolved(const KernelConfig& c, const Problem& p) {
 
 // Runs body(begin, end) over [0, n) on up to `threads` threads; rethrows the first error.
 template <class Body>
-void parallel_rows(std::size_t n, int threads, Body body, std::size_t min_rows_per_thread = 256) {
+void parallel_rows(std::size_t n, int threads, Body body) {
   if (threads <= 0) threads = env::num_threads();
+  const std::size_t min_rows_per_thread = 256;
   std::size_t workers = std::min<std::size_t>(std::max(1, threads), (n + min_rows_per_thread - 1) / min_rows_per_thread);
   if (workers <= 1) return body(std::size_t{0}, n);
   std::vector<std::thread> pool;
@@ -271,9 +265,7 @@ FeatureRow features(const Problem& problem, const KernelConfig& config, const Ar
   FeatureRow row;
   row.values.resize(feature_schema().size());
   ValueSink sink{row.values.data()};
-  const select::ProblemTerms terms = select::problem_terms(problem, device);
-  emit_features(problem, terms, resolved(config, problem), device,
-                select::pool_best_fallback_tflops(problem, terms, device), sink);
+  emit_features(problem, select::problem_terms(problem, device), resolved(config, problem), device, sink);
   return row;
 }
 
@@ -290,26 +282,11 @@ void features_batch(std::span<const Problem> problems, std::span<const KernelCon
     throw Error(Status::internal, "features_batch: " + std::to_string(problems.size()) + " problems but " +
                                       std::to_string(configs.size()) + " configs");
   const std::size_t width = feature_schema().size();
-  // The pool's best estimate once per distinct problem (a training batch holds ~50 rows of each).
-  std::unordered_map<std::string, std::size_t> first;
-  std::vector<std::size_t> distinct, slot(problems.size());
-  for (std::size_t i = 0; i < problems.size(); ++i) {
-    const auto [it, added] = first.try_emplace(to_string(problems[i]), distinct.size());
-    if (added) distinct.push_back(i);
-    slot[i] = it->second;
-  }
-  std::vector<double> pool_best(distinct.size());
-  parallel_rows(distinct.size(), threads, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t j = begin; j < end; ++j) {
-      const Problem& p = problems[distinct[j]];
-      pool_best[j] = select::pool_best_fallback_tflops(p, select::problem_terms(p, device), device);
-    }
-  }, 1);
   parallel_rows(problems.size(), threads, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
       ValueSink sink{out + i * width};
       emit_features(problems[i], select::problem_terms(problems[i], device), resolved(configs[i], problems[i]),
-                    device, pool_best[slot[i]], sink);
+                    device, sink);
     }
   });
 }
@@ -323,12 +300,11 @@ void features_batch(const Problem& problem, std::span<const KernelConfig> config
   ValueSink problem_sink{head.data()};
   emit_problem_features(problem, terms, device, problem_sink);
   const std::size_t n_head = problem_sink.i;
-  const double pool_best = select::pool_best_fallback_tflops(problem, terms, device);
   parallel_rows(configs.size(), threads, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
       std::copy_n(head.data(), n_head, out + i * width);
       ValueSink sink{out + i * width, n_head};
-      emit_config_features(problem, terms, resolved(configs[i], problem), device, pool_best, sink);
+      emit_config_features(problem, terms, resolved(configs[i], problem), device, sink);
     }
   });
 }

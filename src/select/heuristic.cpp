@@ -5,8 +5,8 @@
 // Depthwise configs blend the roofline with their blocks' serial chain (dw_seconds).
 // The implicit-GEMM constants were calibrated on data/sweeps/h200/gemm_train_full.csv.gz (every legal
 // config of 100 GEMMs measured): the fallback's first choice went from 59% to 91% of the best on average
-// there (docs/selection.md, "The analytic fallback"). The features read the estimate too, against its best
-// over the problem's pool (fallback_log2_tflops, fallback_vs_pool_best).
+// there (docs/selection.md, "The analytic fallback"). They only rank configs: the features do not use
+// them, so the models' inputs are unchanged.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,7 +14,6 @@
 
 #include "select/analysis.hpp"
 #include "tilepick/features.hpp"
-#include "tilepick/registry.hpp"
 
 namespace tilepick {
 namespace {
@@ -49,27 +48,13 @@ double dw_seconds(const select::Analysis& a) {
 
 double score(const Problem& p, const select::ProblemTerms& t, const KernelConfig& c, const ArchSpec& d) {
   const KernelConfig r = c.fam() != Family::dw && c.align_a == 0 ? resolve(c, p) : c;
-  return select::fallback_tflops(p, t, r, select::analyze(p, t, r, d), d);
-}
-
-}  // namespace
-
-namespace select {
-
-double fallback_tflops(const Problem&, const ProblemTerms& t, const KernelConfig& r, const Analysis& a,
-                       const ArchSpec& d) {
+  const select::Analysis a = select::analyze(p, t, r, d);
   if (!(a.t_est_s > 0) || !std::isfinite(a.t_est_s)) return 0;
   const double seconds = r.fam() == Family::dw ? dw_seconds(a) : igemm_seconds(r, a, d);
   return std::isfinite(seconds) && seconds > 0 ? t.flops / seconds * 1e-12 : 0;
 }
 
-double pool_best_fallback_tflops(const Problem& p, const ProblemTerms& t, const ArchSpec& d) {
-  double best = 0;
-  for (const KernelConfig& c : Registry::default_registry().lookup_configs(p, d)) best = std::max(best, score(p, t, c, d));
-  return best;
-}
-
-}  // namespace select
+}  // namespace
 
 double heuristic_score(const Problem& problem, const KernelConfig& config, const ArchSpec& device) {
   return score(problem, select::problem_terms(problem, device), config, device);
