@@ -5,12 +5,18 @@
 # legacy-API host time on a short problem). Continues data/sweeps/h200-graph/vendor_conv_train.csv.gz, where the
 # records are stored; results in $OUT/results.tgz. LIST=vendor_conv_val: the README eval's held-out conv problems
 # (bench/sweep/vendor_conv_val.txt), whose recheck_val records hold the legacy API's heuristic choice.
-#   BUDGET_S=570 [LIST=vendor_conv_train|vendor_conv_val] bash bench/vendor_train_gpu.sh
+# On another device: DIR (where the records live, default data/sweeps/h200-graph), NAME (their file stem, default
+# LIST), GPU (a name the device must show, e.g. H100; the call stops otherwise).
+#   BUDGET_S=570 [LIST=vendor_conv_train|vendor_conv_val] [DIR=... NAME=... GPU=...] bash bench/vendor_train_gpu.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
+if [ -n "${GPU:-}" ] && ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q "$GPU"; then
+  echo "not a $GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader)"; exit 3
+fi
 source bench/gpu_session.sh
 build_cli
 list=${LIST:-vendor_conv_train}
-f=data/sweeps/h200-graph/$list.csv.gz
-[ -f "$f" ] && cp "$f" "$W/$list.csv.gz"
-timed_sweep "$list" $(( $(left) - 10 )) -f "bench/sweep/$list.txt" --vendor-only
+name=${NAME:-$list}
+f=${DIR:-data/sweeps/h200-graph}/$name.csv.gz
+[ -f "$f" ] && cp "$f" "$W/$name.csv.gz"
+timed_sweep "$name" $(( $(left) - 10 )) -f "bench/sweep/$list.txt" --vendor-only
