@@ -6,7 +6,9 @@
 # records are stored; results in $OUT/results.tgz. LIST=vendor_conv_val: the README eval's held-out conv problems
 # (bench/sweep/vendor_conv_val.txt), whose recheck_val records hold the legacy API's heuristic choice.
 # On another device: DIR (where the records live, default data/sweeps/h200-graph), NAME (their file stem, default
-# LIST), GPU (a name the device must show, e.g. H100; the call stops otherwise).
+# LIST), GPU (a name the device must show, e.g. H100; the call stops otherwise), VENDOR_ARGS (more sweep options,
+# e.g. --vendor-heuristic-only: the labels need the heuristic kernel alone). LIST=vendor_conv_train2: the other
+# 4,033 conv training problems (bench/sweep/vendor_conv_train2.txt), run on all GPUs of the machine.
 #   BUDGET_S=570 [LIST=vendor_conv_train|vendor_conv_val] [DIR=... NAME=... GPU=...] bash bench/vendor_train_gpu.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -19,4 +21,4 @@ list=${LIST:-vendor_conv_train}
 name=${NAME:-$list}
 f=${DIR:-data/sweeps/h200-graph}/$name.csv.gz
 [ -f "$f" ] && cp "$f" "$W/$name.csv.gz"
-timed_sweep "$name" $(( $(left) - 10 )) -f "bench/sweep/$list.txt" --vendor-only
+timed_sweep "$name" $(( $(left) - 10 )) -f "bench/sweep/$list.txt" --vendor-only ${VENDOR_ARGS:-}

@@ -89,6 +89,23 @@ TEST_F(SweepTest, VendorOnlyPlansTheVendorItemAlone) {
   EXPECT_NE(bad.out.find("--vendor-only"), std::string::npos) << bad.out;
 }
 
+TEST_F(SweepTest, VendorHeuristicOnlyRecordsTheHeuristicChoiceAlone) {
+  auto r = test::run_cli(base() + " -o " + out() + " --vendor-only --vendor-heuristic-only");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const RecordFile f = read_record_file(out());
+  EXPECT_TRUE(f.header.at("options").at("vendor_heuristic_only").get<bool>());
+  int heur = 0, best = 0;
+  for (const auto& rec : f.records) {
+    const bool is_heur = rec.config.ends_with(":heur");
+    heur += is_heur, best += !is_heur;
+    // the heuristic choice is measured; the fastest-algorithm record is not, and says so
+    EXPECT_EQ(rec.status, is_heur ? "ok" : "unsupported") << rec.config;
+    if (!is_heur) EXPECT_NE(rec.detail.find("heuristic choice alone"), std::string::npos) << rec.detail;
+  }
+  EXPECT_EQ(heur, 5);
+  EXPECT_EQ(best, 5);
+}
+
 TEST_F(SweepTest, PairsFileGivesEachProblemItsOwnConfigs) {
   const std::string pairs = (dir_ / "pairs.txt").string(), gz = (dir_ / "pairs.txt.gz").string();
   const std::string text = "# tilepick search proposals\n"

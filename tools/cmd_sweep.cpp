@@ -78,6 +78,7 @@ std::vector<std::string> backend_args(const sweep::BackendOptions& b) {
   };
   add("--fake-crash", b.fake_crash), add("--fake-hang", b.fake_hang), add("--fake-wrong", b.fake_wrong);
   if (b.fake_pair_ms > 0) add("--fake-pair-ms", std::to_string(b.fake_pair_ms));
+  if (b.vendor_heuristic_only) a.push_back("--vendor-heuristic-only");
   return a;
 }
 
@@ -97,6 +98,9 @@ void add_backend_options(CLI::App* cmd, sweep::BackendOptions& b) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", b.seed, "random seed of the inputs (and of --sample)")->capture_default_str();
+  cmd->add_flag("--vendor-heuristic-only", b.vendor_heuristic_only,
+                "a vendor baseline checks and times the library's heuristic choice alone (its :heur record; the "
+                "fastest-algorithm record comes out unsupported)");
   auto g = "Fault injection (fake backend)";
   cmd->add_option("--fake-crash", b.fake_crash, "fake backend: abort on items containing this")->group(g);
   cmd->add_option("--fake-hang", b.fake_hang, "fake backend: hang on items containing this")->group(g);
@@ -178,7 +182,8 @@ int run_sweep(SweepArgs a) {
                             {"spaces", a.plan.spaces},     {"families", a.plan.families},
                             {"gpus", gpus},                {"inject_faults", a.plan.inject_faults},
                             {"repeat", a.plan.repeat},     {"time_limit_s", a.time_limit},
-                            {"pairs_file", a.pairs},       {"vendor", a.vendor_only ? "only" : a.no_vendor ? "off" : "on"}};
+                            {"pairs_file", a.pairs},       {"vendor", a.vendor_only ? "only" : a.no_vendor ? "off" : "on"},
+                            {"vendor_heuristic_only", a.backend.vendor_heuristic_only}};
   sweep::SupervisorOptions so;
   so.output = a.output;
   so.gpus = gpus;

@@ -53,6 +53,11 @@ class FakeBackend : public Backend {
     if (item.rfind("vendor=", 0) == 0) {
       Record heur = timed(item + ":heur", 1), best = timed(vendor_best_config(item), 2);
       best.median_us = std::min(best.median_us, heur.median_us);
+      if (opt_.vendor_heuristic_only) {
+        best = Record{};
+        best.config = vendor_best_config(item), best.status = "unsupported";
+        best.detail = "not run (the heuristic choice alone)";
+      }
       return {heur, best};
     }
     Record r = timed(item, 0);

@@ -282,6 +282,10 @@ class GpuBackend : public Backend {
     heur = per_algo[h];
     heur.config = item + ":heur";
     heur.detail = algos[h].name + " " + algos[h].detail + (heur.detail.empty() ? "" : "; " + heur.detail);
+    if (opt_.vendor_heuristic_only) {
+      best.status = "unsupported", best.detail = "not run (the heuristic choice alone)";
+      return {heur, best};
+    }
     int b = -1;
     for (std::size_t i = 0; i < per_algo.size(); ++i)
       if (per_algo[i].status == "ok" && (b < 0 || per_algo[i].median_us < per_algo[b].median_us)) b = static_cast<int>(i);
