@@ -26,7 +26,7 @@ def test_scores_compare_the_chosen_kernel_with_the_faster_of_the_two():
     assert s["right"] == pytest.approx(2 / 3)  # the tie counts the vendor as not faster
 
 
-def test_threshold_is_the_grid_value_with_the_best_time_weighted_choice():
+def test_threshold_is_the_grid_value_with_the_best_choice():
     t = pd.DataFrame({"ours": [10.0, 10.0, 10.0, 10.0], "vendor": [5.0, 20.0, 9.0, 30.0],
                       "op": ["conv_fwd"] * 4})
     pred = np.log(t.vendor / t.ours).to_numpy() + 0.25  # right order, biased up: a threshold above 0 pays
@@ -34,6 +34,18 @@ def test_threshold_is_the_grid_value_with_the_best_time_weighted_choice():
     assert th in vc.THRESHOLDS and grid[str(th)] == max(grid.values())
     assert th >= 0.2
     assert vc.table(t, pred, th)["conv_fwd"]["choice"]["time_weighted"] == pytest.approx(1.0)
+
+
+def test_threshold_weighs_p10_and_mean_beside_time_weighted():
+    # one long problem where the vendor is 2x faster, predicted at 0.25; nine short ones where it is 2.2x slower,
+    # predicted at 0.2. Threshold 0.3 runs the vendor everywhere: the best time-weighted choice (0.85 against
+    # 0.54) at half the mean and P10; any threshold up to 0.2 keeps ours everywhere (mean and P10 0.95).
+    t = pd.DataFrame({"ours": [1000.0] + [10.0] * 9, "vendor": [500.0] + [22.0] * 9, "op": ["conv_fwd"] * 10})
+    pred = np.array([0.25] + [0.2] * 9)
+    assert vc.table(t, pred, 0.3)["conv_fwd"]["choice"]["time_weighted"] > vc.table(t, pred, 0.2)["conv_fwd"]["choice"]["time_weighted"]
+    th, _ = vc.best_threshold(t, pred)
+    assert th <= 0.2
+    assert vc.table(t, pred, th)["conv_fwd"]["choice"]["p10"] == pytest.approx(0.95)
 
 
 def test_problem_features_are_the_leading_feature_columns():
