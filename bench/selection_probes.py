@@ -87,40 +87,46 @@ def real_register_features(df: pd.DataFrame, X: np.ndarray) -> np.ndarray:
     return np.column_stack([regs, cps, cps * th / 2048, wave_eff, df["spills"].to_numpy(float)])
 
 
+def compare_extra_columns(a, op: str, df: pd.DataFrame, h: pd.DataFrame, variants: dict, skip_base: bool = False) -> None:
+    """Per seed and variant (name -> (training matrix, held-out matrix)), a quick model's choice among the measured
+    configs of the held-out problems and its re-ranking of the shipped selector's first 4, per op."""
+    oracle = h.groupby("problem")["median_us"].min()
+    t4 = first4(h)
+    for seed in a.seeds:
+        for name, (A, B) in variants.items():
+            if skip_base and name == "base":
+                continue
+            b = lgb.train(params(op, seed), lgb.Dataset(A, label=df["y_rel"].to_numpy()), num_boost_round=a.rounds)
+            h["s"] = -b.predict(B)
+            e = efficiency_of(h, h["s"].to_numpy(), oracle)
+            r = t4.merge(h[["problem", "config", "s"]], on=["problem", "config"])
+            e4 = efficiency_of(r, r["s"].to_numpy(), oracle)
+            for o in sorted(h["op"].unique()):
+                ps = h.loc[h["op"] == o, "problem"].unique()
+                print(f"seed {seed} {name:11s} {o:16s} {line('measured choice', e.reindex(ps))}   "
+                      f"{line('first 4 re-ranked', e4.reindex(ps).dropna())}", flush=True)
+
+
 def probe_registers(a) -> None:
     df = training_rows("conv_fwd_half_h200")
     df = df[df["registers"] > 0].reset_index(drop=True)
     h = heldout_rows(CONV_HELDOUT)
     h = h[h["registers"] > 0].reset_index(drop=True)
-    oracle = h.groupby("problem")["median_us"].min()
     X, Xh = tr.compute_features(df, "h200"), _core.features_batch(list(h["problem"]), list(h["config"]), "h200", 0)
-    t4 = first4(h)
-    for seed in a.seeds:
-        for name, (A, B) in {"base": (X, Xh), "+registers": (np.hstack([X, real_register_features(df, X)]),
-                                                             np.hstack([Xh, real_register_features(h, Xh)]))}.items():
-            b = lgb.train(params("conv", seed), lgb.Dataset(A, label=df["y_rel"].to_numpy()), num_boost_round=a.rounds)
-            h["s"] = -b.predict(B)
-            e = efficiency_of(h, h["s"].to_numpy(), oracle)
-            r = t4.merge(h[["problem", "config", "s"]], on=["problem", "config"])
-            e4 = efficiency_of(r, r["s"].to_numpy(), oracle)
-            for op in sorted(h["op"].unique()):
-                ps = h.loc[h["op"] == op, "problem"].unique()
-                print(f"seed {seed} {name:11s} {op:16s} {line('measured choice', e.reindex(ps))}   "
-                      f"{line('first 4 re-ranked', e4.reindex(ps).dropna())}", flush=True)
+    compare_extra_columns(a, "conv", df, h, {"base": (X, Xh), "+registers": (
+        np.hstack([X, real_register_features(df, X)]), np.hstack([Xh, real_register_features(h, Xh)]))})
 
 
-def analytic_features(df: pd.DataFrame, arch: str = "h200") -> np.ndarray:
-    """log2 of the fallback's estimate per row, and its log2 ratio to the best estimate of the row's whole pool."""
+def analytic_features(df: pd.DataFrame, row_only: bool, arch: str = "h200") -> np.ndarray:
+    """log2 of the fallback's estimate per row, and (unless row_only: what features(problem, config, device) can
+    compute from the row alone) its log2 ratio to the best estimate of the row's whole pool."""
     est, best = np.empty(len(df)), {}
     for p, idx in df.groupby("problem").indices.items():
         est[idx] = _core.heuristic_scores(p, list(df["config"].iloc[idx]), arch)
         best[p] = max(_core.heuristic_scores(p, _core.legal_configs(p, arch), arch))
     top = df["problem"].map(best).to_numpy(float)
     est = np.maximum(est, 1e-9)
-    return np.column_stack([np.log2(est), np.log2(est / top)])[:, :1 if ROW_ONLY else 2]
-
-
-ROW_ONLY = False  # --row-only: the per-row estimate alone (what features(problem, config, device) can compute)
+    return np.column_stack([np.log2(est), np.log2(est / top)])[:, :1 if row_only else 2]
 
 
 # (column, "min" or "max" over the pool): a row's value against the best of its problem's whole legal pool
@@ -153,27 +159,13 @@ GEMM_HELDOUT = ["gemm_val", "gemm_val_f16", "gemm_val2", "model_pairs_gemm_val",
 
 
 def probe_analytic(a) -> None:
-    global ROW_ONLY
-    ROW_ONLY, gemm = a.row_only, a.op == "gemm"
+    gemm = a.op == "gemm"
     df = training_rows("gemm_half_h200" if gemm else "conv_fwd_half_h200")
     h = heldout_rows(GEMM_HELDOUT if gemm else CONV_HELDOUT)
-    oracle = h.groupby("problem")["median_us"].min()
     X, Xh = tr.compute_features(df, "h200"), _core.features_batch(list(h["problem"]), list(h["config"]), "h200", 0)
-    A, Ah = (context_features(df, X), context_features(h, Xh)) if a.context else (analytic_features(df), analytic_features(h))
-    t4 = first4(h)
-    for seed in a.seeds:
-        for name, (T, H) in {"base": (X, Xh), "+context" if a.context else "+analytic": (np.hstack([X, A]), np.hstack([Xh, Ah]))}.items():
-            if a.skip_base and name == "base":
-                continue
-            b = lgb.train(params(a.op, seed), lgb.Dataset(T, label=df["y_rel"].to_numpy()), num_boost_round=a.rounds)
-            h["s"] = -b.predict(H)
-            e = efficiency_of(h, h["s"].to_numpy(), oracle)
-            r = t4.merge(h[["problem", "config", "s"]], on=["problem", "config"])
-            e4 = efficiency_of(r, r["s"].to_numpy(), oracle)
-            for op in sorted(h["op"].unique()):
-                ps = h.loc[h["op"] == op, "problem"].unique()
-                print(f"seed {seed} {name:10s} {op:16s} {line('measured choice', e.reindex(ps))}   "
-                      f"{line('first 4 re-ranked', e4.reindex(ps).dropna())}", flush=True)
+    A, Ah = (context_features(df, X), context_features(h, Xh)) if a.context else (analytic_features(df, a.row_only), analytic_features(h, a.row_only))
+    compare_extra_columns(a, a.op, df, h, {"base": (X, Xh), "+context" if a.context else "+analytic": (
+        np.hstack([X, A]), np.hstack([Xh, Ah]))}, a.skip_base)
 
 
 def probe_rerank(a) -> None:

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Studies behind the conv vendor choice's data, threshold rule and settings (CPU only; docs/selection.md, "More
+training problems"; results in bench/results/2026-11-26-h200x4-vendor-choice-more/).
+
+  PYTHONPATH=python python3 bench/vendor_choice_study.py curve        # held-out quality on a share of the 800 problems
+  PYTHONPATH=python python3 bench/vendor_choice_study.py thresholds   # CV and held-out per grid threshold, 4,830 problems
+  PYTHONPATH=python python3 bench/vendor_choice_study.py params       # CV score of the threshold rule per LightGBM setting
+
+Every table is the choice against the faster of the two (our fastest measured config, cuDNN's heuristic kernel),
+mean / P10 / time-weighted %. The held-out columns are for the record: nothing here is chosen on them.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import zlib
+
+import numpy as np
+import pandas as pd
+
+from tilepick import _core, records as rec, train
+from tilepick import vendor_choice as vc
+
+GRAPH = "data/sweeps/h200-graph/"
+HELDOUT = GRAPH + "recheck_val.csv.gz+" + GRAPH + "vendor_conv_val.csv.gz"
+# The regressor the 800-problem choice shipped with; `params` compares others against it.
+PARAMS_800 = dict(vc.PARAMS, num_leaves=15, feature_fraction=0.8)
+ROUNDS_800 = 300
+
+
+def training_table(more: bool):
+    """(table, CV groups, features, labels) of the conv training problems with a graph-timed vendor row: the 800 of
+    vendor_conv_train, plus (more) the 4,033 of vendor_conv_train2."""
+    names = ["conv_train_short", "conv_train_20us", "vendor_conv_train"] + (["vendor_conv_train2"] if more else [])
+    t = vc.times_table(sorted(glob.glob("data/sweeps/h200/*_train*.csv.gz")), [GRAPH + n + ".csv.gz" for n in names])
+    t = t[t.op.isin(vc.OPS["conv"]) & (t.problem.map(_core.dtype_family) == "half")].reset_index(drop=True)
+    tags = {}
+    for f in sorted(glob.glob("data/problems/sweep/*_train*.txt")):
+        tags.update(rec.read_problem_tags(f))
+    groups = pd.Series([train.cv_group(p, tags.get(rec.problem_key(p))) for p in t.problem])
+    return t, groups, vc.problem_features(list(t.problem), "h200"), np.log(t.vendor / t.ours).to_numpy()
+
+
+def heldout():
+    ht = vc.heldout_table(HELDOUT)
+    return ht, vc.problem_features(list(ht.problem), "h200")
+
+
+def fmt(tab: dict, keys=("mean", "p10", "time_weighted")) -> str:
+    return " ".join(f"{op[5:]} " + "/".join(f"{100 * tab[op]['choice'][k]:.1f}" for k in keys) for op in vc.OPS["conv"])
+
+
+def use(params: dict, rounds: int) -> None:
+    vc.PARAMS, vc.ROUNDS = params, rounds
+
+
+def curve(a) -> None:
+    use(PARAMS_800, ROUNDS_800)
+    t, groups, X, y = training_table(more=False)
+    ht, hX = heldout()
+    print(len(t), "training problems,", groups.nunique(), "groups; threshold", a.threshold)
+    for frac in (0.5, 0.75, 1.0):
+        res = []
+        for salt in range(3 if frac < 1 else 1):
+            keep = groups.map(lambda g: zlib.crc32(f"{salt}{g}".encode()) % 1000 < frac * 1000).to_numpy()
+            tab = vc.table(ht, vc.fit(X[keep], y[keep], a.threads).predict(hX), a.threshold)
+            res.append([tab[o]["choice"][k] for o in vc.OPS["conv"] for k in ("mean", "time_weighted")])
+        r = 100 * np.mean(res, axis=0)
+        print(f"{frac:.2f} ({keep.sum()} problems): "
+              + "  ".join(f"{o[5:]} {r[2 * i]:.1f}/tw {r[2 * i + 1]:.1f}" for i, o in enumerate(vc.OPS["conv"])))
+
+
+def thresholds(a) -> None:
+    use(PARAMS_800, ROUNDS_800)
+    t, groups, X, y = training_table(more=True)
+    cv = vc.cross_validated(X, y, groups, a.threads)
+    ht, hX = heldout()
+    hp = vc.fit(X, y, a.threads).predict(hX)
+    for th in vc.THRESHOLDS:
+        c = vc.table(t, cv, th)
+        s = np.mean([[c[o]["choice"][k] for k in ("mean", "p10", "time_weighted")] for o in vc.OPS["conv"]], axis=0)
+        print(f"th {th:5}: CV {fmt(c)} | mean of ops: mean {100 * s[0]:.2f} p10 {100 * s[1]:.2f} tw {100 * s[2]:.2f}"
+              f" all three {100 * s.mean():.2f} || held out {fmt(vc.table(ht, hp, th))}")
+
+
+def params(a) -> None:
+    t, groups, X, y = training_table(more=True)
+    ht, hX = heldout()
+    for name, kw, rounds in [("300x15 (800-problem setting)", {}, 300), ("600x15", {}, 600),
+                             ("300x31", dict(num_leaves=31), 300), ("600x31", dict(num_leaves=31), 600),
+                             ("1000x31 lr 0.03", dict(num_leaves=31, learning_rate=0.03), 1000),
+                             ("300x15 min_data 40", dict(min_data_in_leaf=40), 300),
+                             ("600x63", dict(num_leaves=63), 600), ("1200x31", dict(num_leaves=31), 1200),
+                             ("600x31 feature_fraction 0.5", dict(num_leaves=31, feature_fraction=0.5), 600)]:
+        use(dict(PARAMS_800, **kw), rounds)
+        cv = vc.cross_validated(X, y, groups, a.threads)
+        th, grid = vc.best_threshold(t, cv)
+        hp = vc.fit(X, y, a.threads).predict(hX)
+        print(f"{name:30s} threshold {th:5} CV score {100 * grid[str(th)]:.2f} | CV {fmt(vc.table(t, cv, th))} "
+              f"|| held out {fmt(vc.table(ht, hp, th))}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("study", choices=("curve", "thresholds", "params"))
+    ap.add_argument("--threshold", type=float, default=-0.1, help="curve: the 800-problem choice's threshold")
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    {"curve": curve, "thresholds": thresholds, "params": params}[a.study](a)
+
+
+if __name__ == "__main__":
+    main()
