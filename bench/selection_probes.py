@@ -4,6 +4,7 @@
   PYTHONPATH=python python3 bench/selection_probes.py registers [--rounds 800] [--seeds 1 2 3]
   PYTHONPATH=python python3 bench/selection_probes.py rerank [--near 0.7] [--objective reg|rank]
   PYTHONPATH=python python3 bench/selection_probes.py analytic [--op conv|gemm] [--context] [--rounds 800] [--seeds 1 2]
+  PYTHONPATH=python python3 bench/selection_probes.py pairwise [--top 10] [--rounds 600]
   PYTHONPATH=python python3 bench/selection_probes.py gemm-more [--rounds 500]
 
 registers: a conv model with the compiled kernels' real register count (the records' `registers`), the
@@ -15,6 +16,9 @@ rerank: a second model trained only on the near-best rows of every training prob
 analytic: a conv model with the analytic fallback's estimate (src/select/heuristic.cpp: the main loop against
   the load latency its stages hide, the serial split-K chain) as two more features, its log2 TFLOP/s and its
   log2 ratio to the best estimate over the problem's whole legal pool, against the same model without them.
+pairwise: a model of which of two configs of a conv problem is faster (log time ratio from the problem's columns
+  and both configs'), trained on the ordered pairs of each training problem's fastest --top rows, re-ranking the
+  shipped selector's first 4 by a round robin on the CUDA-graph held-out records.
 gemm-more: grouped cross-validation on the GEMM training problems the shipped model was trained on, with
   and without gemm_train_more.csv.gz's problems in the training folds (same folds; test rows old only).
 The models here are quick stand-ins (fixed rounds, learning rate 0.15, one booster), compared with each
@@ -194,6 +198,58 @@ def probe_rerank(a) -> None:
                                         for op in sorted(t4["op"].unique())))
 
 
+def pair_rows(X: np.ndarray, first: np.ndarray, second: np.ndarray, n_head: int) -> np.ndarray:
+    """A pair's row: the problem's columns once, then both configs' columns (first, second)."""
+    return np.hstack([X[first], X[second][:, n_head:]])
+
+
+def probe_pairwise(a) -> None:
+    """A pairwise model (which of two configs of a problem is faster: log(t_first / t_second) from the problem's
+    columns and both configs') re-ranks the shipped selector's first 4 by a round robin, on the CUDA-graph held-out
+    records where all four are measured."""
+    header, df = tr.load_rows([d["file"] for d in json.load(open("models/conv_fwd_half_h200/manifest.json"))["data"]
+                               if "h200-graph" not in d["file"]], glob.glob("data/problems/sweep/*_train*.txt"),
+                              ["data/sweeps/h200-graph/conv_train_short.csv.gz"])
+    df = tr.add_targets(df)
+    df = df.sort_values(["problem", "eff"], ascending=[True, False]).groupby("problem").head(a.top).reset_index(drop=True)
+    X = tr.compute_features(df, "h200")
+    n_head = _core.problem_feature_count()
+    first, second = [], []
+    for idx in df.groupby("problem").indices.values():
+        for i in idx:
+            for j in idx:
+                if i != j:
+                    first.append(i), second.append(j)
+    first, second = np.array(first), np.array(second)
+    t = df["median_us"].to_numpy()
+    P = pair_rows(X, first, second, n_head)
+    print(f"{df['problem'].nunique()} problems, {len(df)} rows (best {a.top} each), {len(P)} ordered pairs", flush=True)
+    b = lgb.train(params("conv", 1), lgb.Dataset(P, label=np.log(t[first] / t[second])), num_boost_round=a.rounds)
+    _, h = rec.read_records(["data/sweeps/h200-graph/recheck_val.csv.gz", "data/sweeps/h200-graph/newmodel_val.csv.gz"])
+    h = h[(~h["is_vendor"]) & (h["status"] == "ok")].groupby(["problem", "config"], as_index=False)["median_us"].min()
+    h = h.assign(op=h["problem"].map(_core.problem_op))
+    h = h[h["op"].str.startswith("conv")].reset_index(drop=True)
+    oracle = h.groupby("problem")["median_us"].min()
+    t4 = first4(h).dropna(subset=["median_us"])
+    t4 = t4[t4.groupby("problem")["config"].transform("size") == 4].reset_index(drop=True)
+    Xh = _core.features_batch(list(t4["problem"]), list(t4["config"]), "h200", 0)
+    pair = np.zeros(len(t4))  # round robin: sum over the other three of log(t_self / t_other), antisymmetrized
+    for idx in t4.groupby("problem").indices.values():
+        for i in idx:
+            for j in idx:
+                if i != j:
+                    f = b.predict(pair_rows(Xh, np.array([i, j]), np.array([j, i]), n_head))
+                    pair[i] += (f[0] - f[1]) / 2
+    t4["pair"] = -pair
+    print(f"{t4['problem'].nunique()} held-out problems with the shipped selector's first 4 measured")
+    for lam in (0, 0.5, 1, 2, None):
+        score = t4["pair"] if lam is None else t4["shipped"] + lam * t4["pair"]
+        e = efficiency_of(t4, score.to_numpy(), oracle)
+        name = "pairwise alone" if lam is None else f"shipped + {lam} x pairwise"
+        print(f"{name:24s}", "  ".join(line(op, e.reindex(t4.loc[t4["op"] == op, "problem"].unique()))
+                                        for op in sorted(t4["op"].unique())), flush=True)
+
+
 def probe_gemm_more(a) -> None:
     df = training_rows("gemm_half_h200", [D + "gemm_train_more.csv.gz"])
     new = df["source"].str.contains("gemm_train_more").to_numpy()
@@ -230,10 +286,14 @@ def main() -> None:
     r.add_argument("--skip-base", action="store_true", help="only the model with the added features")
     r.add_argument("--rounds", type=int, default=800)
     r.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    r = sub.add_parser("pairwise")
+    r.add_argument("--top", type=int, default=10, help="each training problem's fastest rows that form the pairs")
+    r.add_argument("--rounds", type=int, default=600)
+    r.add_argument("--seeds", type=int, nargs="+", default=[1])
     r = sub.add_parser("gemm-more")
     r.add_argument("--rounds", type=int, default=500)
     a = ap.parse_args()
-    {"registers": probe_registers, "analytic": probe_analytic, "rerank": probe_rerank, "gemm-more": probe_gemm_more}[a.probe](a)
+    {"registers": probe_registers, "analytic": probe_analytic, "pairwise": probe_pairwise, "rerank": probe_rerank, "gemm-more": probe_gemm_more}[a.probe](a)
 
 
 if __name__ == "__main__":
