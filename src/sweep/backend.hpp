@@ -20,6 +20,9 @@ namespace tilepick::sweep {
 
 using Beat = std::function<void()>;  // "still alive": call at least once per launch timeout
 
+// A vendor record that BackendOptions::vendor_heuristic_only leaves out.
+inline void mark_not_run(Record& r) { r.status = "unsupported", r.detail = "not run (the heuristic choice alone)"; }
+
 struct BackendOptions {
   std::string kind = "gpu";    // gpu | fake
   int gpu = 0;                 // device ordinal
@@ -32,7 +35,9 @@ struct BackendOptions {
   double graph_mb = 256;
   int graph_launches = 32;
   std::uint64_t seed = 1;      // input values
-  bool vendor_heuristic_only = false;  // a vendor item checks and times the library's heuristic choice alone
+  // A vendor item checks and times the library's heuristic choice alone; its other algorithms and the fastest
+  // record come out mark_not_run.
+  bool vendor_heuristic_only = false;
   // Fake backend: items whose config string contains these substrings crash / hang / come out wrong.
   std::string fake_crash, fake_hang, fake_wrong;
   double fake_pair_ms = 0;     // fake backend: wall time per measured item

@@ -55,8 +55,8 @@ class FakeBackend : public Backend {
       best.median_us = std::min(best.median_us, heur.median_us);
       if (opt_.vendor_heuristic_only) {
         best = Record{};
-        best.config = vendor_best_config(item), best.status = "unsupported";
-        best.detail = "not run (the heuristic choice alone)";
+        best.config = vendor_best_config(item);
+        mark_not_run(best);
       }
       return {heur, best};
     }

@@ -267,7 +267,7 @@ class GpuBackend : public Backend {
       Record& r = per_algo[i];
       r.config = item + ":" + algos[i].name;
       if (opt_.vendor_heuristic_only && static_cast<int>(i) != h) {
-        r.status = "unsupported", r.detail = "not run (the heuristic choice alone)";
+        mark_not_run(r);
         continue;
       }
       try {
@@ -283,7 +283,7 @@ class GpuBackend : public Backend {
     heur.config = item + ":heur";
     heur.detail = algos[h].name + " " + algos[h].detail + (heur.detail.empty() ? "" : "; " + heur.detail);
     if (opt_.vendor_heuristic_only) {
-      best.status = "unsupported", best.detail = "not run (the heuristic choice alone)";
+      mark_not_run(best);
       return {heur, best};
     }
     int b = -1;
