@@ -887,6 +887,11 @@ TEST_F(SelectorTest, EvalCliWritesFilesAndChecksThresholds) {
   auto low = test::run_cli(base + " --min-p10 0.09");
   EXPECT_EQ(low.code, 2);
   EXPECT_NE(low.out.find("gemm: model p10"), std::string::npos) << low.out;
+  // what dispatch runs: P1 alone has a vendor row; our pick (12 us) against the fastest known (ours, 10 us)
+  EXPECT_EQ(test::run_cli(base + " --min-dispatch-mean 0.83 --min-dispatch-p10 0.83").code, 0);
+  auto slow = test::run_cli(base + " --min-dispatch-mean 0.84");
+  EXPECT_EQ(slow.code, 2);
+  EXPECT_NE(slow.out.find("gemm: dispatch mean 0.833333 < 0.840000"), std::string::npos) << slow.out;
   EXPECT_EQ(test::run_cli(base + " --manifest-thresholds").code, 2);  // manifest mean 0.5 > 0.4167
   EXPECT_EQ(test::run_cli(base + " --manifest-thresholds --margin 0.1").code, 0);
   EXPECT_NE(test::run_cli("eval --records " + (dir_ / "missing.csv.gz").string()).code, 0);

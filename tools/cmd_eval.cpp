@@ -29,6 +29,7 @@ struct EvalArgs {
   std::string out;
   std::vector<std::string> problem_files;
   double min_mean = NAN, min_p10 = NAN;
+  double min_dispatch_mean = NAN, min_dispatch_p10 = NAN;  // what dispatch's heuristic strategy runs, per op
   bool manifest_thresholds = false;
   double margin = 0;
   bool no_plot = false;
@@ -101,15 +102,18 @@ void replace_vendor_rows(std::vector<sweep::Record>& records, const std::vector<
 // One failed check per line; "" when all pass.
 std::string check_thresholds(const EvalArgs& a, const eval::EvalReport& r, const Selector& selector) {
   std::string failures;
-  auto check = [&](const std::string& group, const char* what, double value, double limit) {
+  auto check = [&](const std::string& group, const std::string& what, double value, double limit) {
     if (std::isnan(limit)) return;
     if (!(value >= limit))
-      failures += "  " + group + ": model " + what + " " + std::to_string(value) + " < " + std::to_string(limit) + "\n";
+      failures += "  " + group + ": " + what + " " + std::to_string(value) + " < " + std::to_string(limit) + "\n";
   };
   for (const auto& g : r.groups) {
     if (g.name.find(' ') != std::string::npos || g.name.rfind("source=", 0) == 0 || g.name == "all") continue;
-    check(g.name, "mean", g.model.mean, a.min_mean);
-    check(g.name, "p10", g.model.p10, a.min_p10);
+    check(g.name, "model mean", g.model.mean, a.min_mean);
+    check(g.name, "model p10", g.model.p10, a.min_p10);
+    if (g.dispatch.count == 0) continue;  // no problem with both our pick and a vendor heuristic row measured
+    check(g.name, "dispatch mean", g.dispatch.mean, a.min_dispatch_mean);
+    check(g.name, "dispatch p10", g.dispatch.p10, a.min_dispatch_p10);
   }
   if (!a.manifest_thresholds) return failures;
   for (const auto& m : selector.models()) {
@@ -136,7 +140,7 @@ std::string check_thresholds(const EvalArgs& a, const eval::EvalReport& r, const
                                                      {"min", g->model.min},   {"top1", g->model.top1},
                                                      {"top5", g->model.top5}};
     for (const auto& [key, value] : stats)
-      if (t.contains(key) && t[key].is_number()) check(group, key, value, t[key].get<double>() - a.margin);
+      if (t.contains(key) && t[key].is_number()) check(group, std::string("model ") + key, value, t[key].get<double>() - a.margin);
   }
   return failures;
 }
@@ -239,6 +243,10 @@ void add_eval_commands(CLI::App& app) {
       ->expected(1, -1);
   cmd->add_option("--min-mean", args->min_mean, "exit 2 when an op's mean model efficiency is below this");
   cmd->add_option("--min-p10", args->min_p10, "exit 2 when an op's P10 model efficiency is below this");
+  cmd->add_option("--min-dispatch-mean", args->min_dispatch_mean,
+                  "exit 2 when the mean efficiency of what dispatch's heuristic strategy runs (vs the fastest kernel "
+                  "measured, ours or the vendor's) is below this for an op");
+  cmd->add_option("--min-dispatch-p10", args->min_dispatch_p10, "the same for its P10");
   cmd->add_flag("--manifest-thresholds", args->manifest_thresholds,
                 "also check each model's manifest.json \"eval\" numbers (\"serves_eval\".<arch> for an arch it "
                 "serves) on the problems it chose for; a model that chose without them fails");
