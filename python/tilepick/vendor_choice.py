@@ -20,7 +20,7 @@ every model folder of the family and arch: feature_spec.json "vendor_choice" {mo
 selector, include/tilepick/selector.hpp) and manifest.json "vendor_choice" (data, parameters, CV, held-out).
 
   PYTHONPATH=python python3 -m tilepick.vendor_choice --family conv --arch h200 \\
-      --remeasured data/sweeps/h200-graph/{conv_train_short,conv_train_20us,vendor_conv_train}.csv.gz \\
+      --remeasured data/sweeps/h200-graph/{conv_train_short,conv_train_20us,vendor_conv_train,vendor_conv_train2}.csv.gz \\
       --heldout data/sweeps/h200-graph/recheck_val.csv.gz+data/sweeps/h200-graph/vendor_conv_val.csv.gz --out models
       [--dry-run]
 """
@@ -215,7 +215,7 @@ def main(argv=None) -> int:
                     help="training record files with vendor heuristic rows (default: data/sweeps/<arch>/*_train*.csv.gz)")
     ap.add_argument("--remeasured", nargs="*", default=[],
                     help="record files that re-measure training problems with CUDA graphs (data/sweeps/<arch>-graph/: "
-                         "conv_train_*, vendor_conv_train): a problem's tilepick or vendor time found there replaces the "
+                         "conv_train_*, vendor_conv_train*): a problem's tilepick or vendor time found there replaces the "
                          "one of --records")
     ap.add_argument("--problems-file", nargs="*", default=None,
                     help="problem files whose tags group the CV folds (default: data/problems/sweep/*_train*.txt)")
