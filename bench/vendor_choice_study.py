@@ -16,9 +16,7 @@ import glob
 import zlib
 
 import numpy as np
-import pandas as pd
 
-from tilepick import _core, records as rec, train
 from tilepick import vendor_choice as vc
 
 GRAPH = "data/sweeps/h200-graph/"
@@ -29,16 +27,11 @@ ROUNDS_800 = 300
 
 
 def training_table(more: bool):
-    """(table, CV groups, features, labels) of the conv training problems with a graph-timed vendor row: the 800 of
+    """vendor_choice.training_table of the conv problems with a graph-timed vendor row: the 800 of
     vendor_conv_train, plus (more) the 4,033 of vendor_conv_train2."""
     names = ["conv_train_short", "conv_train_20us", "vendor_conv_train"] + (["vendor_conv_train2"] if more else [])
-    t = vc.times_table(sorted(glob.glob("data/sweeps/h200/*_train*.csv.gz")), [GRAPH + n + ".csv.gz" for n in names])
-    t = t[t.op.isin(vc.OPS["conv"]) & (t.problem.map(_core.dtype_family) == "half")].reset_index(drop=True)
-    tags = {}
-    for f in sorted(glob.glob("data/problems/sweep/*_train*.txt")):
-        tags.update(rec.read_problem_tags(f))
-    groups = pd.Series([train.cv_group(p, tags.get(rec.problem_key(p))) for p in t.problem])
-    return t, groups, vc.problem_features(list(t.problem), "h200"), np.log(t.vendor / t.ours).to_numpy()
+    return vc.training_table(sorted(glob.glob("data/sweeps/h200/*_train*.csv.gz")), [GRAPH + n + ".csv.gz" for n in names],
+                             "conv", "h200", sorted(glob.glob("data/problems/sweep/*_train*.txt")))
 
 
 def heldout():
@@ -78,7 +71,7 @@ def thresholds(a) -> None:
     hp = vc.fit(X, y, a.threads).predict(hX)
     for th in vc.THRESHOLDS:
         c = vc.table(t, cv, th)
-        s = np.mean([[c[o]["choice"][k] for k in ("mean", "p10", "time_weighted")] for o in vc.OPS["conv"]], axis=0)
+        s = np.mean([[c[o]["choice"][k] for k in vc.CRITERIA] for o in vc.OPS["conv"]], axis=0)
         print(f"th {th:5}: CV {fmt(c)} | mean of ops: mean {100 * s[0]:.2f} p10 {100 * s[1]:.2f} tw {100 * s[2]:.2f}"
               f" all three {100 * s.mean():.2f} || held out {fmt(vc.table(ht, hp, th))}")
 

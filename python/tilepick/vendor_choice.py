@@ -89,6 +89,20 @@ def times_table(files: list[str], remeasured: list[str] | None = None) -> pd.Dat
     return t
 
 
+def training_table(files: list[str], remeasured: list[str], family: str, arch: str, problem_files: list[str]):
+    """(table, CV groups, feature rows, labels) of the family's half-dtype training problems that have both times:
+    times_table's columns, grouped by whole network / shape (train.cv_group), labels ln(vendor / ours)."""
+    from tilepick import _core
+
+    tags = {}
+    for f in problem_files:
+        tags.update(rec.read_problem_tags(f))
+    t = times_table(files, remeasured)
+    t = t[t.op.isin(OPS[family]) & (t.problem.map(_core.dtype_family) == "half")].reset_index(drop=True)
+    groups = pd.Series([train.cv_group(p, tags.get(rec.problem_key(p))) for p in t.problem])
+    return t, groups, problem_features(list(t.problem), arch), np.log(t.vendor / t.ours).to_numpy()
+
+
 def heldout_table(path: str) -> pd.DataFrame:
     """A `tilepick eval --out` folder (its whole-pool first choice, where measured), a record file, or record files
     joined by '+' (A+B: B re-measures A as --remeasured does, e.g. B holds cuDNN's graph-API rows of A's problems)."""
@@ -158,12 +172,17 @@ def cross_validated(X: np.ndarray, y: np.ndarray, groups: pd.Series, threads: in
 CRITERIA = ("mean", "p10", "time_weighted")
 
 
+def criterion(s: dict) -> float:
+    """The mean of a scores() dict's CRITERIA."""
+    return float(np.mean([s[k] for k in CRITERIA]))
+
+
 def best_threshold(t: pd.DataFrame, pred: np.ndarray) -> tuple[float, dict]:
-    """The grid threshold with the best mean over ops and CRITERIA of the choice's efficiency (ties: the lower one)."""
+    """The grid threshold with the best mean over ops of the choice's criterion (ties: the lower one)."""
     grid = {}
     for th in THRESHOLDS:
         per_op = table(t, pred, th)
-        grid[th] = float(np.mean([[v["choice"][k] for k in CRITERIA] for v in per_op.values()]))
+        grid[th] = float(np.mean([criterion(v["choice"]) for v in per_op.values()]))
     best = max(THRESHOLDS, key=lambda th: (round(grid[th], 6), -th))
     return best, {str(th): v for th, v in grid.items()}
 
@@ -232,18 +251,11 @@ def main(argv=None) -> int:
     if len(a.heldout_arch) not in (0, len(a.heldout)):
         ap.error("--heldout-arch needs one arch per --heldout item")
     problem_files = a.problems_file if a.problems_file is not None else sorted(glob.glob("data/problems/sweep/*_train*.txt"))
-    tags = {}
-    for f in problem_files:
-        tags.update(rec.read_problem_tags(f))
-
     if any("_val" in Path(f).name for f in a.remeasured):
         ap.error("--remeasured records must not be held-out files (*_val*)")
-    t = times_table(files, a.remeasured)
-    t = t[t.op.isin(OPS[a.family]) & (t.problem.map(_core.dtype_family) == "half")].reset_index(drop=True)
+    t, groups, X, y = training_table(files, a.remeasured, a.family, a.arch, problem_files)
     if len(t) < 50:
         ap.error(f"only {len(t)} training problems of family {a.family} with a vendor heuristic record")
-    groups = pd.Series([train.cv_group(p, tags.get(rec.problem_key(p))) for p in t.problem])
-    X, y = problem_features(list(t.problem), a.arch), np.log(t.vendor / t.ours).to_numpy()
     print(f"  {int(t.vendor_failed.sum())} problems whose vendor heuristic failed the output check: vendor {UNUSABLE:g}x ours")
     print(f"training: {len(t)} problems ({groups.nunique()} CV groups) from {len(files)} record files")
     cv_pred = cross_validated(X, y, groups, a.threads)

@@ -146,8 +146,5 @@ def test_shipped_conv_choice_holds_its_held_out_numbers(op, heldout, arch):
     assert s["mean"] >= recorded["choice"]["mean"] - 0.005
     # better than either alone on what its threshold is chosen for (vc.CRITERIA); on bwd_data its time-weighted
     # efficiency is below cuDNN's alone (one 3-D stem weighs 16% of the op's time, docs/selection.md)
-    def criterion(x):
-        return np.mean([x[k] for k in vc.CRITERIA])
-
-    assert criterion(s) > max(criterion(recorded["tilepick"]), criterion(recorded["vendor"])) + 0.03
+    assert vc.criterion(s) > max(vc.criterion(recorded["tilepick"]), vc.criterion(recorded["vendor"])) + 0.03
     assert s["p10"] >= recorded["choice"]["p10"] - 0.005
