@@ -2,7 +2,9 @@
 """Where a tilepick.torch training step spends its time, per vendor mode (GPU, bf16).
 
 For each model of bench/torch_e2e.py and each vendor mode (auto: dispatch's vendor decisions, off: the
-model's pick everywhere, only: the vendor everywhere) plus plain torch, after warm-up:
+model's pick everywhere, only: the vendor everywhere; race: vendor auto with the race strategy, which times the
+model's pick against the vendor's heuristic kernel on first use of each shape) plus plain torch, after the first
+step (its time, planning included, is reported) and warm-up:
   - the step time (CUDA events, median of --repeats), and the same step captured once as a CUDA graph and
     replayed (GPU time without the host's per-call overhead; its output is compared with an eager step's);
   - host time in tilepick.torch's run calls per step (from the plan lookup on), split into vendor and
@@ -11,7 +13,7 @@ model's pick everywhere, only: the vendor everywhere) plus plain torch, after wa
     is busy (union of kernel intervals), kernel time by library, and the CUDA API calls by total time.
 Writes <out>/profile.json and <out>/profile.md.
 
-  python3 bench/torch_profile.py --out /tmp/prof [--models resnet50,convnext_t] [--modes torch,auto,off,only]
+  python3 bench/torch_profile.py --out /tmp/prof [--models resnet50,convnext_t] [--modes torch,auto,off,only,race]
 """
 import argparse
 import copy
@@ -130,15 +132,18 @@ def graphed(model, x, loss_fn, args):
 
 def run_mode(name, s, mode, args, timer):
     model, x, loss_fn = e2e.build(name, s)
-    if mode != "torch":
+    if mode != "torch":  # race: vendor auto with the race strategy
         tpt.swap_modules(model)
-        tpt.set_strategy("heuristic")
-        tpt.set_vendor(mode)
+        tpt.set_strategy("race" if mode == "race" else "heuristic")
+        tpt.set_vendor("auto" if mode == "race" else mode)
 
     def fn():
         e2e.step(model, x, loss_fn)
 
+    t0 = time.perf_counter()
     fn()  # plans every shape
+    torch.cuda.synchronize()
+    first_step_s = time.perf_counter() - t0
     times = e2e.time_steps(model, x, loss_fn, args.warmup, args.repeats)
     timer.calls.clear(), timer.seconds.clear()
     timer.on = True
@@ -155,27 +160,29 @@ def run_mode(name, s, mode, args, timer):
     torch.cuda.synchronize()
     wall = (time.perf_counter() - t0) / args.repeats * 1e3
     row = {"step_ms": times["median_ms"], "step_min_ms": times["min_ms"], "wall_ms_per_step": wall,
+           "first_step_s": first_step_s,
            "plan_run_host": host, **profiled(fn, args.profiled)}
     try:
         row["graphed_step_ms"], row["graphed_output_rel_diff"] = graphed(model, x, loss_fn, args)
     except Exception as ex:  # noqa: BLE001  (a step that cannot be captured is reported, not fatal)
         row["graphed_error"] = f"{type(ex).__name__}: {ex}"[:300]
     tpt.set_vendor(None)
+    tpt.set_strategy("heuristic")
     return row
 
 
 def markdown(result):
     lines = [f"# tilepick.torch step profile ({result['environment']['date']})", "",
              " | ".join(f"{k} {v}" for k, v in result["environment"].items()), "",
-             "| model | mode | step ms | CUDA-graph step ms | kernel ms | GPU busy | kernels | "
-             "Plan.run host us/call (vendor; tilepick) |", "|---|---|---|---|---|---|---|---|"]
+             "| model | mode | first step s | step ms | CUDA-graph step ms | kernel ms | GPU busy | kernels | "
+             "Plan.run host us/call (vendor; tilepick) |", "|---|---|---|---|---|---|---|---|---|"]
     for name, modes in result["models"].items():
         for mode, r in modes.items():
             h = r["plan_run_host"]
             cell = "; ".join(f"{h[k]['us_per_call']:.1f} x{h[k]['calls_per_step']:.0f}" if k in h else "-"
                              for k in ("vendor", "tilepick"))
             gr = f"{r['graphed_step_ms']:.2f}" if "graphed_step_ms" in r else r.get("graphed_error", "-")
-            lines.append(f"| {name} | {mode} | {r['step_ms']:.2f} | {gr} | {r['kernel_us_per_step'] / 1e3:.2f} | "
+            lines.append(f"| {name} | {mode} | {r.get('first_step_s', float('nan')):.1f} | {r['step_ms']:.2f} | {gr} | {r['kernel_us_per_step'] / 1e3:.2f} | "
                          f"{r['gpu_busy_share']:.0%} | {r['kernels_per_step']:.0f} | {cell} |")
     for name, modes in result["models"].items():
         for mode, r in modes.items():

@@ -186,6 +186,8 @@ TEST(DispatchOffline, FixedConfigsAndOptionErrors) {
             std::string::npos);
   EXPECT_NE(error_of([&] { d.plan(p, offline(Strategy::top_k)); }, Status::invalid_argument).find("cannot plan offline"),
             std::string::npos);
+  EXPECT_NE(error_of([&] { d.plan(p, offline(Strategy::race)); }, Status::invalid_argument).find("strategy race times"),
+            std::string::npos);
   PlanOptions bad_k = offline(Strategy::top_k);
   bad_k.offline_arch.clear();
   bad_k.k = 0;
@@ -249,7 +251,7 @@ TEST(DispatchOffline, Applicability) {
 }
 
 TEST(DispatchStrings, StrategyAndVendorNamesRoundTrip) {
-  for (Strategy s : {Strategy::heuristic, Strategy::top_k, Strategy::exhaustive, Strategy::fixed})
+  for (Strategy s : {Strategy::heuristic, Strategy::top_k, Strategy::exhaustive, Strategy::fixed, Strategy::race})
     EXPECT_EQ(parse_strategy(to_string(s)), s);
   for (VendorMode v : {VendorMode::off, VendorMode::automatic, VendorMode::only})
     EXPECT_EQ(parse_vendor_mode(to_string(v)), v);

@@ -817,6 +817,13 @@ TEST_F(SelectorTest, EvalScoresWhatDispatchHeuristicRunsAgainstTheFastestKnownKe
   EXPECT_DOUBLE_EQ(g->vendor_alone.mean, 8.0 / 9 / 2);
   EXPECT_DOUBLE_EQ(g->vendor_alone.time_weighted, 0);
   EXPECT_DOUBLE_EQ(g->dispatch_vendor_share, 0);
+  // race: the faster of our first choice and the vendor's heuristic kernel that passed (P1 9, P2 10).
+  EXPECT_DOUBLE_EQ(p1.race_us, 9);
+  EXPECT_DOUBLE_EQ(ours.problems[1].race_us, 10);
+  EXPECT_EQ(g->race.count, 2u);
+  EXPECT_EQ(g->race.failed, 0u);
+  EXPECT_DOUBLE_EQ(g->race.mean, (8.0 / 9 + 1) / 2);
+  EXPECT_DOUBLE_EQ(g->race.time_weighted, (8.0 + 10) / (9 + 10));
 
   nlohmann::json spec = spec_json();
   spec["vendor_first"] = true;
@@ -839,17 +846,20 @@ TEST_F(SelectorTest, EvalScoresWhatDispatchHeuristicRunsAgainstTheFastestKnownKe
   EXPECT_DOUBLE_EQ(v->dispatch.min, 0);
   EXPECT_DOUBLE_EQ(v->dispatch.time_weighted, 0);
   EXPECT_DOUBLE_EQ(v->dispatch_vendor_share, 1);
+  same(v->race, g->race);  // the race times both sides whatever the heuristic would run
 
   const auto j = eval::to_json(vendor)["groups"][0];
   EXPECT_EQ(j["dispatch"]["count"], 2);
   EXPECT_EQ(j["dispatch_vendor_share"], 1.0);
   EXPECT_TRUE(j.contains("ours_alone") && j.contains("vendor_alone"));
+  EXPECT_EQ(j["race"]["count"], 2);
   const std::string csv = eval::to_csv(vendor);
-  EXPECT_NE(csv.find(",own_vendor_first,own_vendor_chosen,best_known_us,dispatch_us,dispatch_efficiency\n"),
+  EXPECT_NE(csv.find(",own_vendor_first,own_vendor_chosen,best_known_us,dispatch_us,dispatch_efficiency,race_us,"
+                     "race_efficiency\n"),
             std::string::npos);
-  EXPECT_NE(csv.find(",1,0,8.0000,9.0000,0.888889\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",1,0,10.0000,,0.000000\n"), std::string::npos) << csv;  // failed: 0
-  EXPECT_NE(csv.find(",1,0,5.0000,,\n"), std::string::npos) << csv;           // undefined: empty
+  EXPECT_NE(csv.find(",1,0,8.0000,9.0000,0.888889,9.0000,0.888889\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",1,0,10.0000,,0.000000,10.0000,1.000000\n"), std::string::npos) << csv;  // failed: 0
+  EXPECT_NE(csv.find(",1,0,5.0000,,,,\n"), std::string::npos) << csv;                        // undefined: empty
   EXPECT_NE(eval::format_table(vendor).find("what dispatch's heuristic strategy runs"), std::string::npos);
 }
 
@@ -892,6 +902,11 @@ TEST_F(SelectorTest, EvalCliWritesFilesAndChecksThresholds) {
   auto slow = test::run_cli(base + " --min-dispatch-mean 0.84");
   EXPECT_EQ(slow.code, 2);
   EXPECT_NE(slow.out.find("gemm: dispatch mean 0.833333 < 0.840000"), std::string::npos) << slow.out;
+  // race: the faster of our pick (12 us) and cuBLASLt's heuristic kernel (11 us)
+  EXPECT_EQ(test::run_cli(base + " --min-race-mean 0.909 --min-race-p10 0.909").code, 0);
+  auto slow_race = test::run_cli(base + " --min-race-p10 0.91");
+  EXPECT_EQ(slow_race.code, 2);
+  EXPECT_NE(slow_race.out.find("gemm: race p10 0.909091 < 0.910000"), std::string::npos) << slow_race.out;
   EXPECT_EQ(test::run_cli(base + " --manifest-thresholds").code, 2);  // manifest mean 0.5 > 0.4167
   EXPECT_EQ(test::run_cli(base + " --manifest-thresholds --margin 0.1").code, 0);
   EXPECT_NE(test::run_cli("eval --records " + (dir_ / "missing.csv.gz").string()).code, 0);

@@ -30,6 +30,7 @@ struct EvalArgs {
   std::vector<std::string> problem_files;
   double min_mean = NAN, min_p10 = NAN;
   double min_dispatch_mean = NAN, min_dispatch_p10 = NAN;  // what dispatch's heuristic strategy runs, per op
+  double min_race_mean = NAN, min_race_p10 = NAN;          // what its race strategy runs, per op
   bool manifest_thresholds = false;
   double margin = 0;
   bool no_plot = false;
@@ -114,6 +115,8 @@ std::string check_thresholds(const EvalArgs& a, const eval::EvalReport& r, const
     if (g.dispatch.count == 0) continue;  // no problem with both our pick and a vendor heuristic row measured
     check(g.name, "dispatch mean", g.dispatch.mean, a.min_dispatch_mean);
     check(g.name, "dispatch p10", g.dispatch.p10, a.min_dispatch_p10);
+    check(g.name, "race mean", g.race.mean, a.min_race_mean);
+    check(g.name, "race p10", g.race.p10, a.min_race_p10);
   }
   if (!a.manifest_thresholds) return failures;
   for (const auto& m : selector.models()) {
@@ -247,6 +250,10 @@ void add_eval_commands(CLI::App& app) {
                   "exit 2 when the mean efficiency of what dispatch's heuristic strategy runs (vs the fastest kernel "
                   "measured, ours or the vendor's) is below this for an op");
   cmd->add_option("--min-dispatch-p10", args->min_dispatch_p10, "the same for its P10");
+  cmd->add_option("--min-race-mean", args->min_race_mean,
+                  "the same for what dispatch's race strategy runs (the faster of the first choice and the vendor's "
+                  "heuristic kernel)");
+  cmd->add_option("--min-race-p10", args->min_race_p10, "the same for its P10");
   cmd->add_flag("--manifest-thresholds", args->manifest_thresholds,
                 "also check each model's manifest.json \"eval\" numbers (\"serves_eval\".<arch> for an arch it "
                 "serves) on the problems it chose for; a model that chose without them fails");

@@ -32,7 +32,7 @@ struct PlanArgs {
 PlanOptions options(const PlanArgs& a) {
   PlanOptions o;
   auto s = parse_strategy(a.strategy);
-  if (!s) throw InvalidArgument("--strategy '" + a.strategy + "' is not one of heuristic, top_k, exhaustive, fixed");
+  if (!s) throw InvalidArgument("--strategy '" + a.strategy + "' is not one of heuristic, top_k, exhaustive, fixed, race");
   o.strategy = *s;
   o.k = a.k;
   o.config = a.config;
@@ -179,7 +179,7 @@ int run_run(const PlanArgs& a) {
 void add_common(CLI::App* cmd, PlanArgs& a) {
   cmd->add_option("-p,--problem", a.problems, "problem string (repeatable)");
   cmd->add_option("-f,--file", a.file, "problem file");
-  cmd->add_option("--strategy", a.strategy, "heuristic | top_k | exhaustive | fixed")->capture_default_str();
+  cmd->add_option("--strategy", a.strategy, "heuristic | top_k | exhaustive | fixed | race (the model's top-1 against the vendor's heuristic kernel, timed)")->capture_default_str();
   cmd->add_option("-k", a.k, "top_k: candidates timed")->capture_default_str();
   cmd->add_option("--config", a.config, "fixed: a config string or a vendor algorithm (cublaslt:algo0)");
   cmd->add_option("--vendor", a.vendor, "off | auto | only (default: TILEPICK_VENDOR, else auto)");

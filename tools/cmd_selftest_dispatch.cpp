@@ -81,7 +81,7 @@ void strategies(Dispatcher& d, int dev) {
     const Problem p = parse_problem(text);
     Data data(p, dev);
     for (auto [strategy, vendor] : {std::pair{Strategy::heuristic, VendorMode::off}, {Strategy::heuristic, VendorMode::only},
-                                    {Strategy::top_k, VendorMode::automatic}}) {
+                                    {Strategy::top_k, VendorMode::automatic}, {Strategy::race, VendorMode::automatic}}) {
       PlanOptions o;
       o.strategy = strategy, o.vendor = vendor, o.k = 3;
       const std::string what = std::string(text) + " [" + std::string(to_string(strategy)) + ", vendor " +
@@ -100,6 +100,14 @@ void strategies(Dispatcher& d, int dev) {
           fine = ok && !c.empty() && c.front().kernel == plan->info().kernel && has_vendor;
           for (const auto& x : c) fine = fine && (x.time_us < 0 || x.time_us >= c.front().time_us);
           detail += "; " + std::to_string(c.size()) + " timed, best " + std::to_string(c.front().time_us) + " us";
+        }
+        if (strategy == Strategy::race) {  // the faster of the first choice and the vendor's kernel, where both ran
+          const auto& c = plan->info().candidates;
+          const bool raced = !c.empty() && c.front().time_us >= 0;
+          fine = ok && (!raced || (c.size() <= 2 && plan->info().vendor == c.front().vendor));
+          for (const auto& x : c) fine = fine && (x.time_us < 0 || !raced || x.time_us >= c.front().time_us);
+          detail += raced ? "; raced " + std::to_string(c.size()) + ", best " + std::to_string(c.front().time_us) + " us"
+                          : "; not raced (no vendor kernel for it)";
         }
         report(fine, what, detail);
       } catch (const Error& e) {

@@ -38,6 +38,7 @@ enum class Strategy : std::uint8_t {
   top_k,       // time the model's best k on the device on first use, keep the fastest
   exhaustive,  // time every legal candidate
   fixed,       // PlanOptions::config names the kernel
+  race,        // time the model's top-1 against the vendor's heuristic kernel on first use, keep the faster
 };
 std::string_view to_string(Strategy s);
 std::optional<Strategy> parse_strategy(std::string_view s);

@@ -49,10 +49,11 @@ _warned = set()
 
 
 def set_strategy(strategy: str, k: Optional[int] = None) -> None:
-    """heuristic (the model's top-1) or top_k (time the model's best k on first use of a shape);
+    """heuristic (the model's top-1), race (time the model's top-1 against the vendor's heuristic kernel on
+    first use of a shape, keep the faster) or top_k (time the model's best k and the vendor's kernels);
     exhaustive times every legal kernel. Applies to plans made from now on."""
-    if strategy not in ("heuristic", "top_k", "exhaustive"):
-        raise ValueError(f"set_strategy: '{strategy}' is not one of heuristic, top_k, exhaustive")
+    if strategy not in ("heuristic", "race", "top_k", "exhaustive"):
+        raise ValueError(f"set_strategy: '{strategy}' is not one of heuristic, race, top_k, exhaustive")
     if k is not None and k < 1:
         raise ValueError(f"set_strategy: k must be >= 1, got {k}")
     _settings.strategy = strategy

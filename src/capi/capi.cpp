@@ -87,9 +87,10 @@ tilepick::PlanOptions to_options(const tp_plan_options* o) {
     case tp_strategy_top_k: out.strategy = tilepick::Strategy::top_k; break;
     case tp_strategy_exhaustive: out.strategy = tilepick::Strategy::exhaustive; break;
     case tp_strategy_fixed: out.strategy = tilepick::Strategy::fixed; break;
+    case tp_strategy_race: out.strategy = tilepick::Strategy::race; break;
     default:
       throw tilepick::InvalidArgument("options.strategy " + std::to_string(static_cast<int>(o->strategy)) +
-                                      " is not a tp_strategy (heuristic 0, top_k 1, exhaustive 2, fixed 3)");
+                                      " is not a tp_strategy (heuristic 0, top_k 1, exhaustive 2, fixed 3, race 4)");
   }
   switch (static_cast<int>(o->vendor)) {
     case tp_vendor_default: break;

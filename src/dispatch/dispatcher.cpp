@@ -85,7 +85,8 @@ void check_options(const PlanOptions& opt) {
   if (opt.strategy != Strategy::fixed && !opt.config.empty())
     throw InvalidArgument("PlanOptions::config is only used by strategy fixed, not " +
                           std::string(to_string(opt.strategy)));
-  if (!opt.offline_arch.empty() && (opt.strategy == Strategy::top_k || opt.strategy == Strategy::exhaustive))
+  if (!opt.offline_arch.empty() &&
+      (opt.strategy == Strategy::top_k || opt.strategy == Strategy::exhaustive || opt.strategy == Strategy::race))
     throw InvalidArgument("strategy " + std::string(to_string(opt.strategy)) +
                           " times kernels on a GPU and cannot plan offline (offline_arch '" + opt.offline_arch + "')");
 }
@@ -114,7 +115,9 @@ struct Dispatcher::State {
                                     const std::string& model_version, const PlanCacheEntry* entry);
   void finish_runnable(Plan::Impl& im, const Target& t, const std::string& kernel, bool vendor);
   std::vector<Candidate> time_candidates(const Problem& p, const Target& t, const std::vector<std::string>& configs,
-                                         bool with_vendor);
+                                         bool with_vendor, bool vendor_heuristic_only);
+  std::vector<Candidate> fastest_first(const Problem& p, const Target& t, const std::vector<std::string>& configs,
+                                       bool with_vendor, bool vendor_heuristic_only, const PlanInfo& info);
   std::string vendor_heuristic_failure(const Problem& p, const Target& t);
 };
 
@@ -133,7 +136,8 @@ Target Dispatcher::State::target(const PlanOptions& opt) {
 }
 
 std::vector<Candidate> Dispatcher::State::time_candidates(const Problem& p, const Target& t,
-                                                          const std::vector<std::string>& configs, bool with_vendor) {
+                                                          const std::vector<std::string>& configs, bool with_vendor,
+                                                          bool vendor_heuristic_only) {
   std::vector<KernelSource> srcs;
   for (const auto& c : configs)
     for (auto& k : make_plan(p, parse_config(c)).kernels) srcs.push_back(std::move(k));
@@ -143,6 +147,7 @@ std::vector<Candidate> Dispatcher::State::time_candidates(const Problem& p, cons
   bo.gpu = t.device;
   bo.min_timed_ms = 2, bo.min_reps = 3, bo.max_reps = 20, bo.prune = 3;
   bo.graph_mb = 64;  // operand copies for graph timing of small problems: at most 64 MiB on the user's GPU
+  bo.vendor_heuristic_only = vendor_heuristic_only;
   auto backend = sweep::make_gpu_backend(bo);
   const sweep::Beat beat = [] {};
   backend->begin_problem(p, beat);
@@ -153,7 +158,8 @@ std::vector<Candidate> Dispatcher::State::time_candidates(const Problem& p, cons
     if (backend->must_restart()) throw Error(Status::cuda_error, "timing " + c + " left the device unusable: " + r.detail);
   }
   if (with_vendor) {
-    // The vendor's heuristic choice and its best algorithm (records :heur and :best/:exhaustive).
+    // The vendor's heuristic choice and (unless vendor_heuristic_only) its best algorithm (records :heur and
+    // :best/:exhaustive; a record that did not run or failed its output check is left out).
     for (const auto& r : backend->measure("vendor=" + vendor_lib(p), beat)) {
       if (r.status != "ok") continue;
       const std::string algo = r.detail.substr(0, r.detail.find(' '));
@@ -164,6 +170,30 @@ std::vector<Candidate> Dispatcher::State::time_candidates(const Problem& p, cons
   }
   backend->end_problem();
   return out;
+}
+
+// The candidates timed on the device (model scores kept beside the times), fastest first; an error when none passed
+// its output check.
+std::vector<Candidate> Dispatcher::State::fastest_first(const Problem& p, const Target& t,
+                                                        const std::vector<std::string>& configs, bool with_vendor,
+                                                        bool vendor_heuristic_only, const PlanInfo& info) {
+  if (configs.empty() && !with_vendor)
+    throw Unsupported("no candidate to time for '" + info.problem + "' on " + t.arch.name);
+  std::vector<Candidate> timed;
+  {
+    DeviceScope scope(t.device);
+    timed = time_candidates(p, t, configs, with_vendor, vendor_heuristic_only);
+  }
+  for (auto& c : timed)
+    for (const auto& s : info.candidates)
+      if (s.kernel == c.kernel) c.score = s.score;
+  std::stable_sort(timed.begin(), timed.end(), [](const Candidate& a, const Candidate& b) {
+    if ((a.time_us >= 0) != (b.time_us >= 0)) return a.time_us >= 0;
+    return a.time_us < b.time_us;
+  });
+  if (timed.empty() || timed.front().time_us < 0)
+    throw Error(Status::cuda_error, "no candidate for '" + info.problem + "' passed the output check");
+  return timed;
 }
 
 // "" when the vendor's heuristic kernel matches the fp64 GPU reference on random inputs (one run, as a sweep checks
@@ -266,7 +296,9 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
 
   std::string kernel, vendor_note;
   bool vendor = false;
-  switch (opt.strategy) {
+  // race with nothing to race (vendor only, or no vendor for the problem) is the untimed heuristic strategy
+  const bool race = opt.strategy == Strategy::race && mode == VendorMode::automatic && vendor_ok && vendor_can(p);
+  switch (opt.strategy == Strategy::race && !race ? Strategy::heuristic : opt.strategy) {
     case Strategy::fixed:
       kernel = opt.config, vendor = is_vendor_kernel(opt.config);
       if (vendor && mode == VendorMode::off)
@@ -314,25 +346,15 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
     case Strategy::exhaustive: {
       std::vector<std::string> configs;
       for (const auto& c : info.candidates) configs.push_back(c.kernel);
-      const bool with_vendor = vendor_ok && vendor_can(p);
-      if (configs.empty() && !with_vendor)
-        throw Unsupported("no candidate to time for '" + info.problem + "' on " + t.arch.name);
-      std::vector<Candidate> timed;
-      {
-        DeviceScope scope(t.device);
-        timed = time_candidates(p, t, configs, with_vendor);
-      }
-      for (auto& c : timed)  // keep the model scores next to the times
-        for (const auto& s : info.candidates)
-          if (s.kernel == c.kernel) c.score = s.score;
-      std::stable_sort(timed.begin(), timed.end(), [](const Candidate& a, const Candidate& b) {
-        if ((a.time_us >= 0) != (b.time_us >= 0)) return a.time_us >= 0;
-        return a.time_us < b.time_us;
-      });
-      if (timed.empty() || timed.front().time_us < 0)
-        throw Error(Status::cuda_error, "no candidate for '" + info.problem + "' passed the output check");
-      info.candidates = timed;
-      kernel = timed.front().kernel, vendor = timed.front().vendor;
+      info.candidates = fastest_first(p, t, configs, vendor_ok && vendor_can(p), false, info);
+      kernel = info.candidates.front().kernel, vendor = info.candidates.front().vendor;
+      break;
+    }
+    case Strategy::race: {  // the model's first choice against the vendor's heuristic kernel, each checked and timed
+      std::vector<std::string> configs;
+      if (!sel.top.empty()) configs.push_back(sel.top.front().text);
+      info.candidates = fastest_first(p, t, configs, true, true, info);
+      kernel = info.candidates.front().kernel, vendor = info.candidates.front().vendor;
       break;
     }
   }

@@ -16,12 +16,13 @@ std::string_view to_string(Strategy s) {
     case Strategy::top_k: return "top_k";
     case Strategy::exhaustive: return "exhaustive";
     case Strategy::fixed: return "fixed";
+    case Strategy::race: return "race";
   }
   return "?";
 }
 
 std::optional<Strategy> parse_strategy(std::string_view s) {
-  for (Strategy v : {Strategy::heuristic, Strategy::top_k, Strategy::exhaustive, Strategy::fixed})
+  for (Strategy v : {Strategy::heuristic, Strategy::top_k, Strategy::exhaustive, Strategy::fixed, Strategy::race})
     if (s == to_string(v)) return v;
   if (s == "topk") return Strategy::top_k;
   return std::nullopt;

@@ -92,7 +92,7 @@ struct Acc {
       top5 += t5;
     }
   } model, fallback, vendor_own, vendor_oracle, timed, own_first_pick, own_timed_pick, dispatch, ours_alone,
-      vendor_alone;
+      vendor_alone, race;
   std::size_t own_first = 0, own_top_k = 0, dispatch_vendor = 0;
 
   // What heuristic + vendor auto runs, and either side alone, against the fastest measured kernel.
@@ -104,6 +104,7 @@ struct Acc {
     pick(dispatch, p.dispatch_us);
     pick(ours_alone, p.own_first_us);
     pick(vendor_alone, p.vendor_heur_us);
+    pick(race, p.race_us);
     dispatch_vendor += p.dispatch_vendor;
   }
 
@@ -151,6 +152,7 @@ struct Acc {
     g.dispatch = s(dispatch, false);
     g.ours_alone = s(ours_alone, false);
     g.vendor_alone = s(vendor_alone, false);
+    g.race = s(race, false);
     if (!dispatch.eff.empty())
       g.dispatch_vendor_share = static_cast<double>(dispatch_vendor) / static_cast<double>(dispatch.eff.size());
     return g;
@@ -226,6 +228,10 @@ void dispatch_choice(ProblemEval& e) {
   e.dispatch_defined = true;
   e.dispatch_us = e.dispatch_vendor ? e.vendor_heur_us : e.own_first_us;
   e.dispatch_failed = std::isnan(e.dispatch_us);
+  const double vendor_us = e.vendor_heur_failed ? kNaN : e.vendor_heur_us;  // race checks it, a failure loses
+  e.race_us = std::isnan(e.own_first_us) ? vendor_us
+              : std::isnan(vendor_us)    ? e.own_first_us
+                                         : std::min(e.own_first_us, vendor_us);
 }
 
 }  // namespace
@@ -421,6 +427,7 @@ nlohmann::json to_json(const EvalReport& r) {
                       {"dispatch", stats_json(g.dispatch)},
                       {"ours_alone", stats_json(g.ours_alone)},
                       {"vendor_alone", stats_json(g.vendor_alone)},
+                      {"race", stats_json(g.race)},
                       {"dispatch_vendor_share", num(g.dispatch_vendor_share)}});
   return {{"arch", r.arch},         {"tie_band", kTieBand},  {"timed_top_k", r.timed_k}, {"problems", r.problems.size()},
           {"skipped", r.skipped},   {"unparsed_records", r.unparsed}, {"groups", groups}};
@@ -432,7 +439,7 @@ std::string to_csv(const EvalReport& r) {
          "efficiency,oracle_rank,top1,top5,fallback_config,fallback_us,fallback_efficiency,vendor,"
          "vendor_heur_us,vendor_best_us,vendor_efficiency_own,vendor_efficiency_vs_oracle,timed_us,timed_efficiency,"
          "own_first_measured,own_top_k_measured,own_confidence,own_first_us,own_first_efficiency,own_timed_us,"
-         "own_timed_efficiency,own_vendor_first,own_vendor_chosen,best_known_us,dispatch_us,dispatch_efficiency\n";
+         "own_timed_efficiency,own_vendor_first,own_vendor_chosen,best_known_us,dispatch_us,dispatch_efficiency,race_us,race_efficiency\n";
   for (const auto& p : r.problems) {
     const bool vendor_ok = p.vendor_heur_status == "ok";
     out << p.op << ',' << quote(p.problem) << ',' << p.tag << ',' << p.model.source << ',' << p.candidates << ','
@@ -452,7 +459,9 @@ std::string to_csv(const EvalReport& r) {
         << (p.own_top_k_all ? fmt(efficiency_of(p.oracle_us, p.own_timed_us), "%.6f") : "") << ','
         << p.own_vendor_first << ',' << p.own_vendor_chosen << ',' << fmt(p.best_known_us) << ','
         << fmt(p.dispatch_us) << ','
-        << (p.dispatch_defined ? fmt(efficiency_of(p.best_known_us, p.dispatch_us), "%.6f") : "") << '\n';
+        << (p.dispatch_defined ? fmt(efficiency_of(p.best_known_us, p.dispatch_us), "%.6f") : "") << ','
+        << fmt(p.race_us) << ','
+        << (p.dispatch_defined ? fmt(efficiency_of(p.best_known_us, p.race_us), "%.6f") : "") << '\n';
   }
   return out.str();
 }
@@ -462,27 +471,29 @@ namespace {
 // What heuristic + vendor auto runs, beside either side alone, per op and source (GroupEval::dispatch).
 void dispatch_block(const EvalReport& r, std::ostringstream& out) {
   auto pct = [](double v) { return std::isnan(v) ? std::string("-") : fmt(100 * v, "%.1f"); };
-  const char* row = "%-38s %5s | %6s %6s %6s %6s | %6s %6s %6s %6s | %6s %6s %6s %6s %5s\n";
+  const char* row = "%-38s %5s | %6s %6s %6s %6s | %6s %6s %6s %6s | %6s %6s %6s %6s %5s | %6s %6s %6s %6s\n";
   char line[512];
   bool head = false;
   for (const auto& g : r.groups) {
     if (g.name.find(' ') != std::string::npos || g.dispatch.count == 0) continue;  // ops and sources
     if (!head) {
       std::snprintf(line, sizeof line, row, "group", "n", "ours", "o_p10", "o_min", "o_tw", "vendor", "v_p10",
-                    "v_min", "v_tw", "disp", "d_p10", "d_min", "d_tw", "vnd%");
+                    "v_min", "v_tw", "disp", "d_p10", "d_min", "d_tw", "vnd%", "race", "r_p10", "r_min", "r_tw");
       out << "what dispatch's heuristic strategy runs (vendor auto: the model's first choice, or the vendor's "
              "heuristic kernel where the model\nis vendor_first or its vendor choice says so), against the fastest "
              "measured kernel, ours or the vendor's: mean / P10 / min | tw\n"
-             "ours alone | vendor alone | dispatch (vnd%: share of the problems where the vendor runs)\n"
+             "ours alone | vendor alone | dispatch (vnd%: share of the problems where the vendor runs) | race (the race "
+             "strategy:\nthe faster of the first choice and the vendor's heuristic kernel, both timed on first use)\n"
           << line;
       head = true;
     }
-    const Stats &o = g.ours_alone, &v = g.vendor_alone, &d = g.dispatch;
+    const Stats &o = g.ours_alone, &v = g.vendor_alone, &d = g.dispatch, &ra = g.race;
     std::snprintf(line, sizeof line, row, g.name.substr(0, 38).c_str(), std::to_string(d.count).c_str(),
                   pct(o.mean).c_str(), pct(o.p10).c_str(), pct(o.min).c_str(), pct(o.time_weighted).c_str(),
                   pct(v.mean).c_str(), pct(v.p10).c_str(), pct(v.min).c_str(), pct(v.time_weighted).c_str(),
                   pct(d.mean).c_str(), pct(d.p10).c_str(), pct(d.min).c_str(), pct(d.time_weighted).c_str(),
-                  pct(g.dispatch_vendor_share).c_str());
+                  pct(g.dispatch_vendor_share).c_str(), pct(ra.mean).c_str(), pct(ra.p10).c_str(), pct(ra.min).c_str(),
+                  pct(ra.time_weighted).c_str());
     out << line;
   }
 }

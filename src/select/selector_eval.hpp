@@ -82,6 +82,9 @@ struct ProblemEval {
   bool dispatch_defined = false;
   bool dispatch_failed = false;
   double dispatch_us = kNaN;
+  // What dispatch's race strategy runs where dispatch_defined: the faster of the first choice and the vendor's
+  // heuristic kernel among those that ran and passed (NaN when neither did).
+  double race_us = kNaN;
 };
 
 struct Stats {
@@ -105,6 +108,7 @@ struct GroupEval {
   // Over the problems with dispatch_defined, against best_known_us: what heuristic + vendor auto runs,
   // the model's whole-pool first choice alone, the vendor's heuristic kernel alone.
   Stats dispatch, ours_alone, vendor_alone;
+  Stats race;  // what the race strategy runs, over the same problems
   double dispatch_vendor_share = kNaN;  // fraction of those problems where the vendor runs
 };
 

@@ -144,6 +144,9 @@ static void test_errors(void) {
   o.strategy = tp_strategy_top_k; /* times kernels: refused offline */
   CHECK_STATUS(tp_plan_create(p, &o, &plan), tp_status_invalid_argument);
   expect_error("cannot plan offline");
+  o.strategy = tp_strategy_race; /* times kernels too */
+  CHECK_STATUS(tp_plan_create(p, &o, &plan), tp_status_invalid_argument);
+  expect_error("strategy race times kernels");
   o.strategy = tp_strategy_fixed; /* without a config */
   CHECK_STATUS(tp_plan_create(p, &o, &plan), tp_status_invalid_argument);
   o.strategy = tp_strategy_heuristic;

@@ -135,6 +135,8 @@ def test_bad_options_are_value_errors():
         tilepick.plan(GEMM, strategy="top_k", k=0, arch="h200")
     with pytest.raises((ValueError, RuntimeError)):  # timing needs a GPU
         tilepick.plan(GEMM, strategy="top_k", arch="h200")
+    with pytest.raises(ValueError, match="strategy race times kernels"):
+        tilepick.plan(GEMM, strategy="race", arch="h200")
     with pytest.raises(ValueError):
         tilepick.select(GEMM, arch="no_such_gpu")
 

@@ -418,6 +418,26 @@ def test_nchw_inputs_are_copied_and_top_k_plans():
 
 
 @cuda
+def test_race_plans_keep_the_faster_of_ours_and_cudnn():
+    torch.manual_seed(7)
+    dev = dict(device="cuda", dtype=torch.bfloat16)
+    x, w = torch.randn(3, 24, 17, 19, **dev), torch.randn(40, 24, 3, 3, **dev) / 15
+    tpt.set_strategy("race")
+    try:
+        y = tpt.conv2d(x.contiguous(memory_format=torch.channels_last), w, None, 1, 1)
+    finally:
+        tpt.set_strategy("heuristic")
+    assert_close_to_fp64(y, F.conv2d(x.double(), w.double(), None, 1, 1), F.conv2d(x, w, None, 1, 1), "race conv")
+    infos = [p.info for k, p in tpt._plans.items() if k[-3] == "race"]
+    assert infos and all(i["strategy"] == "race" for i in infos)
+    for i in infos:  # ours and cuDNN's heuristic kernel, both timed, the faster one runs
+        c = i["candidates"]
+        assert 1 <= len(c) <= 2 and any(x["vendor"] for x in c), c
+        assert c[0].get("time_us", -1) > 0 and all(x.get("time_us", -1) < 0 or x["time_us"] >= c[0]["time_us"] for x in c), c
+        assert i["vendor"] == c[0]["vendor"], i
+
+
+@cuda
 def test_gpu_errors():
     x = torch.randn(4, 8, device="cuda")
     with pytest.raises(tpt.Unsupported, match="dtype torch.float32"):

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Dispatch's race strategy on the device tool (carry .deps and .commit): `tilepick selftest dispatch` (race
+# included), the torch ops' tests, race plans of bench/race/problems.txt (held-out problems; each plan's
+# candidates carry both timings, compared with the records by bench/race_agreement.py), and the step profile
+# with torch, auto and race (bench/torch_profile.py). Results: $OUT/results.tgz.
+#   BUDGET_S=560 [MODELS=resnet50,convnext_t] bash bench/race_gpu.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source bench/gpu_session.sh
+build_all
+T=build-device/tilepick
+nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$W/nvidia-smi.csv"
+$T selftest dispatch >"$W/selftest.txt" 2>&1
+echo "selftest rc=$? after $(( $(date +%s) - START )) s: $(grep -c PASS "$W/selftest.txt") PASS, $(grep -c FAIL "$W/selftest.txt") FAIL"
+grep -i "race" "$W/selftest.txt" | head -20
+t0=$(date +%s)
+mkdir -p "$W/race" && grep -v '^#' bench/race/problems.txt | split -l 8 - "$W/race/chunk_"
+for f in "$W"/race/chunk_??; do  # a chunk's JSON is written when all its plans are made: 8 at a time
+  [ $(left) -gt 220 ] || { echo "race plans: stopped at $f"; break; }
+  timeout $(( $(left) - 200 )) $T plan -f "$f" --strategy race --vendor auto --json >"$f.json" 2>"$f.err" || tail -2 "$f.err"
+done
+echo "race plans in $(( $(date +%s) - t0 )) s (cold JIT cache): $(ls "$W"/race/*.json | wc -l) chunks"
+timeout $(( $(left) - 150 )) python3 -m pytest -q -p no:cacheprovider tests/python/test_torch_ops.py >"$W/pytest.log" 2>&1
+echo "pytest rc=$? after $(( $(date +%s) - START )) s: $(tail -1 "$W/pytest.log")"
+timeout $(( $(left) - 10 )) python3 bench/torch_profile.py --out "$W/profile" --models "${MODELS:-resnet50,convnext_t}" \
+  --modes torch,auto,race --profiled 1 >"$W/profile.log" 2>&1
+echo "profile rc=$? after $(( $(date +%s) - START )) s"; sed -n '/^| model/,/^$/p' "$W/profile/profile.md" 2>/dev/null
