@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# What a race plan costs beside top_k with k=1 (which also times the vendor's other algorithms), on the device tool
+# (carry .deps, .commit): bench/race/problems.txt planned three times in one JIT cache, 8 problems per process:
+# race (cold JIT cache), top_k -k 1 (our kernels mostly compiled by then), race again (warm: the timing alone).
+# Each pass's JSON in $W/<pass>/ (results.tgz); compare with bench/race_agreement.py --plans $W/<pass>.
+#   BUDGET_S=560 bash bench/race_cost_gpu.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source bench/gpu_session.sh
+build_all
+T=build-device/tilepick
+nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$W/nvidia-smi.csv"
+for pass in race_cold:race top_k1:top_k race_warm:race; do
+  name=${pass%%:*} strategy=${pass#*:}
+  mkdir -p "$W/$name" && grep -v '^#' bench/race/problems.txt | split -l 8 - "$W/$name/chunk_"
+  t0=$(date +%s)
+  for f in "$W/$name"/chunk_??; do
+    [ $(left) -gt 30 ] || { echo "$name: stopped at $f"; break; }
+    timeout $(( $(left) - 20 )) $T plan -f "$f" --strategy "$strategy" -k 1 --vendor auto --json >"$f.json" 2>"$f.err" \
+      || tail -2 "$f.err"
+    rm -f "$f"
+  done
+  echo "$name: $(( $(date +%s) - t0 )) s, $(ls "$W/$name"/*.json | wc -l) chunks"
+done
