@@ -6,6 +6,7 @@
   PYTHONPATH=python python3 bench/selection_probes.py analytic [--op conv|gemm] [--context] [--rounds 800] [--seeds 1 2]
   PYTHONPATH=python python3 bench/selection_probes.py pairwise [--top 10] [--rounds 600]
   PYTHONPATH=python python3 bench/selection_probes.py gemm-more [--rounds 500]
+  PYTHONPATH=python python3 bench/selection_probes.py knn [--k 10 30 100] [--lam 0.1 0.25 0.5 1]
 
 registers: a conv model with the compiled kernels' real register count (the records' `registers`), the
   occupancy and wave efficiency it implies, and spills as five more features, against the same model
@@ -21,6 +22,9 @@ pairwise: a model of which of two configs of a conv problem is faster (log time 
   shipped selector's first 4 by a round robin on the CUDA-graph held-out records.
 gemm-more: grouped cross-validation on the GEMM training problems the shipped model was trained on, with
   and without gemm_train_more.csv.gz's problems in the training folds (same folds; test rows old only).
+knn: a nearest-neighbour prior, what each config measured on the k training problems of the same op closest to a
+  held-out problem (standardized problem feature columns; the distance-weighted mean of their ln(time / oracle)),
+  alone and subtracted (times --lam) from the shipped conv model's score, choosing among the measured configs.
 The models here are quick stand-ins (fixed rounds, learning rate 0.15, one booster), compared with each
 other, not with the shipped models.
 """
@@ -269,6 +273,51 @@ def probe_gemm_more(a) -> None:
               f" min {100 * s['min']:.1f} top1 {100 * s['top1']:.0f}%")
 
 
+def knn_prior(df: pd.DataFrame, h: pd.DataFrame, k: int) -> np.ndarray:
+    """Per held-out row: the distance-weighted mean ln(time / oracle) of its config on the k nearest training problems
+    of the same op that measured it (NaN where none did)."""
+    tp, hp = sorted(df["problem"].unique()), sorted(h["problem"].unique())
+    P, Q = np.asarray(_core.problem_features_batch(tp, "h200")), np.asarray(_core.problem_features_batch(hp, "h200"))
+    both = np.vstack([P, Q])
+    keep = np.nanstd(both, 0) > 0
+    mu, sd = np.nanmean(both[:, keep], 0), np.nanstd(both[:, keep], 0)
+    Pz, Qz = (np.nan_to_num((M[:, keep] - mu) / sd) for M in (P, Q))
+    t_op = np.array([_core.problem_op(p) for p in tp])
+    y = {p: dict(zip(g["config"], g["y_rel"])) for p, g in df.groupby("problem")}
+    prior, rows = np.full(len(h), np.nan), h.groupby("problem").indices
+    for i, p in enumerate(hp):
+        same = np.where(t_op == _core.problem_op(p))[0]
+        d = np.sqrt(((Pz[same] - Qz[i]) ** 2).sum(1))
+        order = np.argsort(d)[:k]
+        near = [(y[tp[same[j]]], 1 / (d[j] + 0.1)) for j in order]
+        for r in rows[p]:
+            seen = [(t[h["config"].iat[r]], w) for t, w in near if h["config"].iat[r] in t]
+            if seen:
+                prior[r] = sum(v * w for v, w in seen) / sum(w for _, w in seen)
+    return prior
+
+
+def probe_knn(a) -> None:
+    df, h = training_rows("conv_fwd_half_h200"), heldout_rows(CONV_HELDOUT)
+    Xh = _core.features_batch(list(h["problem"]), list(h["config"]), "h200", 0)
+    score = np.asarray(_core.gbdt_predict(_core.model_file("models/conv_fwd_half_h200"), np.ascontiguousarray(Xh)))
+    oracle = h.groupby("problem")["median_us"].min()
+
+    def report(name: str, s: np.ndarray) -> None:
+        e = efficiency_of(h, s, oracle)
+        print(f"{name:22s} " + "   ".join(f"{o} {line('', e.reindex(h.loc[h['op'] == o, 'problem'].unique()))}"
+                                          for o in sorted(h["op"].unique())), flush=True)
+
+    report("shipped model", score)
+    for k in a.k:
+        prior = pd.Series(knn_prior(df, h, k))
+        filled = prior.fillna(prior.groupby(h["problem"]).transform("median")).fillna(0).to_numpy()
+        print(f"k={k}: {np.isfinite(prior).mean():.0%} of the held-out rows have a neighbour that measured their config")
+        report(f"k={k} prior alone", -filled)
+        for lam in a.lam:
+            report(f"k={k} model - {lam} prior", score - lam * filled)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="probe", required=True)
@@ -292,8 +341,11 @@ def main() -> None:
     r.add_argument("--seeds", type=int, nargs="+", default=[1])
     r = sub.add_parser("gemm-more")
     r.add_argument("--rounds", type=int, default=500)
+    r = sub.add_parser("knn")
+    r.add_argument("--k", type=int, nargs="+", default=[10, 30, 100])
+    r.add_argument("--lam", type=float, nargs="+", default=[0.1, 0.25, 0.5, 1.0])
     a = ap.parse_args()
-    {"registers": probe_registers, "analytic": probe_analytic, "pairwise": probe_pairwise, "rerank": probe_rerank, "gemm-more": probe_gemm_more}[a.probe](a)
+    {"knn": probe_knn, "registers": probe_registers, "analytic": probe_analytic, "pairwise": probe_pairwise, "rerank": probe_rerank, "gemm-more": probe_gemm_more}[a.probe](a)
 
 
 if __name__ == "__main__":
