@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """End-to-end PyTorch training steps through tilepick.torch vs plain PyTorch (GPU, bf16).
 
-Models: ResNet-50 and ConvNeXt-T (torchvision, channels-last, batch 32, 224x224) and a Llama-style MLP
-block (silu(x W_gate) * (x W_up) W_down, hidden 4096, ffn 14336, 2048 tokens). For each:
+Models: ResNet-50 and ConvNeXt-T (torchvision, channels-last, batch 32, 224x224), a Llama-style MLP
+block (silu(x W_gate) * (x W_up) W_down, hidden 4096, ffn 14336, 2048 tokens) and R(2+1)D-18 (torchvision video,
+channels-last 3-D, half the batch of 16-frame clips at half the image size; not in the default --models). For each:
   1. correctness: one forward + backward through tilepick (after swap_modules), through torch in bf16
      and through torch in fp64 from the same weights and input; the output and every parameter
      gradient of tilepick must be at most twice as far (relative Frobenius error) from fp64 as torch's;
@@ -39,6 +40,7 @@ import tilepick  # noqa: E402
 import tilepick.torch as tpt  # noqa: E402
 
 MODELS = ("resnet50", "convnext_t", "llama_mlp")
+EXTRA_MODELS = ("r2plus1d18",)
 DTYPE = torch.bfloat16
 
 
@@ -70,16 +72,21 @@ def build(name, s, seed=0):
         target = None
     else:
         import torchvision
+        video = name == "r2plus1d18"  # half the batch of 16-frame 112x112 clips, channels-last 3-D
         if name == "resnet50":
             model = torchvision.models.resnet50(num_classes=1000)
+        elif video:
+            model = torchvision.models.video.r2plus1d_18(num_classes=400)
         else:  # stochastic depth off: the compared runs must drop the same blocks (none)
             model = torchvision.models.convnext_tiny(num_classes=1000, stochastic_depth_prob=0.0)
-        x = torch.randn(s["batch"], 3, s["image"], s["image"], device="cuda", dtype=DTYPE)
-        x = x.contiguous(memory_format=torch.channels_last)
-        target = torch.randint(0, 1000, (s["batch"],), device="cuda")
+        batch = max(s["batch"] // 2, 1) if video else s["batch"]
+        shape = (batch, 3, 16, s["image"] // 2, s["image"] // 2) if video else (batch, 3, s["image"], s["image"])
+        fmt = torch.channels_last_3d if video else torch.channels_last
+        x = torch.randn(*shape, device="cuda", dtype=DTYPE).contiguous(memory_format=fmt)
+        target = torch.randint(0, 400 if video else 1000, (batch,), device="cuda")
     model = model.cuda().to(DTYPE)
     if name != "llama_mlp":
-        model = model.to(memory_format=torch.channels_last)
+        model = model.to(memory_format=torch.channels_last_3d if name == "r2plus1d18" else torch.channels_last)
     model.train()
 
     def loss_fn(out):
@@ -319,7 +326,7 @@ def markdown(result):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", help="output folder (torch_e2e.json, torch_e2e.md)")
-    ap.add_argument("--models", default=",".join(MODELS), help=f"comma list of {', '.join(MODELS)}")
+    ap.add_argument("--models", default=",".join(MODELS), help=f"comma list of {', '.join(MODELS + EXTRA_MODELS)}")
     ap.add_argument("--modes", default="torch,torch_cudnn_benchmark,tilepick_heuristic,tilepick_top_k")
     ap.add_argument("--quick", action="store_true", help="small shapes and few repeats (a smoke test)")
     ap.add_argument("--batch", type=int, default=32)
@@ -353,8 +360,8 @@ def main():
     result = {"environment": env, "sizes": s, "modes": args.modes, "warmup": args.warmup, "repeats": args.repeats,
               "correctness": {}, "timings": {}, "first_call": {}, "host_us_per_call": host_overhead()}
     for name in args.models.split(","):
-        if name not in MODELS:
-            ap.error(f"unknown model '{name}' (one of {', '.join(MODELS)})")
+        if name not in MODELS + EXTRA_MODELS:
+            ap.error(f"unknown model '{name}' (one of {', '.join(MODELS + EXTRA_MODELS)})")
         result["correctness"][name] = c = check(name, s, args.floor)
         print(f"  {name:10s} check vs fp64: {c['swapped_modules']} modules, output {c['output_rel_err']:.2e} "
               f"(torch {c['torch_output_rel_err']:.2e}), worst {c['worst']} {c['worst_rel_err']:.2e} (torch "
