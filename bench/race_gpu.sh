@@ -3,7 +3,7 @@
 # included), the torch ops' tests, race plans of bench/race/problems.txt (held-out problems; each plan's
 # candidates carry both timings, compared with the records by bench/race_agreement.py), and the step profile
 # with torch, auto and race (bench/torch_profile.py). Results: $OUT/results.tgz.
-#   BUDGET_S=560 [MODELS=resnet50,convnext_t] bash bench/race_gpu.sh
+#   BUDGET_S=560 [MODELS=resnet50,convnext_t] [PLANS_ONLY=1: selftest and race plans only] bash bench/race_gpu.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
@@ -20,6 +20,7 @@ for f in "$W"/race/chunk_??; do  # a chunk's JSON is written when all its plans 
   timeout $(( $(left) - 200 )) $T plan -f "$f" --strategy race --vendor auto --json >"$f.json" 2>"$f.err" || tail -2 "$f.err"
 done
 echo "race plans in $(( $(date +%s) - t0 )) s (cold JIT cache): $(ls "$W"/race/*.json | wc -l) chunks"
+[ -n "${PLANS_ONLY:-}" ] && exit 0
 timeout $(( $(left) - 150 )) python3 -m pytest -q -p no:cacheprovider tests/python/test_torch_ops.py >"$W/pytest.log" 2>&1
 echo "pytest rc=$? after $(( $(date +%s) - START )) s: $(tail -1 "$W/pytest.log")"
 timeout $(( $(left) - 10 )) python3 bench/torch_profile.py --out "$W/profile" --models "${MODELS:-resnet50,convnext_t}" \
