@@ -10,8 +10,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
 build_all
-T=build-device/tilepick
-nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$W/nvidia-smi.csv"
 sweep_list() {  # NAME GRAPH SECONDS
   [ "$3" -gt 40 ] || { echo "$1: skipped"; return; }
   TILEPICK_CUDNN_GRAPH=$2 timeout "$3" $T sweep --pairs bench/sweep/vendor_e2e_nets.txt.gz --min-timed-ms 5 --max-reps 50 \

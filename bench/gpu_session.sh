@@ -7,11 +7,14 @@ left() { echo $(( ${BUDGET_S:-560} - ($(date +%s) - START) )); }
 W="$OUT/w"; mkdir -p "$W"
 finish() { tar czf "$OUT/results.tgz" -C "$W" . ; rm -rf "$W"; }
 trap finish EXIT
-# Builds the CLI, the Python module, the C library and the examples; exports the JIT cache and PYTHONPATH.
+# Builds the CLI, the Python module, the C library and the examples; exports the JIT cache and PYTHONPATH, sets T
+# (the CLI's path) and records the GPUs' clocks.
 build_all() {
   DEVICE_BUILD_ALL=1 ./scripts/device_build.sh >"$W/build.log" 2>&1 || { tail -30 "$W/build.log"; exit 1; }
   echo "built after $(( $(date +%s) - START )) s"
   export TILEPICK_CACHE_DIR=/tmp/tp-jit PYTHONPATH="$PWD/python"
+  T=build-device/tilepick
+  nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$W/nvidia-smi.csv"
 }
 # Builds the CLI only, sets T (its path) and the JIT cache, records the GPUs' clocks (the sweep scripts).
 build_cli() {

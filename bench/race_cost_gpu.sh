@@ -8,8 +8,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
 build_all
-T=build-device/tilepick
-nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$W/nvidia-smi.csv"
 for pass in race_cold:race top_k1:top_k race_warm:race; do
   name=${pass%%:*} strategy=${pass#*:}
   mkdir -p "$W/$name" && grep -v '^#' bench/race/problems.txt | split -l 8 - "$W/$name/chunk_"

@@ -8,7 +8,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
 build_all
-nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$W/nvidia-smi.csv"
 timeout $(( $(left) - 10 )) python3 -m pytest -q -p no:cacheprovider tests/python/test_torch_ops.py >"$W/pytest.log" 2>&1
 echo "pytest rc=$? after $(( $(date +%s) - START )) s: $(tail -1 "$W/pytest.log")"
 timeout $(( $(left) - 10 )) python3 bench/torch_host_breakdown.py >"$W/torch_host_breakdown.txt" 2>&1

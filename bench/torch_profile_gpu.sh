@@ -6,7 +6,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
 build_all
-nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$W/nvidia-smi.csv"
 timeout $(( $(left) - 10 )) python3 bench/torch_profile.py --out "$W/profile" --models "${MODELS:-resnet50,convnext_t}" \
   --modes "${MODES:-torch,auto,off,only}" 2>&1 | tee "$W/profile.log" | grep -v "^ *$" | tail -60
 echo "rc=${PIPESTATUS[0]} after $(( $(date +%s) - START )) s"

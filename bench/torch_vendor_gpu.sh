@@ -8,7 +8,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
 build_all
-nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$W/nvidia-smi.csv"
 python3 -c "import torch, torchvision; print(torch.__version__, torchvision.__version__, torch.backends.cudnn.version())" \
   >"$W/torch_version.txt" 2>&1 || { cat "$W/torch_version.txt"; exit 1; }
 plain=/tmp/models_plain
