@@ -3,7 +3,7 @@
 tilepick ops, check the output against PyTorch, and time a forward pass of each.
 
   PYTHONPATH=python python3 examples/python/torch_swap_resnet.py [--model resnet50] [--batch 32]
-      [--strategy heuristic|top_k] [--compile]
+      [--strategy heuristic|race|top_k] [--compile]
 """
 import argparse
 import copy
@@ -33,7 +33,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="resnet18", help="a torchvision model name (resnet18, resnet50, ...)")
     ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--strategy", default="heuristic", choices=["heuristic", "top_k"])
+    ap.add_argument("--strategy", default="heuristic", choices=["heuristic", "race", "top_k"])
     ap.add_argument("--compile", action="store_true", help="torch.compile the swapped model")
     args = ap.parse_args()
 
