@@ -7,6 +7,9 @@
   PYTHONPATH=python python3 bench/selection_probes.py pairwise [--top 10] [--rounds 600]
   PYTHONPATH=python python3 bench/selection_probes.py gemm-more [--rounds 500]
   PYTHONPATH=python python3 bench/selection_probes.py knn [--k 10 30 100] [--lam 0.1 0.25 0.5 1]
+  PYTHONPATH=python python3 bench/selection_probes.py objective-cv [--rounds 600]
+  PYTHONPATH=python python3 bench/selection_probes.py objective-heldout [--rounds 600]
+  PYTHONPATH=python python3 bench/selection_probes.py teacher-bags
 
 registers: a conv model with the compiled kernels' real register count (the records' `registers`), the
   occupancy and wave efficiency it implies, and spills as five more features, against the same model
@@ -25,6 +28,10 @@ gemm-more: grouped cross-validation on the GEMM training problems the shipped mo
 knn: a nearest-neighbour prior, what each config measured on the k training problems of the same op closest to a
   held-out problem (standardized problem feature columns; the distance-weighted mean of their ln(time / oracle)),
   alone and subtracted (times --lam) from the shipped conv model's score, choosing among the measured configs.
+objective-cv: grouped CV (the trainer's folds) of a lambdarank and a reg_rel stand-in for the pooled conv teacher.
+objective-heldout: the shipped conv teacher, the same two stand-ins and rank blends of the teacher with each, choosing
+  among the measured configs of the conv held-out sets.
+teacher-bags: the shipped conv teacher's bagged boosters one at a time, the first two, and all of them, on those sets.
 The models here are quick stand-ins (fixed rounds, learning rate 0.15, one booster), compared with each
 other, not with the shipped models.
 """
@@ -318,6 +325,68 @@ def probe_knn(a) -> None:
             report(f"k={k} model - {lam} prior", score - lam * filled)
 
 
+def op_line(e: pd.DataFrame) -> str:
+    """Per op mean / P10 / min of an efficiency frame with an "op" column, and the mean over all problems."""
+    return " ".join(f"{op[5:]} {100 * g.eff.mean():.2f}/{100 * g.eff.quantile(.1):.1f}/{100 * g.eff.min():.0f}"
+                    for op, g in e.groupby("op")) + f" all {100 * e.eff.mean():.2f}"
+
+
+def probe_objective_cv(a) -> None:
+    df = training_rows("conv_fwd_half_h200").sort_values(["problem", "config"], kind="stable").reset_index(drop=True)
+    X, folds = tr.compute_features(df, "h200"), tr.fold_of(df["group"])
+    for obj in ("lambdarank", "reg_rel"):
+        parts = []
+        for f in range(tr.FOLDS):
+            te = folds == f
+            p = dict(tr.params_for(obj, 1, "conv"), learning_rate=0.15, num_threads=2)
+            b = lgb.train(p, tr.dataset(X[~te], df[~te], obj, lgb), num_boost_round=a.rounds)
+            e = tr.efficiency(df[te], tr.score_sign(obj) * b.predict(X[te]))
+            parts.append(e.assign(op=df.loc[te].groupby("problem")["op"].first()))
+        print(obj, a.rounds, op_line(pd.concat(parts)), flush=True)
+
+
+def heldout_scores() -> tuple[pd.DataFrame, np.ndarray, str]:
+    """The conv held-out rows, their feature matrix and the shipped conv teacher's file."""
+    h = heldout_rows(CONV_HELDOUT)
+    return h, np.ascontiguousarray(_core.features_batch(list(h["problem"]), list(h["config"]), "h200", 0)), \
+        _core.model_file("models/conv_fwd_half_h200")
+
+
+def report_measured(h: pd.DataFrame, name: str, score: np.ndarray) -> None:
+    e = efficiency_of(h, score, h.groupby("problem")["median_us"].min())
+    print(f"{name:26s}", "  ".join(f"{o[5:]} {line('', e.reindex(h.loc[h.op == o, 'problem'].unique()))}"
+                                   for o in sorted(h.op.unique())), f"| all {100 * e.mean():.2f}", flush=True)
+
+
+def probe_objective_heldout(a) -> None:
+    df = training_rows("conv_fwd_half_h200").sort_values("problem", kind="stable")
+    X = tr.compute_features(df, "h200")
+    h, Xh, teacher_file = heldout_scores()
+    teacher = np.asarray(_core.gbdt_predict(teacher_file, Xh))
+    report_measured(h, "teacher", teacher)
+    rank = lambda s: pd.Series(s).groupby(h["problem"].to_numpy()).rank(pct=True).to_numpy()  # per problem
+    for obj in ("lambdarank", "reg_rel"):
+        p = dict(tr.params_for(obj, 1, "conv"), learning_rate=0.15, num_threads=2)
+        b = lgb.train(p, tr.dataset(X, df, obj, lgb), num_boost_round=a.rounds)
+        s = b.predict(Xh) * tr.score_sign(obj)
+        report_measured(h, f"{obj} stand-in", s)
+        for w in (0.25, 0.5):
+            report_measured(h, f"teacher + {w} {obj} (ranks)", (1 - w) * rank(teacher) + w * rank(s))
+
+
+def probe_teacher_bags(a) -> None:
+    import gzip
+
+    h, Xh, teacher_file = heldout_scores()
+    b = lgb.Booster(model_str=gzip.open(teacher_file, "rt").read())
+    per = b.num_trees() // 3
+    print("trees", b.num_trees())
+    report_measured(h, "3 bags", b.predict(Xh, raw_score=True))
+    for k in range(3):
+        report_measured(h, f"bag {k}", b.predict(Xh, raw_score=True, start_iteration=k * per, num_iteration=per))
+    report_measured(h, "bags 0+1", b.predict(Xh, raw_score=True, start_iteration=0, num_iteration=2 * per))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="probe", required=True)
@@ -341,11 +410,15 @@ def main() -> None:
     r.add_argument("--seeds", type=int, nargs="+", default=[1])
     r = sub.add_parser("gemm-more")
     r.add_argument("--rounds", type=int, default=500)
+    for name in ("objective-cv", "objective-heldout"):
+        sub.add_parser(name).add_argument("--rounds", type=int, default=600)
+    sub.add_parser("teacher-bags")
     r = sub.add_parser("knn")
     r.add_argument("--k", type=int, nargs="+", default=[10, 30, 100])
     r.add_argument("--lam", type=float, nargs="+", default=[0.1, 0.25, 0.5, 1.0])
     a = ap.parse_args()
-    {"knn": probe_knn, "registers": probe_registers, "analytic": probe_analytic, "pairwise": probe_pairwise, "rerank": probe_rerank, "gemm-more": probe_gemm_more}[a.probe](a)
+    {"knn": probe_knn, "objective-cv": probe_objective_cv, "objective-heldout": probe_objective_heldout,
+     "teacher-bags": probe_teacher_bags, "registers": probe_registers, "analytic": probe_analytic, "pairwise": probe_pairwise, "rerank": probe_rerank, "gemm-more": probe_gemm_more}[a.probe](a)
 
 
 if __name__ == "__main__":

@@ -296,9 +296,11 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
 
   std::string kernel, vendor_note;
   bool vendor = false;
-  // race with nothing to race (vendor only, or no vendor for the problem) is the untimed heuristic strategy
-  const bool race = opt.strategy == Strategy::race && mode == VendorMode::automatic && vendor_ok && vendor_can(p);
-  switch (opt.strategy == Strategy::race && !race ? Strategy::heuristic : opt.strategy) {
+  // race with nothing to race (vendor off or only, or no vendor for the problem) is the untimed heuristic strategy
+  const bool race = opt.strategy == Strategy::race;
+  const bool can_race = race && mode == VendorMode::automatic && vendor_ok && vendor_can(p);
+  const Strategy strategy = race && !can_race ? Strategy::heuristic : opt.strategy;
+  switch (strategy) {
     case Strategy::fixed:
       kernel = opt.config, vendor = is_vendor_kernel(opt.config);
       if (vendor && mode == VendorMode::off)
