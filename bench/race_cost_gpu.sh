@@ -10,13 +10,7 @@ source bench/gpu_session.sh
 build_all
 for pass in race_cold:race top_k1:top_k race_warm:race; do
   name=${pass%%:*} strategy=${pass#*:}
-  mkdir -p "$W/$name" && grep -v '^#' bench/race/problems.txt | split -l 8 - "$W/$name/chunk_"
   t0=$(date +%s)
-  for f in "$W/$name"/chunk_??; do
-    [ $(left) -gt 30 ] || { echo "$name: stopped at $f"; break; }
-    timeout $(( $(left) - 20 )) $T plan -f "$f" --strategy "$strategy" -k 1 --vendor auto --json >"$f.json" 2>"$f.err" \
-      || tail -2 "$f.err"
-    rm -f "$f"
-  done
+  plan_chunks "$W/$name" --strategy "$strategy" -k 1 --vendor auto
   echo "$name: $(( $(date +%s) - t0 )) s, $(ls "$W/$name"/*.json | wc -l) chunks"
 done

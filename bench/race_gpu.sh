@@ -12,11 +12,7 @@ $T selftest dispatch >"$W/selftest.txt" 2>&1
 echo "selftest rc=$? after $(( $(date +%s) - START )) s: $(grep -c PASS "$W/selftest.txt") PASS, $(grep -c FAIL "$W/selftest.txt") FAIL"
 grep -i "race" "$W/selftest.txt" | head -20
 t0=$(date +%s)
-mkdir -p "$W/race" && grep -v '^#' bench/race/problems.txt | split -l 8 - "$W/race/chunk_"
-for f in "$W"/race/chunk_??; do  # a chunk's JSON is written when all its plans are made: 8 at a time
-  [ $(left) -gt 220 ] || { echo "race plans: stopped at $f"; break; }
-  timeout $(( $(left) - 200 )) $T plan -f "$f" --strategy race --vendor auto --json >"$f.json" 2>"$f.err" || tail -2 "$f.err"
-done
+FLOOR=210 plan_chunks "$W/race" --strategy race --vendor auto
 echo "race plans in $(( $(date +%s) - t0 )) s (cold JIT cache): $(ls "$W"/race/*.json | wc -l) chunks"
 [ -n "${PLANS_ONLY:-}" ] && exit 0
 timeout $(( $(left) - 150 )) python3 -m pytest -q -p no:cacheprovider tests/python/test_torch_ops.py >"$W/pytest.log" 2>&1

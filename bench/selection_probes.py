@@ -305,9 +305,9 @@ def knn_prior(df: pd.DataFrame, h: pd.DataFrame, k: int) -> np.ndarray:
 
 
 def probe_knn(a) -> None:
-    df, h = training_rows("conv_fwd_half_h200"), heldout_rows(CONV_HELDOUT)
-    Xh = _core.features_batch(list(h["problem"]), list(h["config"]), "h200", 0)
-    score = np.asarray(_core.gbdt_predict(_core.model_file("models/conv_fwd_half_h200"), np.ascontiguousarray(Xh)))
+    df = training_rows("conv_fwd_half_h200")
+    h, Xh, teacher_file = heldout_scores()
+    score = np.asarray(_core.gbdt_predict(teacher_file, Xh))
     oracle = h.groupby("problem")["median_us"].min()
 
     def report(name: str, s: np.ndarray) -> None:

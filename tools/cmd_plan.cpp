@@ -32,7 +32,7 @@ struct PlanArgs {
 PlanOptions options(const PlanArgs& a) {
   PlanOptions o;
   auto s = parse_strategy(a.strategy);
-  if (!s) throw InvalidArgument("--strategy '" + a.strategy + "' is not one of heuristic, top_k, exhaustive, fixed, race");
+  if (!s) throw InvalidArgument("--strategy '" + a.strategy + "' is not one of " + strategy_names());
   o.strategy = *s;
   o.k = a.k;
   o.config = a.config;

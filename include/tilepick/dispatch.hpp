@@ -42,6 +42,7 @@ enum class Strategy : std::uint8_t {
 };
 std::string_view to_string(Strategy s);
 std::optional<Strategy> parse_strategy(std::string_view s);
+std::string strategy_names();  // "heuristic, top_k, exhaustive, fixed, race": what parse_strategy takes
 
 // Whether vendor libraries (cuBLASLt for GEMM, cuDNN for conv) take part:
 //   off   tilepick kernels only;

@@ -189,7 +189,7 @@ PlanOptions make_options(const std::string& strategy, int k, const std::string& 
                          const std::optional<std::string>& vendor, int device, const std::string& offline_arch) {
   PlanOptions o;
   const auto s = parse_strategy(strategy);
-  if (!s) throw InvalidArgument("strategy '" + strategy + "' is not one of heuristic, top_k, exhaustive, fixed, race");
+  if (!s) throw InvalidArgument("strategy '" + strategy + "' is not one of " + strategy_names());
   o.strategy = *s;
   if (k < 1) throw InvalidArgument("k must be >= 1, got " + std::to_string(k));
   o.k = k;

@@ -151,8 +151,8 @@ def plan(problem: str, strategy: str = "heuristic", k: int = 4, config: str = ""
     """A Plan for `problem` from the default dispatcher (cached in memory and in TILEPICK_PLAN_CACHE).
 
     strategy: heuristic (model top-1), race (time the model's top-1 against the vendor's heuristic kernel on the
-    GPU), top_k (time the best k on the GPU), exhaustive, fixed (config names the kernel); vendor: off | auto | only (None: TILEPICK_VENDOR, default auto); device: CUDA ordinal,
-    -1 = current; arch ("h200", "sm_90"): plan offline for that arch without a GPU (not runnable)."""
+    GPU), top_k (time the best k on the GPU), exhaustive, fixed (config names the kernel); vendor: off | auto | only
+    (None: TILEPICK_VENDOR, default auto); device: CUDA ordinal, -1 = current; arch ("h200", "sm_90"): plan offline for that arch without a GPU (not runnable)."""
     return _ext().plan(problem, strategy, k, config, vendor, device, arch or "")
 
 

@@ -21,11 +21,20 @@ std::string_view to_string(Strategy s) {
   return "?";
 }
 
+constexpr Strategy kStrategies[] = {Strategy::heuristic, Strategy::top_k, Strategy::exhaustive, Strategy::fixed,
+                                    Strategy::race};
+
 std::optional<Strategy> parse_strategy(std::string_view s) {
-  for (Strategy v : {Strategy::heuristic, Strategy::top_k, Strategy::exhaustive, Strategy::fixed, Strategy::race})
+  for (Strategy v : kStrategies)
     if (s == to_string(v)) return v;
   if (s == "topk") return Strategy::top_k;
   return std::nullopt;
+}
+
+std::string strategy_names() {
+  std::string out;
+  for (Strategy v : kStrategies) out += (out.empty() ? "" : ", ") + std::string(to_string(v));
+  return out;
 }
 
 std::string_view to_string(VendorMode v) {
