@@ -10,6 +10,7 @@
   PYTHONPATH=python python3 bench/selection_probes.py objective-cv [--rounds 600]
   PYTHONPATH=python python3 bench/selection_probes.py objective-heldout [--rounds 600]
   PYTHONPATH=python python3 bench/selection_probes.py teacher-bags
+  PYTHONPATH=python python3 bench/selection_probes.py rank-labels [--rounds 600] [--variants base p8 ...]
 
 registers: a conv model with the compiled kernels' real register count (the records' `registers`), the
   occupancy and wave efficiency it implies, and spills as five more features, against the same model
@@ -32,6 +33,8 @@ objective-cv: grouped CV (the trainer's folds) of a lambdarank and a reg_rel sta
 objective-heldout: the shipped conv teacher, the same two stand-ins and rank blends of the teacher with each, choosing
   among the measured configs of the conv held-out sets.
 teacher-bags: the shipped conv teacher's bagged boosters one at a time, the first two, and all of them, on those sets.
+rank-labels: lambdarank stand-ins for the conv teacher with other relevance grades (floor(30 eff^power)), gains,
+  truncation levels or leaves (RANK_VARIANTS), each on grouped CV (the trainer's folds) and on the held-out measured configs.
 The models here are quick stand-ins (fixed rounds, learning rate 0.15, one booster), compared with each
 other, not with the shipped models.
 """
@@ -387,6 +390,39 @@ def probe_teacher_bags(a) -> None:
     report_measured(h, "bags 0+1", b.predict(Xh, raw_score=True, start_iteration=0, num_iteration=2 * per))
 
 
+# name -> (power of eff in the grade floor(30 eff^power), gain of grade i, LightGBM overrides); "base" is the trainer's
+RANK_VARIANTS = {
+    "base": (4, lambda i: i, {}),
+    "p2": (2, lambda i: i, {}),
+    "p8": (8, lambda i: i, {}),
+    "p16": (16, lambda i: i, {}),
+    "gain-sq": (4, lambda i: i * i / 30, {}),
+    "trunc20": (4, lambda i: i, {"lambdarank_truncation_level": 20}),
+    "trunc80": (4, lambda i: i, {"lambdarank_truncation_level": 80}),
+    "leaves127": (4, lambda i: i, {"num_leaves": 127}),
+    "ff0.8": (4, lambda i: i, {"feature_fraction": 0.8}),
+}
+
+
+def probe_rank_labels(a) -> None:
+    df = training_rows("conv_fwd_half_h200").sort_values(["problem", "config"], kind="stable").reset_index(drop=True)
+    X, folds = tr.compute_features(df, "h200"), tr.fold_of(df["group"])
+    h, Xh, _ = heldout_scores()
+    for name in a.variants:
+        power, gain, over = RANK_VARIANTS[name]
+        d = df.assign(y_rank=np.floor(30 * df["eff"] ** power).astype(int))
+        p = dict(tr.params_for("lambdarank", 1, "conv"), learning_rate=0.15, num_threads=2,
+                 label_gain=[float(gain(i)) for i in range(31)], **over)
+        parts = []
+        for f in range(tr.FOLDS):
+            te = folds == f
+            b = lgb.train(p, tr.dataset(X[~te], d[~te], "lambdarank", lgb), num_boost_round=a.rounds)
+            parts.append(tr.efficiency(d[te], b.predict(X[te])).assign(op=d.loc[te].groupby("problem")["op"].first()))
+        print(f"{name:10s} CV", op_line(pd.concat(parts)), flush=True)
+        b = lgb.train(p, tr.dataset(X, d, "lambdarank", lgb), num_boost_round=a.rounds)
+        report_measured(h, f"{name} held out", b.predict(Xh))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="probe", required=True)
@@ -413,12 +449,15 @@ def main() -> None:
     for name in ("objective-cv", "objective-heldout"):
         sub.add_parser(name).add_argument("--rounds", type=int, default=600)
     sub.add_parser("teacher-bags")
+    r = sub.add_parser("rank-labels")
+    r.add_argument("--rounds", type=int, default=600)
+    r.add_argument("--variants", nargs="+", default=list(RANK_VARIANTS), choices=list(RANK_VARIANTS))
     r = sub.add_parser("knn")
     r.add_argument("--k", type=int, nargs="+", default=[10, 30, 100])
     r.add_argument("--lam", type=float, nargs="+", default=[0.1, 0.25, 0.5, 1.0])
     a = ap.parse_args()
     {"knn": probe_knn, "objective-cv": probe_objective_cv, "objective-heldout": probe_objective_heldout,
-     "teacher-bags": probe_teacher_bags, "registers": probe_registers, "analytic": probe_analytic, "pairwise": probe_pairwise, "rerank": probe_rerank, "gemm-more": probe_gemm_more}[a.probe](a)
+     "teacher-bags": probe_teacher_bags, "rank-labels": probe_rank_labels, "registers": probe_registers, "analytic": probe_analytic, "pairwise": probe_pairwise, "rerank": probe_rerank, "gemm-more": probe_gemm_more}[a.probe](a)
 
 
 if __name__ == "__main__":

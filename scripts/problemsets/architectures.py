@@ -452,7 +452,40 @@ def s3d():
     return tr
 
 
+def slowfast_r50():
+    """SlowFast 8x8 R50 (Feichtenhofer et al. 2019; PyTorchVideo's slowfast_r50): a slow pathway on 8 frames and a fast
+    one on 32 frames with 1/8 the channels, 224x224; temporal (3,1,1) convs in the fast pathway's every bottleneck
+    and in the slow one's res4-res5, (5,1,1) stride-4 lateral convs concatenated into the slow pathway."""
+    tr = Tracer("slowfast_r50")
+    alpha, beta = 4, 8
+    slow = tr.conv(T(3, (8, 224, 224)), "slow.stem", 64, (1, 7, 7), (1, 2, 2), (0, 3, 3))
+    fast = tr.conv(T(3, (32, 224, 224)), "fast.stem", 64 // beta, (5, 7, 7), (1, 2, 2), (2, 3, 3))
+    slow, fast = tr.pool(slow, (1, 3, 3), (1, 2, 2), (0, 1, 1)), tr.pool(fast, (1, 3, 3), (1, 2, 2), (0, 1, 1))
+
+    def lateral(slow, fast, n):
+        return tr.cat(slow, tr.conv(fast, f"{n}.lateral", 2 * fast.c, (5, 1, 1), (alpha, 1, 1), (2, 0, 0)))
+
+    def bottleneck(x, n, inner, out, s, kt):
+        y = tr.conv(x, f"{n}.conv_a", inner, (kt, 1, 1), 1, (kt // 2, 0, 0))
+        y = tr.conv(y, f"{n}.conv_b", inner, (1, 3, 3), (1, s, s), (0, 1, 1))
+        y = tr.conv(y, f"{n}.conv_c", out, 1)
+        if s != 1 or x.c != out:
+            tr.conv(x, f"{n}.branch1", out, 1, (1, s, s), 0)
+        return y
+
+    slow = lateral(slow, fast, "stem")
+    for stage, (inner, blocks, kt_slow) in enumerate(((64, 3, 1), (128, 4, 1), (256, 6, 3), (512, 3, 3)), start=2):
+        for b in range(blocks):
+            s = 2 if (b == 0 and stage > 2) else 1
+            slow = bottleneck(slow, f"slow.res{stage}.{b}", inner, 4 * inner, s, kt_slow)
+            fast = bottleneck(fast, f"fast.res{stage}.{b}", inner // beta, 4 * inner // beta, s, 3)
+        if stage < 5:
+            slow = lateral(slow, fast, f"res{stage}")
+    return tr
+
+
 NETWORKS = {f.__name__: f for f in (resnet18, resnet34, resnet50, resnet101, resnext50, mobilenet_v2, convnext_t,
                                     convnext_s, efficientnet_b0, efficientnet_b3, vgg16, inception_v3, unet, r3d18,
                                     r2plus1d18, densenet121, shufflenet_v2, mobilenet_v3_large, googlenet, mc3_18,
-                                    wide_resnet50_2, alexnet, regnet_y_800mf, efficientnet_v2_s, deeplabv3_resnet50, s3d)}
+                                    wide_resnet50_2, alexnet, regnet_y_800mf, efficientnet_v2_s, deeplabv3_resnet50, s3d,
+                                    slowfast_r50)}

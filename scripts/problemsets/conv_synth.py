@@ -7,7 +7,8 @@
 
 Kinds: depthwise (k 3/5/7, strides, dilation), grouped (G x channels per group), pointwise 1x1,
 dense 3x3, large kernels (5x5/7x7/11x11, stems), strided/patchify (k = stride), dilated (ASPP-like),
-3-D (dense, (2+1)D factors, depthwise) and odd (prime channels, odd spatial, asymmetric kernels).
+3-D (dense, (2+1)D factors, depthwise), odd (prime channels, odd spatial, asymmetric kernels) and temporal
+(3-D convs factored into time and space, (3,1,1) mostly, any channel count, clips of 2-16 frames).
 Each shape is written for every direction with one batch, halved until flops <= --max-flops.
 Tags: <tag>.<kind>.<i> (synth_conv by default). --kinds picks kinds and their counts (default: every
 kind, --per-kind each); --spatial replaces the map sizes that the 2-D kinds draw from, --batches the batches
@@ -109,7 +110,17 @@ def odd(r, sizes=SPATIAL):
     return shape2d(c, k, 1, hw, f, s)
 
 
-KINDS = {f.__name__: f for f in (depthwise, grouped, pointwise, dense3x3, large_kernel, strided, dilated, three_d, odd)}
+def temporal(r, sizes=SPATIAL):
+    t, hw = r.choice((2, 4, 8, 16)), r.choice((7, 14, 28, 56))
+    c, k = log_uniform(r, 16, 1280), log_uniform(r, 16, 1280)  # any count: factored nets size their mid planes freely
+    filt = r.choice(((3, 1, 1), (3, 1, 1), (3, 1, 1), (5, 1, 1), (1, 3, 3)))
+    s = r.choice((1, 1, 2))
+    stride = (s, 1, 1) if filt[0] > 1 else (1, s, s)
+    return ConvShape(c, k, 1, (t, hw, hw), filt, stride, tuple(f // 2 for f in filt), (1, 1, 1))
+
+
+KINDS = {f.__name__: f for f in (depthwise, grouped, pointwise, dense3x3, large_kernel, strided, dilated, three_d, odd,
+                                                 temporal)}
 
 
 def parse_kinds(text, per_kind):
