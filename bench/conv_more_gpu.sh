@@ -4,8 +4,10 @@
 # later training networks; bf16), 40 sampled configs per
 # problem as conv_train.csv.gz was measured (data/sweeps/README.md) but without the vendor rows
 # (training does not read them). Time-boxed and
-# resumable: pass the returned NAME.csv.gz back as $RESUME to continue. Run it on a 4x or 2x
-# host only (data/sweeps/README.md: the 1x host times short kernels differently). PAIRS: names of
+# resumable: pass the returned NAME.csv.gz back as $RESUME to continue. The files of data/sweeps/h200/ were
+# timed one launch at a time on a 4x host (data/sweeps/README.md: a 1x host timed short kernels differently
+# that way); the sweep now times CUDA graphs by default, as the 1x-H200 files of data/sweeps/h200-graph/ were
+# (conv_train_video: SAMPLE=20, 1x H200). PAIRS: names of
 # bench/sweep/model_pairs_*.txt.gz (a model's top configs on these problems) to measure after, in PAIRS_S
 # seconds (default 100) kept from the budget. SAMPLE: configs per problem (default 40; the GEMM subset
 # gemm_train_more was swept with 48).
