@@ -7,7 +7,7 @@ with the teacher, and writes models/<m>/fast/:
 
   model.txt.gz       a small LightGBM regressor (128 trees x 31 leaves) fitted to the teacher's
                      score minus the problem's best (log time-ratio units: the teacher's score / its
-                     bag), clipped at -CLIP
+                     bag), clipped at -CLIP (16 for a lambdarank teacher, whose scores are not time ratios)
   feature_spec.json  the teacher's schema / space hashes and feature names, "teacher_version" (the
                      selector refuses the student when the teacher file changes), "rescore_top" (the
                      selector re-scores the student's best M with the teacher)
@@ -43,7 +43,11 @@ TOL = 0.01           # near-best band of the cover, in log time ratio (~1%)
 REDUNDANCY = 1       # near-best configs each sampled problem keeps in the cover
 TREES, LEAVES = 128, 31
 MAX_DEPTH = -1       # student tree depth limit: the flat evaluator walks each tree's depth
-CLIP = 1.0           # targets below the problem's best by more than this are clipped
+CLIP = 1.0           # targets below the problem's best by more than this are clipped (regression teachers:
+                     # log time ratio units)
+# A lambdarank teacher's scores are not log time ratios: they spread ~16 units over a pool (docs/selection.md), so
+# its students clip there instead (with 1, 99% of the configs sat on the clip).
+CLIP_BY_OBJECTIVE = {"lambdarank": 16.0}
 RESCORE_TOP = 16     # the selector re-scores the student's best 16 with the teacher
 SYNTHETIC = {"gemm": 6, "conv": 1}  # random problems per training problem
 LGB_PARAMS = dict(objective="regression", learning_rate=0.15, min_data_in_leaf=20, lambda_l2=1.0,
@@ -273,6 +277,7 @@ def distill(folder: Path, args) -> dict:
     c = core()
     spec = json.loads((folder / "feature_spec.json").read_text())
     op, family, arch = spec["op"], spec["dtype_family"], spec["arch"]
+    clip = args.clip if args.clip is not None else CLIP_BY_OBJECTIVE.get(spec.get("objective"), CLIP)
     files = sorted(ROOT.glob(PROBLEM_FILES)) if not args.problems_file else [Path(f) for f in args.problems_file]
     base = training_problems(op, family, files)
     if not base:
@@ -306,8 +311,8 @@ def distill(folder: Path, args) -> dict:
     for tol in tols:
         chosen = None if (not args.set) else set(cover(pools, scores, fit_rows, tol, args.redundancy))
         keep = restrict(pools, scores, chosen)
-        X, y, gid = student_rows(problems, pools, scores, keep, fit_rows, arch, args.threads, args.clip)
-        Xv, _, gv = student_rows(problems, pools, scores, keep, val_rows, arch, args.threads, args.clip)
+        X, y, gid = student_rows(problems, pools, scores, keep, fit_rows, arch, args.threads, clip)
+        Xv, _, gv = student_rows(problems, pools, scores, keep, val_rows, arch, args.threads, clip)
         ideal = {i: scores[i][keep[i]] for i in val_rows}  # the teacher on the student's pool
         n_set = 0 if chosen is None else len(chosen)
         row = {"tol": tol, "set": n_set, "teacher_on_set": losses(pools, scores, keep, val_rows, ideal, 0)}
@@ -326,7 +331,7 @@ def distill(folder: Path, args) -> dict:
     # Final: the cover and the student over every sampled problem.
     chosen = [] if (not args.set) else cover(pools, scores, rows_all, args.tol, args.redundancy)
     keep = restrict(pools, scores, set(chosen) if chosen else None)
-    X, y, gid = student_rows(problems, pools, scores, keep, rows_all, arch, args.threads, args.clip)
+    X, y, gid = student_rows(problems, pools, scores, keep, rows_all, arch, args.threads, clip)
     model, params = fit_student(X, y, args.trees, args.leaves, args.seed, args.threads, args.max_depth)
     pred = predict_groups(model, X, gid)
     in_sample = losses(pools, scores, keep, rows_all, pred, args.rescore)
@@ -359,7 +364,7 @@ def distill(folder: Path, args) -> dict:
         "teacher_rows": int(sum(len(p) for p in pools)), "student_rows": int(len(y)),
         "candidates": len(chosen), "tol": args.tol, "redundancy": args.redundancy,
         "target": f"teacher raw score / bag (log time ratio, higher is better) minus its best over the problem's kept "
-                  f"configs, clipped at -{args.clip}", "clip": args.clip,
+                  f"configs, clipped at -{clip}", "clip": clip,
         "params": {**params, "num_boost_round": args.trees}, "rescore_top": args.rescore,
         "in_sample": in_sample, "held_out_table": table, "student_model_fnv": fnv_hex16(prediction_text(model_text).encode()),
         "command": command, "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -382,7 +387,8 @@ def main(argv=None) -> int:
     ap.add_argument("--trees", type=int, default=TREES)
     ap.add_argument("--leaves", type=int, default=LEAVES)
     ap.add_argument("--rescore", type=int, default=RESCORE_TOP, help="the student's top M re-scored by the teacher")
-    ap.add_argument("--clip", type=float, default=CLIP, help="targets clipped at -CLIP below the problem's best")
+    ap.add_argument("--clip", type=float, help="targets clipped at -CLIP below the problem's best (default: 16 for a "
+                    "lambdarank teacher, else 1)")
     ap.add_argument("--set", action="store_true",
                     help="also write fast/candidates.txt (a cover of the teacher's near-best configs) for the student "
                          "to score instead of the teacher's pool; off by default (it failed the held-out guard)")

@@ -21,7 +21,10 @@ GEMM_TRAIN = ("llama3_8b", "llama3_70b", "mistral_7b", "gpt2", "gpt2_xl", "bert_
 GEMM_VAL = ("gptj_6b", "qwen2_7b", "phi3_mini")
 # A second GEMM held-out set (gemm_llm_val2.txt): four more model families and sizes, keys disjoint from the above.
 GEMM_VAL2 = ("falcon_7b", "stablelm_3b", "qwen2_1_5b", "opt_1_3b")
-SYNTH_PREFIXES = ("synth_conv", "synth_conv_sp", "synth_conv_dwb", "synth_gemm")
+# Video training network (conv_nets_train3.txt): 3-D convs factored into time and space, as the held-out R(2+1)D-18
+# and S3D have them.
+CONV_TRAIN3 = ("slowfast_r50",)
+SYNTH_PREFIXES = ("synth_conv", "synth_conv_sp", "synth_conv_dwb", "synth_conv_t", "synth_gemm")
 
 
 def network_of(tag):

@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from architectures import NETWORKS
-from common import CONV_TRAIN, CONV_TRAIN2, CONV_VAL, CONV_VAL2, command, emit, excluded_keys, int_list
+from common import CONV_TRAIN, CONV_TRAIN2, CONV_TRAIN3, CONV_VAL, CONV_VAL2, command, emit, excluded_keys, int_list
 from shapes import DIRS, conv_string, header, line
 
 SMALL_BATCH_NETS = ("unet", "r3d18", "r2plus1d18", "mc3_18", "s3d", "slowfast_r50")
@@ -38,7 +38,7 @@ def generate(nets, batches, small_batches, dirs, dtype, exclude=frozenset()):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--split", choices=["train", "train2", "val", "val2"], required=True)
+    ap.add_argument("--split", choices=["train", "train2", "train3", "val", "val2"], required=True)
     ap.add_argument("--nets", help="comma list overriding the split's networks")
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--batches", default="1,8,32,128")
@@ -47,7 +47,8 @@ def main(argv=None):
     ap.add_argument("--exclude", nargs="*", default=[])
     ap.add_argument("--out")
     a = ap.parse_args(argv)
-    nets = a.nets.split(",") if a.nets else {"train": CONV_TRAIN, "train2": CONV_TRAIN2, "val": CONV_VAL, "val2": CONV_VAL2}[a.split]
+    nets = a.nets.split(",") if a.nets else {"train": CONV_TRAIN, "train2": CONV_TRAIN2, "train3": CONV_TRAIN3, "val": CONV_VAL,
+                                       "val2": CONV_VAL2}[a.split]
     body, dropped = generate(nets, int_list(a.batches), int_list(a.small_batches), a.dirs.split(","), a.dtype,
                              excluded_keys(a.exclude))
     extra = [f"split {a.split}: {', '.join(nets)}"]

@@ -11,7 +11,7 @@ dense 3x3, large kernels (5x5/7x7/11x11, stems), strided/patchify (k = stride), 
 (3-D convs factored into time and space, (3,1,1) mostly, any channel count, clips of 2-16 frames).
 Each shape is written for every direction with one batch, halved until flops <= --max-flops.
 Tags: <tag>.<kind>.<i> (synth_conv by default). --kinds picks kinds and their counts (default: every
-kind, --per-kind each); --spatial replaces the map sizes that the 2-D kinds draw from, --batches the batches
+kind but temporal, --per-kind each); --spatial replaces the map sizes that the 2-D kinds draw from, --batches the batches
 (drawn before the flops cap halves them); --exclude drops
 shapes whose problem key (any direction) is in the given files.
 """
@@ -121,12 +121,14 @@ def temporal(r, sizes=SPATIAL):
 
 KINDS = {f.__name__: f for f in (depthwise, grouped, pointwise, dense3x3, large_kernel, strided, dilated, three_d, odd,
                                                  temporal)}
+# Without --kinds: the kinds of the first synthetic files (temporal came later; conv_synth_temporal.txt names it).
+DEFAULT_KINDS = tuple(k for k in KINDS if k != "temporal")
 
 
 def parse_kinds(text, per_kind):
     """'depthwise=120,grouped=30' -> {kind: count}; empty: every kind, per_kind each."""
     if not text:
-        return {k: per_kind for k in KINDS}
+        return {k: per_kind for k in DEFAULT_KINDS}
     counts = {}
     for item in text.split(","):
         name, _, n = item.partition("=")
@@ -140,7 +142,7 @@ def generate(per_kind, seed, dtype, dirs, max_flops, kinds=None, sizes=SPATIAL, 
              exclude=frozenset(), batches=BATCHES):
     r = random.Random(seed)
     lines, seen = [], set()
-    for kind, count in (kinds or {k: per_kind for k in KINDS}).items():
+    for kind, count in (kinds or {k: per_kind for k in DEFAULT_KINDS}).items():
         make, i = KINDS[kind], 0
         while i < count:
             sh = make(r, sizes)

@@ -10,7 +10,7 @@ DATA = os.path.join(ROOT, "data", "problems")
 sys.path.insert(0, os.path.join(ROOT, "scripts", "problemsets"))
 
 import build_all  # noqa: E402
-from common import (CONV_TRAIN, CONV_TRAIN2, CONV_VAL, CONV_VAL2, GEMM_TRAIN, GEMM_VAL, GEMM_VAL2,  # noqa: E402
+from common import (CONV_TRAIN, CONV_TRAIN2, CONV_TRAIN3, CONV_VAL, CONV_VAL2, GEMM_TRAIN, GEMM_VAL, GEMM_VAL2,  # noqa: E402
                     SYNTH_PREFIXES, network_of)
 from shapes import read_problems  # noqa: E402
 from sweep_subsets import conv_info, gemm_flops  # noqa: E402
@@ -39,7 +39,7 @@ def test_generators_reproduce_committed_files(tmp_path):
 
 
 def test_no_validation_network_in_training_files():
-    known = set(CONV_TRAIN) | set(CONV_TRAIN2) | set(GEMM_TRAIN) | set(SYNTH_PREFIXES) | LEGACY_NETS
+    known = set(CONV_TRAIN) | set(CONV_TRAIN2) | set(CONV_TRAIN3) | set(GEMM_TRAIN) | set(SYNTH_PREFIXES) | LEGACY_NETS
     for name in TRAIN_FILES:
         nets = {network_of(tag) for tag, _ in problems(name)}
         assert not nets & VAL_NETS, f"{name} holds validation networks {nets & VAL_NETS}"
