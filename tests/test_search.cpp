@@ -102,7 +102,9 @@ TEST(Search, DeterministicPerSeedLegalAndDistinct) {
       EXPECT_TRUE(legal(p, a.top[i].config, arch)) << a.top[i].text;
       EXPECT_EQ(a.top[i].text, to_string(a.top[i].config));
       EXPECT_TRUE(seen.insert(a.top[i].text).second) << "duplicate " << a.top[i].text;
-      if (i) EXPECT_GE(a.top[i - 1].score, a.top[i].score);
+      if (i) {
+        EXPECT_GE(a.top[i - 1].score, a.top[i].score);
+      }
     }
     opt.seed = 8;
     const search::Result c = search::run(method, p, arch, space, scorer, opt);

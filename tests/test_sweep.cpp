@@ -100,7 +100,9 @@ TEST_F(SweepTest, VendorHeuristicOnlyRecordsTheHeuristicChoiceAlone) {
     heur += is_heur, best += !is_heur;
     // the heuristic choice is measured; the fastest-algorithm record is not, and says so
     EXPECT_EQ(rec.status, is_heur ? "ok" : "unsupported") << rec.config;
-    if (!is_heur) EXPECT_NE(rec.detail.find("heuristic choice alone"), std::string::npos) << rec.detail;
+    if (!is_heur) {
+      EXPECT_NE(rec.detail.find("heuristic choice alone"), std::string::npos) << rec.detail;
+    }
   }
   EXPECT_EQ(heur, 5);
   EXPECT_EQ(best, 5);
@@ -230,18 +232,26 @@ TEST_F(SweepTest, CrashAndHangRestartTheWorkerAndTheSweepGoesOn) {
   std::map<std::string, int> by_status;
   for (const auto& rec : f.records) {
     ++by_status[rec.status];
-    if (rec.config == "fault=trap") EXPECT_EQ(rec.status, "crash");
-    if (rec.config == "fault=hang") EXPECT_EQ(rec.status, "timeout");
+    if (rec.config == "fault=trap") {
+      EXPECT_EQ(rec.status, "crash");
+    }
+    if (rec.config == "fault=hang") {
+      EXPECT_EQ(rec.status, "timeout");
+    }
     if (rec.config.find("splitk=2 ") != std::string::npos) {
       EXPECT_EQ(rec.status, "crash");
       EXPECT_NE(rec.detail.find("signal 6"), std::string::npos) << rec.detail;
     }
-    if (rec.status == "ok") EXPECT_GT(rec.median_us, 0);
-    if (rec.status != "ok") EXPECT_EQ(rec.median_us, 0) << "failures are never timed";
-    if (rec.config.rfind("vendor=", 0) == 0)  // the GPU backend's names, which records.py and eval expect
+    if (rec.status == "ok") {
+      EXPECT_GT(rec.median_us, 0);
+    } else {
+      EXPECT_EQ(rec.median_us, 0) << "failures are never timed";
+    }
+    if (rec.config.rfind("vendor=", 0) == 0) {  // the GPU backend's names, which records.py and eval expect
       EXPECT_TRUE(rec.config == "vendor=cublaslt:heur" || rec.config == "vendor=cublaslt:best" ||
                   rec.config == "vendor=cudnn:heur" || rec.config == "vendor=cudnn:exhaustive")
           << rec.config;
+    }
   }
   EXPECT_EQ(by_status["timeout"], 1);
   EXPECT_GE(by_status["crash"], 1);
@@ -250,7 +260,9 @@ TEST_F(SweepTest, CrashAndHangRestartTheWorkerAndTheSweepGoesOn) {
   auto got = items(f);
   EXPECT_EQ(std::set(got.begin(), got.end()), want);
   for (const auto& p : want)
-    if (p.second.rfind("vendor=", 0) != 0) EXPECT_EQ(got.count(p), 1u) << p.first << " | " << p.second;
+    if (p.second.rfind("vendor=", 0) != 0) {
+      EXPECT_EQ(got.count(p), 1u) << p.first << " | " << p.second;
+    }
   EXPECT_NE(r.out.find("worker restarts"), std::string::npos);
 }
 
@@ -279,7 +291,9 @@ TEST_F(SweepTest, KilledSweepResumesWithoutLosingOrRepeatingPairs) {
   auto got = items(f);
   EXPECT_EQ(std::set(got.begin(), got.end()), want);
   for (const auto& p : want)
-    if (p.second.rfind("vendor=", 0) != 0) EXPECT_EQ(got.count(p), 1u) << p.first << " | " << p.second;
+    if (p.second.rfind("vendor=", 0) != 0) {
+      EXPECT_EQ(got.count(p), 1u) << p.first << " | " << p.second;
+    }
   // A third run has nothing left to do.
   r = test::run_cli(base() + " -o " + out());
   EXPECT_NE(r.out.find("0 pairs to measure"), std::string::npos) << r.out;
@@ -343,7 +357,9 @@ TEST_F(SweepTest, HeaderRecordsDeviceVersionsAndOptions) {
   const std::set<std::string> statuses = {"ok", "wrong", "crash", "timeout", "error", "unsupported"};
   for (const auto& rec : f.records) {
     EXPECT_TRUE(statuses.count(rec.status)) << rec.status;
-    if (rec.status == "ok") EXPECT_GT(rec.tflops, 0);
+    if (rec.status == "ok") {
+      EXPECT_GT(rec.tflops, 0);
+    }
   }
 }
 
