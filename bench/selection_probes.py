@@ -32,7 +32,8 @@ knn: a nearest-neighbour prior, what each config measured on the k training prob
 objective-cv: grouped CV (the trainer's folds) of a lambdarank and a reg_rel stand-in for the pooled conv teacher.
 objective-heldout: the shipped conv teacher, the same two stand-ins and rank blends of the teacher with each, choosing
   among the measured configs of the conv held-out sets.
-teacher-bags: the shipped conv teacher's bagged boosters one at a time, the first two, and all of them, on those sets.
+teacher-bags: the shipped conv teacher's bagged boosters (its manifest's "bag") one at a time, the first two, and all of
+  them, on those sets.
 rank-labels: lambdarank stand-ins for the conv teacher with other relevance grades (floor(30 eff^power)), gains,
   truncation levels or leaves (RANK_VARIANTS), each on grouped CV (the trainer's folds) and on the held-out measured configs.
 The models here are quick stand-ins (fixed rounds, learning rate 0.15, one booster), compared with each
@@ -334,18 +335,28 @@ def op_line(e: pd.DataFrame) -> str:
                     for op, g in e.groupby("op")) + f" all {100 * e.eff.mean():.2f}"
 
 
-def probe_objective_cv(a) -> None:
+def conv_training_cv() -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """The conv teacher's training rows (problem-sorted, as the trainer groups them), features and CV folds."""
     df = training_rows("conv_fwd_half_h200").sort_values(["problem", "config"], kind="stable").reset_index(drop=True)
-    X, folds = tr.compute_features(df, "h200"), tr.fold_of(df["group"])
+    return df, tr.compute_features(df, "h200"), tr.fold_of(df["group"])
+
+
+def standin_cv(df: pd.DataFrame, X: np.ndarray, folds: np.ndarray, obj: str, params: dict, rounds: int) -> str:
+    """op_line of a stand-in's out-of-fold choices over the trainer's folds."""
+    parts = []
+    for f in range(tr.FOLDS):
+        te = folds == f
+        b = lgb.train(params, tr.dataset(X[~te], df[~te], obj, lgb), num_boost_round=rounds)
+        e = tr.efficiency(df[te], tr.score_sign(obj) * b.predict(X[te]))
+        parts.append(e.assign(op=df.loc[te].groupby("problem")["op"].first()))
+    return op_line(pd.concat(parts))
+
+
+def probe_objective_cv(a) -> None:
+    df, X, folds = conv_training_cv()
     for obj in ("lambdarank", "reg_rel"):
-        parts = []
-        for f in range(tr.FOLDS):
-            te = folds == f
-            p = dict(tr.params_for(obj, 1, "conv"), learning_rate=0.15, num_threads=2)
-            b = lgb.train(p, tr.dataset(X[~te], df[~te], obj, lgb), num_boost_round=a.rounds)
-            e = tr.efficiency(df[te], tr.score_sign(obj) * b.predict(X[te]))
-            parts.append(e.assign(op=df.loc[te].groupby("problem")["op"].first()))
-        print(obj, a.rounds, op_line(pd.concat(parts)), flush=True)
+        p = dict(tr.params_for(obj, 1, "conv"), learning_rate=0.15, num_threads=2)
+        print(obj, a.rounds, standin_cv(df, X, folds, obj, p, a.rounds), flush=True)
 
 
 def heldout_scores() -> tuple[pd.DataFrame, np.ndarray, str]:
@@ -382,12 +393,14 @@ def probe_teacher_bags(a) -> None:
 
     h, Xh, teacher_file = heldout_scores()
     b = lgb.Booster(model_str=gzip.open(teacher_file, "rt").read())
-    per = b.num_trees() // 3
-    print("trees", b.num_trees())
-    report_measured(h, "3 bags", b.predict(Xh, raw_score=True))
-    for k in range(3):
+    bags = json.load(open("models/conv_fwd_half_h200/manifest.json"))["bag"]  # boosters merged into the one file
+    per = b.num_trees() // bags
+    print("trees", b.num_trees(), "bags", bags)
+    report_measured(h, f"{bags} bags", b.predict(Xh, raw_score=True))
+    for k in range(bags if bags > 1 else 0):
         report_measured(h, f"bag {k}", b.predict(Xh, raw_score=True, start_iteration=k * per, num_iteration=per))
-    report_measured(h, "bags 0+1", b.predict(Xh, raw_score=True, start_iteration=0, num_iteration=2 * per))
+    if bags > 2:
+        report_measured(h, "bags 0+1", b.predict(Xh, raw_score=True, start_iteration=0, num_iteration=2 * per))
 
 
 # name -> (power of eff in the grade floor(30 eff^power), gain of grade i, LightGBM overrides); "base" is the trainer's
@@ -405,20 +418,14 @@ RANK_VARIANTS = {
 
 
 def probe_rank_labels(a) -> None:
-    df = training_rows("conv_fwd_half_h200").sort_values(["problem", "config"], kind="stable").reset_index(drop=True)
-    X, folds = tr.compute_features(df, "h200"), tr.fold_of(df["group"])
+    df, X, folds = conv_training_cv()
     h, Xh, _ = heldout_scores()
     for name in a.variants:
         power, gain, over = RANK_VARIANTS[name]
         d = df.assign(y_rank=np.floor(30 * df["eff"] ** power).astype(int))
         p = dict(tr.params_for("lambdarank", 1, "conv"), learning_rate=0.15, num_threads=2,
                  label_gain=[float(gain(i)) for i in range(31)], **over)
-        parts = []
-        for f in range(tr.FOLDS):
-            te = folds == f
-            b = lgb.train(p, tr.dataset(X[~te], d[~te], "lambdarank", lgb), num_boost_round=a.rounds)
-            parts.append(tr.efficiency(d[te], b.predict(X[te])).assign(op=d.loc[te].groupby("problem")["op"].first()))
-        print(f"{name:10s} CV", op_line(pd.concat(parts)), flush=True)
+        print(f"{name:10s} CV", standin_cv(d, X, folds, "lambdarank", p, a.rounds), flush=True)
         b = lgb.train(p, tr.dataset(X, d, "lambdarank", lgb), num_boost_round=a.rounds)
         report_measured(h, f"{name} held out", b.predict(Xh))
 

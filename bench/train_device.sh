@@ -9,8 +9,8 @@
 #   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #     --platform manylinux_2_28_x86_64 -d .whl lightgbm==4.7.0
 #   run: carry [".deps", ".whl", ".commit"], command BUDGET_S=580 bash bench/train_device.sh
-# Conv trains with the shipped conv recipe, CONV_ARGS (default "--objectives lambdarank --patience 300 --bag 1";
-# set it to change or drop them, e.g. add --no-pool-conv). Experiments: GEMM=0 (conv only),
+# Conv trains with the shipped conv model's recipe, read from its manifest (objective, patience, bag) unless CONV_ARGS
+# is set (then those options instead, e.g. "--objectives lambdarank --no-pool-conv"). Experiments: GEMM=0 (conv only),
 # ALL_DATA=1 (every data/sweeps/h200/*_train* file and data/sweeps/h200-graph/conv_train_*, not the manifests').
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,11 +36,19 @@ else
   conv=($(manifest_files conv_fwd_half_h200 data plain) --remeasured $(manifest_files conv_fwd_half_h200 data graph)
         --val $(manifest_files conv_fwd_half_h200 validation_files))
 fi
+# manifest_recipe MODEL: the shipped manifest's objective, bag and patience as tilepick.train options
+manifest_recipe() {
+  python3 - "$1" <<'PY'
+import json, sys
+m = json.load(open(f"models/{sys.argv[1]}/manifest.json"))
+print(f"--objectives {m['objective']} --bag {m['bag']}" + (f" --patience {m['patience']}" if m.get("patience") else ""))
+PY
+}
 common=(--problems-file data/problems/sweep/*.txt --out "$W/models" --threads "$half")
 { echo "commit $(cat .commit 2>/dev/null); $(nproc) cores"; echo "gemm: ${gemm[*]}"; echo "conv: ${conv[*]}"; } | tee "$W/train_command.txt"
 t=$(( $(left) - 100 ))
 [ "${GEMM:-1}" = 0 ] || timeout $t python3 -m tilepick.train "${gemm[@]}" "${common[@]}" --only gemm_half_h200 >"$W/train_gemm.log" 2>&1 &
-timeout $t python3 -m tilepick.train "${conv[@]}" "${common[@]}" ${CONV_ARGS---objectives lambdarank --patience 300 --bag 1} --only conv_fwd_half_h200 conv_bwd_data_half_h200 \
+timeout $t python3 -m tilepick.train "${conv[@]}" "${common[@]}" ${CONV_ARGS-$(manifest_recipe conv_fwd_half_h200)} --only conv_fwd_half_h200 conv_bwd_data_half_h200 \
   conv_bwd_weight_half_h200 >"$W/train_conv.log" 2>&1 &
 wait
 echo "trained after $(( $(date +%s) - START )) s"; tail -n 3 "$W"/train_*.log

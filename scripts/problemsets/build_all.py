@@ -78,24 +78,12 @@ def manifest():
                                                         "--max-flops", "2e11", "--exclude", "@conv_nets_val.txt",
                                                         "@conv_nets_val2.txt", "@conv_synth_spatial.txt"]))
     # Video (bf16): SlowFast-R50 and synthetic 3-D convs factored into time and space, which the held-out R(2+1)D-18
-    # and S3D use; swept whole as sweep/conv_train_video.txt.
+    # and S3D use; sweep_subsets.py writes both whole as sweep/conv_train_video.txt.
     val = ["@conv_nets_val.txt", "@conv_nets_val2.txt", "@conv_nets_val_f16.txt"]
     out.append(("conv_nets_train3.txt", conv_nets, ["--split", "train3", "--small-batches", "1,4", "--exclude"] + val))
     out.append(("conv_synth_temporal.txt", conv_synth, ["--kinds", "temporal=60", "--seed", "11", "--tag", "synth_conv_t",
                                                         "--batches", "1,2,4,8,16", "--exclude"] + val))
     return out
-
-
-def write_video_sweep(out_dir):
-    """sweep/conv_train_video.txt: every problem of conv_nets_train3.txt and conv_synth_temporal.txt."""
-    lines = ["# conv training problems of video networks, every problem of conv_nets_train3.txt (SlowFast-R50 at batch 1",
-             "# and 4) and conv_synth_temporal.txt (60 synthetic 3-D convs factored into time and space), written by",
-             "# scripts/problemsets/build_all.py; swept with 20 sampled configs per problem (data/sweeps/README.md)"]
-    for name in ("conv_nets_train3.txt", "conv_synth_temporal.txt"):
-        with open(os.path.join(out_dir, name)) as f:
-            lines += [line.rstrip("\n") for line in f if not line.startswith("#")]
-    with open(os.path.join(out_dir, "sweep", "conv_train_video.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n")
 
 
 SWEEP_FILES = ("sweep/gemm_train.txt", "sweep/gemm_train_more.txt", "sweep/gemm_val.txt", "sweep/conv_train.txt", "sweep/conv_train_more.txt",
@@ -125,7 +113,6 @@ def build(out_dir):
         module.main(argv + ["--out", os.path.join(out_dir, name)])
         written.append(name)
     sweep_subsets.main(["--data", out_dir, "--out", os.path.join(out_dir, "sweep")])
-    write_video_sweep(out_dir)
     return written + list(SWEEP_FILES)
 
 

@@ -238,6 +238,11 @@ def main(argv=None):
         write(items, f"conv_train_dw_batch{sfx}.txt", shown, a.out,
               "every problem of conv_synth_dw_batch (training: depthwise at batches 32-128)")
 
+    video = [src("conv_nets_train3"), src("conv_synth_temporal")]
+    if all(os.path.exists(p) for p in video):  # swept whole with 20 sampled configs each, no flops cap
+        write(sources(video, lambda tag, prob: ()), f"conv_train_video{sfx}.txt", shown, a.out, "every problem of conv_nets_train3 and "
+              "conv_synth_temporal (training: 3-D convs factored into time and space)")
+
     items = sources([src("conv_nets_val")], conv_levels(a.max_flops, by_network=True))
     write(by_source(items, {"nets": a.conv_val}), f"conv_val{sfx}.txt", shown, a.out,
           "from conv_nets_val (validation)")
