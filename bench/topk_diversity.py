@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Which K configs should dispatch's top_k strategy time? The model's first K, or a more varied K?
+
+The model's first 4 often differ only in stages or swizzle of one tile shape; when that tile is the
+wrong one, all four miss together. The varied lists take configs in the model's order but skip one
+whose tile shape (sm80: tile and warps; dw: its dwtile) is already taken:
+  plain   the first K
+  d1      at most one per tile shape
+  cap2    the first, then at most two per tile shape
+  p2d     the first two, then at most one per tile shape
+
+  pairs: write the (problem|config) pairs of the strategies' lists that no record holds, for
+         bench/graph_train_gpu.sh (bench/sweep/graph_NAME.txt.gz)
+  score: the fastest measured of each strategy's first K per op (mean / P10 / min of oracle time /
+         that time, and the share of problems whose K are all measured)
+
+  python3 bench/topk_diversity.py pairs --records R... --problems-file F... --out bench/sweep/graph_topk_div.txt.gz
+  python3 bench/topk_diversity.py score --records R... --problems-file F... [-k 2 3 4]
+"""
+import argparse
+import gzip
+import os
+import sys
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+from tilepick import _core  # noqa: E402
+from tilepick.records import read_records  # noqa: E402
+
+STRATEGIES = {"plain": (4, 99), "d1": (1, 1), "cap2": (1, 2), "p2d": (2, 1)}  # (kept as ranked, cap per shape)
+
+
+def tile_shape(config: str) -> tuple:
+    f = dict(t.split("=", 1) for t in config.split())
+    return ("dw", f["dwtile"]) if f["fam"] == "dw" else (f["fam"], f["tile"], f["warps"])
+
+
+def varied(ranked: list[str], k: int, head: int, cap: int) -> list[str]:
+    out = list(ranked[: min(head, k)])
+    count: dict = {}
+    for c in out:
+        count[tile_shape(c)] = count.get(tile_shape(c), 0) + 1
+    for c in ranked[len(out):]:
+        if len(out) == k:
+            break
+        if count.get(tile_shape(c), 0) < cap:
+            out.append(c)
+            count[tile_shape(c)] = count.get(tile_shape(c), 0) + 1
+    out += [c for c in ranked if c not in out][: k - len(out)]  # too few shapes: fill in order
+    return out
+
+
+def measured(records: list[str]) -> dict:
+    _, df = read_records(records)
+    df = df[(df["status"] == "ok") & ~df["config"].str.startswith("vendor=")]
+    canon = {p: _core.canonical_problem(p) for p in df["problem"].unique()}
+    df = df.assign(problem=df["problem"].map(canon))
+    times = {}
+    for (p, c), us in df.groupby(["problem", "config"])["median_us"]:
+        v = sorted(us)
+        times[(p, c)] = v[(len(v) - 1) // 2]  # the eval's rule: the lower median of repeats
+    return times
+
+
+def problems_of(files: list[str], times: dict) -> list[str]:
+    seen = {p for p, _ in times}
+    out = []
+    for f in files:
+        for _, p in _core.problem_file(f):
+            if p in seen and p not in out:
+                out.append(p)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("command", choices=["pairs", "score"])
+    ap.add_argument("--records", nargs="+", required=True)
+    ap.add_argument("--problems-file", nargs="+", required=True)
+    ap.add_argument("--models", default="models")
+    ap.add_argument("--arch", default="h200")
+    ap.add_argument("-k", type=int, nargs="+", default=[4])
+    ap.add_argument("--plain-k", type=int, default=8, help="pairs: also the plain first N (default 8)")
+    ap.add_argument("--window", type=int, default=40, help="ranked configs the varied lists draw from")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+
+    times = measured(a.records)
+    problems = problems_of(a.problems_file, times)
+    oracle = {}
+    for (p, _), us in times.items():
+        oracle[p] = min(us, oracle.get(p, np.inf))
+    lists = {}
+    for p in problems:
+        ranked = [c for c, _ in _core.selector_rank(p, a.arch, a.models, "full", a.window)]
+        lists[p] = (ranked, {(s, k): varied(ranked, k, *hc) for s, hc in STRATEGIES.items() for k in a.k})
+
+    if a.command == "pairs":
+        if not a.out:
+            sys.exit("pairs needs --out")
+        pairs = []
+        for p, (ranked, by) in lists.items():
+            want = list(ranked[: a.plain_k])
+            for l in by.values():
+                want += [c for c in l if c not in want]
+            pairs += [f"{p}|{c}" for c in want if (p, c) not in times]
+        with gzip.open(a.out, "wt") as f:
+            f.write("\n".join(pairs) + "\n")
+        print(f"{len(pairs)} pairs of {len(problems)} problems -> {a.out}")
+        return
+
+    rows = []
+    for p, (_, by) in lists.items():
+        for (s, k), l in by.items():
+            ts = [times.get((p, c)) for c in l]
+            done = [t for t in ts if t is not None]
+            rows.append({"op": _core.problem_op(p), "strategy": s, "k": k, "all": len(done) == k,
+                         "eff": oracle[p] / min(done) if done else np.nan})
+    df = pd.DataFrame(rows)
+    print("op strategy k: mean / P10 / min of the fastest of the K (oracle: fastest recorded), share all measured")
+    for (op, k, s), g in df.groupby(["op", "k", "strategy"], sort=True):
+        e = g["eff"] * 100
+        print(f"{op:16s} {s:6s} k={k}: {e.mean():6.2f} / {np.nanpercentile(e, 10):6.2f} / {e.min():6.2f}"
+              f"  measured {g['all'].mean():.2f}")
+
+
+if __name__ == "__main__":
+    main()
