@@ -9,8 +9,9 @@ whose tile shape (sm80: tile and warps; dw: its dwtile) is already taken:
   cap2    the first, then at most two per tile shape
   p2d     the first two, then at most one per tile shape
 
-  pairs: write the (problem|config) pairs of the strategies' lists that no record holds, for
-         bench/graph_train_gpu.sh (bench/sweep/graph_NAME.txt.gz)
+  pairs: write the (problem|config) pairs of the strategies' lists that no record holds (--fresh: all of
+         them, to time every list in one call), problems in a seeded random order (a partial sweep is a random
+         subset), for bench/graph_train_gpu.sh (bench/sweep/graph_NAME.txt.gz)
   score: the fastest measured of each strategy's first K per op (mean / P10 / min of oracle time /
          that time, and the share of problems whose K are all measured)
 
@@ -84,6 +85,7 @@ def main() -> None:
     ap.add_argument("-k", type=int, nargs="+", default=[4])
     ap.add_argument("--plain-k", type=int, default=8, help="pairs: also the plain first N (default 8)")
     ap.add_argument("--window", type=int, default=40, help="ranked configs the varied lists draw from")
+    ap.add_argument("--fresh", action="store_true", help="pairs: also those the records hold")
     ap.add_argument("--out")
     a = ap.parse_args()
 
@@ -101,11 +103,14 @@ def main() -> None:
         if not a.out:
             sys.exit("pairs needs --out")
         pairs = []
-        for p, (ranked, by) in lists.items():
+        order = list(lists)
+        np.random.default_rng(7).shuffle(order)
+        for p in order:
+            ranked, by = lists[p]
             want = list(ranked[: a.plain_k])
             for l in by.values():
                 want += [c for c in l if c not in want]
-            pairs += [f"{p}|{c}" for c in want if (p, c) not in times]
+            pairs += [f"{p}|{c}" for c in want if a.fresh or (p, c) not in times]
         with gzip.open(a.out, "wt") as f:
             f.write("\n".join(pairs) + "\n")
         print(f"{len(pairs)} pairs of {len(problems)} problems -> {a.out}")
