@@ -65,6 +65,12 @@ def measured(records: list[str]) -> dict:
     return times
 
 
+def times_problems(times: dict, _cache={}) -> set:
+    if id(times) not in _cache:
+        _cache[id(times)] = {p for p, _ in times}
+    return _cache[id(times)]
+
+
 def problems_of(files: list[str], times: dict) -> list[str]:
     seen = {p for p, _ in times}
     out = []
@@ -85,6 +91,8 @@ def main() -> None:
     ap.add_argument("-k", type=int, nargs="+", default=[4])
     ap.add_argument("--plain-k", type=int, default=8, help="pairs: also the plain first N (default 8)")
     ap.add_argument("--window", type=int, default=40, help="ranked configs the varied lists draw from")
+    ap.add_argument("--oracle-records", nargs="*", default=[],
+                    help="score: more records that only lower each problem's oracle (older or other timings)")
     ap.add_argument("--fresh", action="store_true", help="pairs: also those the records hold")
     ap.add_argument("--out")
     a = ap.parse_args()
@@ -92,8 +100,9 @@ def main() -> None:
     times = measured(a.records)
     problems = problems_of(a.problems_file, times)
     oracle = {}
-    for (p, _), us in times.items():
-        oracle[p] = min(us, oracle.get(p, np.inf))
+    for (p, _), us in list(times.items()) + (list(measured(a.oracle_records).items()) if a.oracle_records else []):
+        if p in times_problems(times):
+            oracle[p] = min(us, oracle.get(p, np.inf))
     lists = {}
     for p in problems:
         ranked = [c for c, _ in _core.selector_rank(p, a.arch, a.models, "full", a.window)]
