@@ -93,12 +93,14 @@ def main() -> None:
     ap.add_argument("--window", type=int, default=40, help="ranked configs the varied lists draw from")
     ap.add_argument("--oracle-records", nargs="*", default=[],
                     help="score: more records that only lower each problem's oracle (older or other timings)")
+    ap.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=list(STRATEGIES))
+    ap.add_argument("--ops", nargs="+", help="only problems of these ops (conv_fwd, ..., gemm)")
     ap.add_argument("--fresh", action="store_true", help="pairs: also those the records hold")
     ap.add_argument("--out")
     a = ap.parse_args()
 
     times = measured(a.records)
-    problems = problems_of(a.problems_file, times)
+    problems = [p for p in problems_of(a.problems_file, times) if not a.ops or _core.problem_op(p) in a.ops]
     oracle = {}
     for (p, _), us in list(times.items()) + (list(measured(a.oracle_records).items()) if a.oracle_records else []):
         if p in times_problems(times):
@@ -106,7 +108,7 @@ def main() -> None:
     lists = {}
     for p in problems:
         ranked = [c for c, _ in _core.selector_rank(p, a.arch, a.models, "full", a.window)]
-        lists[p] = (ranked, {(s, k): varied(ranked, k, *hc) for s, hc in STRATEGIES.items() for k in a.k})
+        lists[p] = (ranked, {(s, k): varied(ranked, k, *STRATEGIES[s]) for s in a.strategies for k in a.k})
 
     if a.command == "pairs":
         if not a.out:

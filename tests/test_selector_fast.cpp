@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "tilepick/features.hpp"
@@ -154,6 +155,46 @@ TEST(SelectorFast, BatchFeatureRowsEqualSingleRows) {
     }
   }
   EXPECT_GE(problems, 16);
+}
+
+// A conv shortlist takes the full model's ranking in order but passes over a config whose tile shape is
+// already on the list, and fills in rank order once the window runs out of shapes; GEMM's is the first k.
+TEST(SelectorFast, ShortlistKeepsOneConfigPerTileShapeForConv) {
+  const Selector sel(kModels, 1, true, ScoreMode::fast);
+  const ArchSpec& h200 = find_arch(default_arch_specs(), "h200");
+  const auto shape = [](const KernelConfig& c) {
+    return c.fam() == Family::dw ? std::vector<int>{c.family, c.dw_tile_h, c.dw_tile_w, c.dw_tile_c}
+                                 : std::vector<int>{c.family, c.tile_m, c.tile_n, c.tile_k, c.warps_m, c.warps_n};
+  };
+  int varied = 0;
+  for (const char* text : kProblems) {
+    const Problem p = parse_problem(text);
+    if (!sel.model_for(p, h200)) continue;
+    const Selection ranked = sel.select(p, h200, Selector::kShortlistWindow, ScoreMode::full);
+    for (const int k : {1, 4, Selector::kShortlistWindow}) {
+      SCOPED_TRACE(std::string(text) + " k=" + std::to_string(k));
+      const Selection s = sel.shortlist(p, h200, k);
+      ASSERT_EQ(s.top.size(), std::min<std::size_t>(k, ranked.top.size()));
+      EXPECT_EQ(s.top[0].text, ranked.top[0].text);
+      EXPECT_EQ(s.confidence, ranked.confidence);
+      if (std::holds_alternative<GemmProblem>(p)) {
+        for (std::size_t i = 0; i < s.top.size(); ++i) EXPECT_EQ(s.top[i].text, ranked.top[i].text);
+        continue;
+      }
+      // Expected: the first of each shape in rank order, then the rest in rank order.
+      std::vector<std::string> firsts, rest;
+      std::vector<std::vector<int>> seen;
+      for (const auto& r : ranked.top) {
+        const bool fresh = std::find(seen.begin(), seen.end(), shape(r.config)) == seen.end();
+        if (fresh) seen.push_back(shape(r.config));
+        (fresh ? firsts : rest).push_back(r.text);
+      }
+      firsts.insert(firsts.end(), rest.begin(), rest.end());
+      for (std::size_t i = 0; i < s.top.size(); ++i) EXPECT_EQ(s.top[i].text, firsts[i]) << i;
+      if (k == 4) varied += s.top[3].text != ranked.top[3].text;
+    }
+  }
+  EXPECT_GE(varied, 1);  // some conv problem's first 4 shared a shape
 }
 
 }  // namespace

@@ -222,6 +222,13 @@ class Selector {
   // student-then-teacher first 4, docs/selection.md); fast is the selector's own mode (a full
   // selector stays full); automatic: the selector's mode.
   Selection select(const Problem& p, const ArchSpec& arch, int k, ScoreMode mode = ScoreMode::automatic) const;
+  // What dispatch's top_k strategy times: the full model's first k, except that for conv ops a config
+  // whose tile shape (sm80, sm90: tile and warps; dw: its dwtile) is already on the list is passed over
+  // while the full model's first kShortlistWindow hold another shape (then filled in rank order). The
+  // first k of a conv pool often differ only in stages or swizzle of one shape and miss together
+  // (docs/selection.md, "Which k configs to time"). confidence and the vendor fields are select()'s.
+  Selection shortlist(const Problem& p, const ArchSpec& arch, int k) const;
+  static constexpr int kShortlistWindow = 40;
 
   // The usable model for (op, dtype family, arch name), or nullptr with the reason in *why: one trained
   // for the arch, else one whose "serves" lists it (features are still computed for `arch`).

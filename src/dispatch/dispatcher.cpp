@@ -281,8 +281,8 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
   Selection sel;
   if (mode != VendorMode::only && opt.strategy != Strategy::fixed) {
     const int k = opt.strategy == Strategy::exhaustive ? 0 : opt.strategy == Strategy::top_k ? opt.k : 5;
-    // top_k ranks with the full model: it compiles and times its first k anyway (docs/dispatch.md).
-    sel = selector->select(p, t.arch, k, opt.strategy == Strategy::top_k ? ScoreMode::full : ScoreMode::automatic);
+    // top_k times the full model's shortlist: it compiles and times them anyway (docs/dispatch.md).
+    sel = opt.strategy == Strategy::top_k ? selector->shortlist(p, t.arch, k) : selector->select(p, t.arch, k);
     if (opt.strategy == Strategy::exhaustive && sel.pruned) {  // exhaustive times the whole legal pool
       const auto all = Registry::default_registry().lookup_configs(p, t.arch);
       sel.top = selector->rank_configs(p, t.arch, all, 0);

@@ -3,6 +3,7 @@
 #include "tilepick/selector.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <mutex>
 #include <set>
 #include <tuple>
+#include <variant>
 #include <sstream>
 
 #include "core/hash.hpp"
@@ -549,6 +551,32 @@ Selection Selector::select(const Problem& p, const ArchSpec& arch, int k, ScoreM
   }
   if (k > 0 && all.size() > static_cast<std::size_t>(k)) all.resize(static_cast<std::size_t>(k));
   s.top = std::move(all);
+  return s;
+}
+
+namespace {
+
+// The shape a shortlist keeps one config of: sm80 / sm90 tile and warps, dw its output tile.
+std::array<int, 6> tile_shape(const KernelConfig& c) {
+  if (c.fam() == Family::dw) return {c.family, c.dw_tile_h, c.dw_tile_w, c.dw_tile_c, 0, 0};
+  return {c.family, c.tile_m, c.tile_n, c.tile_k, c.warps_m, c.warps_n};
+}
+
+}  // namespace
+
+Selection Selector::shortlist(const Problem& p, const ArchSpec& arch, int k) const {
+  const bool varied = k > 1 && std::holds_alternative<ConvProblem>(p);
+  Selection s = select(p, arch, varied ? std::max(k, kShortlistWindow) : k, ScoreMode::full);
+  if (!varied) return s;
+  const std::size_t want = static_cast<std::size_t>(k);
+  std::vector<bool> taken(s.top.size(), false);
+  std::set<std::array<int, 6>> shapes;
+  std::vector<Ranked> out;
+  for (std::size_t i = 0; i < s.top.size() && out.size() < want; ++i)
+    if (shapes.insert(tile_shape(s.top[i].config)).second) out.push_back(s.top[i]), taken[i] = true;
+  for (std::size_t i = 0; i < s.top.size() && out.size() < want; ++i)  // too few shapes: fill in rank order
+    if (!taken[i]) out.push_back(s.top[i]);
+  s.top = std::move(out);
   return s;
 }
 

@@ -184,13 +184,13 @@ std::string fmt(double v, const char* f = "%.4f") {
 std::string quote(const std::string& s) { return "\"" + s + "\""; }
 
 // Whether the model's own choices over its whole pool were measured (ProblemEval), as dispatch makes
-// them: the first choice in the selector's mode (the heuristic strategy), the first k by the full
-// model (the top_k strategy, Selector::select with ScoreMode::full).
+// them: the first choice in the selector's mode (the heuristic strategy), the k the top_k strategy
+// times (Selector::shortlist).
 void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRows& rows, int k, ProblemEval& e) {
   Selection own, timed;
   try {
     own = selector.select(rows.problem, arch, k);
-    timed = selector.mode() == ScoreMode::full ? own : selector.select(rows.problem, arch, k, ScoreMode::full);
+    timed = selector.shortlist(rows.problem, arch, k);
   } catch (const Error&) {
     return;  // no legal candidate for this arch: nothing of its own to compare
   }
