@@ -132,7 +132,7 @@ def main() -> None:
         for (s, k), l in by.items():
             ts = [times.get((p, c)) for c in l]
             done = [t for t in ts if t is not None]
-            rows.append({"op": _core.problem_op(p), "strategy": s, "k": k, "all": len(done) == k,
+            rows.append({"problem": p, "op": _core.problem_op(p), "strategy": s, "k": k, "all": len(done) == k,
                          "eff": oracle[p] / min(done) if done else np.nan})
     df = pd.DataFrame(rows)
     print("op strategy k: mean / P10 / min of the fastest of the K (oracle: fastest recorded), share all measured")
@@ -140,6 +140,17 @@ def main() -> None:
         e = g["eff"] * 100
         print(f"{op:16s} {s:6s} k={k}: {e.mean():6.2f} / {np.nanpercentile(e, 10):6.2f} / {e.min():6.2f}"
               f"  measured {g['all'].mean():.2f}")
+    if "plain" not in a.strategies:
+        return
+    print("paired against plain, same k: mean difference (points) +- its standard error, problems better / worse by > 1")
+    wide = df.pivot_table(index=["op", "k", "problem"], columns="strategy", values="eff")
+    for (op, k), g in wide.groupby(level=["op", "k"]):
+        for s in a.strategies:
+            if s == "plain":
+                continue
+            d = (g[s] - g["plain"]).dropna() * 100
+            print(f"{op:16s} {s:6s} k={k}: {d.mean():+6.3f} +- {d.std() / np.sqrt(len(d)):.3f}, "
+                  f"{(d > 1).sum()} / {(d < -1).sum()}")
 
 
 if __name__ == "__main__":

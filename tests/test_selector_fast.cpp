@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -12,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "tilepick/error.hpp"
 #include "tilepick/features.hpp"
 #include "tilepick/registry.hpp"
 #include "tilepick/selector.hpp"
@@ -157,8 +159,9 @@ TEST(SelectorFast, BatchFeatureRowsEqualSingleRows) {
   EXPECT_GE(problems, 16);
 }
 
-// A conv shortlist takes the full model's ranking in order but passes over a config whose tile shape is
-// already on the list, and fills in rank order once the window runs out of shapes; GEMM's is the first k.
+// A varied conv shortlist takes the full model's ranking in order but passes over a config whose tile shape
+// is already on the list, and fills in rank order once the window runs out of shapes; GEMM's, and a first
+// shortlist, are the full model's first k.
 TEST(SelectorFast, ShortlistKeepsOneConfigPerTileShapeForConv) {
   const Selector sel(kModels, 1, true, ScoreMode::fast);
   const ArchSpec& h200 = find_arch(default_arch_specs(), "h200");
@@ -173,7 +176,10 @@ TEST(SelectorFast, ShortlistKeepsOneConfigPerTileShapeForConv) {
     const Selection ranked = sel.select(p, h200, Selector::kShortlistWindow, ScoreMode::full);
     for (const int k : {1, 4, Selector::kShortlistWindow}) {
       SCOPED_TRACE(std::string(text) + " k=" + std::to_string(k));
-      const Selection s = sel.shortlist(p, h200, k);
+      const Selection s = sel.shortlist(p, h200, k, Selector::Shortlist::varied);
+      const Selection first = sel.shortlist(p, h200, k, Selector::Shortlist::first);
+      ASSERT_EQ(first.top.size(), s.top.size());
+      for (std::size_t i = 0; i < first.top.size(); ++i) EXPECT_EQ(first.top[i].text, ranked.top[i].text);
       ASSERT_EQ(s.top.size(), std::min<std::size_t>(k, ranked.top.size()));
       EXPECT_EQ(s.top[0].text, ranked.top[0].text);
       EXPECT_EQ(s.confidence, ranked.confidence);
@@ -195,6 +201,34 @@ TEST(SelectorFast, ShortlistKeepsOneConfigPerTileShapeForConv) {
     }
   }
   EXPECT_GE(varied, 1);  // some conv problem's first 4 shared a shape
+}
+
+TEST(SelectorFast, ShortlistFollowsTheEnvironmentAndRefusesABadValue) {
+  const Selector sel(kModels, 1, true, ScoreMode::fast);
+  const ArchSpec& h200 = find_arch(default_arch_specs(), "h200");
+  const Problem p = parse_problem(kProblems[4]);  // a conv problem whose first 4 share a shape
+  const auto texts = [](const Selection& s) {
+    std::vector<std::string> out;
+    for (const auto& r : s.top) out.push_back(r.text);
+    return out;
+  };
+  const auto first = texts(sel.shortlist(p, h200, 4, Selector::Shortlist::first));
+  const auto varied = texts(sel.shortlist(p, h200, 4, Selector::Shortlist::varied));
+  ASSERT_NE(first, varied);
+  ::unsetenv("TILEPICK_SHORTLIST");
+  EXPECT_EQ(texts(sel.shortlist(p, h200, 4)), first);
+  ::setenv("TILEPICK_SHORTLIST", "varied", 1);
+  EXPECT_EQ(texts(sel.shortlist(p, h200, 4)), varied);
+  ::setenv("TILEPICK_SHORTLIST", "first", 1);
+  EXPECT_EQ(texts(sel.shortlist(p, h200, 4)), first);
+  ::setenv("TILEPICK_SHORTLIST", "diverse", 1);
+  try {
+    sel.shortlist(p, h200, 4);
+    ADD_FAILURE() << "TILEPICK_SHORTLIST=diverse was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("TILEPICK_SHORTLIST='diverse' is not one of first, varied"), std::string::npos);
+  }
+  ::unsetenv("TILEPICK_SHORTLIST");
 }
 
 }  // namespace

@@ -118,6 +118,15 @@ std::string select_mode() {
   return v;
 }
 
+std::string shortlist_mode() {
+  const char* v = get("TILEPICK_SHORTLIST");
+  if (!v) return "";
+  const std::string_view s(v);
+  if (s != "first" && s != "varied")
+    throw Error(Status::invalid_argument, std::string("TILEPICK_SHORTLIST='") + v + "' is not one of first, varied");
+  return v;
+}
+
 namespace {
 
 // An on|off switch, `on` when unset; any other value is an error naming the variable.

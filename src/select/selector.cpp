@@ -564,8 +564,9 @@ std::array<int, 6> tile_shape(const KernelConfig& c) {
 
 }  // namespace
 
-Selection Selector::shortlist(const Problem& p, const ArchSpec& arch, int k) const {
-  const bool varied = k > 1 && std::holds_alternative<ConvProblem>(p);
+Selection Selector::shortlist(const Problem& p, const ArchSpec& arch, int k, Shortlist how) const {
+  if (how == Shortlist::automatic) how = env::shortlist_mode() == "varied" ? Shortlist::varied : Shortlist::first;
+  const bool varied = how == Shortlist::varied && k > 1 && std::holds_alternative<ConvProblem>(p);
   Selection s = select(p, arch, varied ? std::max(k, kShortlistWindow) : k, ScoreMode::full);
   if (!varied) return s;
   const std::size_t want = static_cast<std::size_t>(k);
