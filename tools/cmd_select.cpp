@@ -26,7 +26,7 @@ struct SelectArgs {
   std::vector<std::string> records;
   std::string models;
   std::string space_hash_op;
-  std::string select;  // "", fast or full
+  std::string select;  // "", fast, full or shortlist
 };
 
 struct Timing {
@@ -81,10 +81,14 @@ void print_problem(const SelectArgs& a, const Selector& selector, const NamedPro
                    const Measurements& measured) {
   const Problem& p = np.problem;
   const std::string key = to_string(p);
-  Selection s = selector.select(p, arch, a.k, a.select == "full" ? ScoreMode::full : ScoreMode::automatic);
+  const bool shortlist = a.select == "shortlist";
+  Selection s = shortlist ? selector.shortlist(p, arch, a.k)
+                          : selector.select(p, arch, a.k, a.select == "full" ? ScoreMode::full : ScoreMode::automatic);
   std::cout << "# " << (np.name.empty() ? "" : np.name + ": ") << key << " | arch " << arch.name << " | "
             << s.pool_size << (s.pruned ? " legal candidates of the model's candidates.txt | " : " legal candidates | ")
-            << (s.from_model ? s.source + (s.fast ? " (fast: student, best re-scored)" : " (full model)")
+            << (s.from_model ? s.source + (s.fast ? " (fast: student, best re-scored)"
+                                              : shortlist ? " (full model; top_k's shortlist, TILEPICK_SHORTLIST)"
+                                                          : " (full model)")
                              : std::string("fallback (analytic)"))
             << " | confidence " << fmt(s.confidence, "%.4g") << " (" << s.units << ")\n";
   if (a.explain) {
@@ -168,9 +172,10 @@ void add_select_commands(CLI::App& app) {
                 "decision), analytic score per candidate");
   cmd->add_option("--records", args->records, "sweep record files: print measured times and efficiency")->expected(1, -1);
   cmd->add_option("--select", args->select,
-                  "fast (the student, its best 16 re-scored: the heuristic strategy) or full (the full model: what "
-                  "the top_k strategy times); default TILEPICK_SELECT, else fast")
-      ->check(CLI::IsMember({"fast", "full"}));
+                  "fast (the student, its best 16 re-scored: the heuristic strategy), full (the full model's ranking) "
+                  "or shortlist (what the top_k strategy times: the full model's first k, or for conv with "
+                  "TILEPICK_SHORTLIST=varied one per tile shape); default TILEPICK_SELECT, else fast")
+      ->check(CLI::IsMember({"fast", "full", "shortlist"}));
   cmd->add_option("--models", args->models, "models folder (default: TILEPICK_MODELS_DIR or the source tree's models/)");
   cmd->add_option("--space-hash", args->space_hash_op, "print the config-space hash of an op (for training) and exit");
   cmd->callback([args] { run(*args); });

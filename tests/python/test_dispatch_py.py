@@ -160,3 +160,25 @@ def test_host_arrays_are_refused_by_name():
         plan.run_raw([(256, "int8", [1], [], 0)] * 3)
     with pytest.raises(ValueError, match="stream"):
         plan.run([], stream="default")
+
+
+def cli_configs(problem, select, k, **env):
+    out = subprocess.run([CLI, "select", "-p", problem, "-k", str(k), "--select", select], check=True,
+                         capture_output=True, text=True, env=dict(os.environ, **env)).stdout
+    return [line.split(None, 2)[2].strip() for line in out.splitlines() if line[:1].isdigit()]
+
+
+@needs_cli
+def test_cli_prints_the_shortlist_top_k_times():
+    conv = "fwd g1 mb128 ic24 ih192 iw192 oc96 kh3 kw3 sh2 sw2 ph1 pw1 bf16"  # its first 3 share a tile shape
+    full = cli_configs(conv, "full", 40)
+    first = cli_configs(conv, "shortlist", 4, TILEPICK_SHORTLIST="first")
+    varied = cli_configs(conv, "shortlist", 4, TILEPICK_SHORTLIST="varied")
+    assert first == full[:4]
+    shape = lambda c: [t for t in c.split() if t.split("=")[0] in ("tile", "warps", "dwtile")]  # noqa: E731
+    # varied: full's order, skipping a config whose tile shape is already listed
+    expected = []
+    for c in full:
+        if shape(c) not in [shape(e) for e in expected]:
+            expected.append(c)
+    assert varied == expected[:4] and varied != first
