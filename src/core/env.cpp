@@ -1,6 +1,9 @@
 #include "tilepick/env.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <initializer_list>
+#include <string>
 #include <string_view>
 #include <thread>
 
@@ -95,51 +98,34 @@ std::string cudnn_lib() {
   return v ? v : "";
 }
 
-std::string vendor_mode() {
-  const char* v = get("TILEPICK_VENDOR");
+namespace {
+
+// The value of `name` when it is one of `values`, "" when unset; any other value is an error naming the
+// variable and the values it takes.
+std::string one_of(const char* name, std::initializer_list<std::string_view> values) {
+  const char* v = get(name);
   if (!v) return "";
-  const std::string_view s(v);
-  if (s != "off" && s != "auto" && s != "only")
-    throw Error(Status::invalid_argument, std::string("TILEPICK_VENDOR='") + v + "' is not one of off, auto, only");
-  return v;
+  if (std::find(values.begin(), values.end(), std::string_view(v)) != values.end()) return v;
+  std::string list;
+  for (const auto value : values) list += (list.empty() ? "" : ", ") + std::string(value);
+  throw Error(Status::invalid_argument, std::string(name) + "='" + v + "' is not one of " + list);
 }
+
+// An on|off switch, `on` when unset.
+bool on_off(const char* name) { return one_of(name, {"on", "off"}) != "off"; }
+
+}  // namespace
+
+std::string vendor_mode() { return one_of("TILEPICK_VENDOR", {"off", "auto", "only"}); }
 
 std::string plan_cache_file() {
   const char* v = get("TILEPICK_PLAN_CACHE");
   return v ? v : "";
 }
 
-std::string select_mode() {
-  const char* v = get("TILEPICK_SELECT");
-  if (!v) return "";
-  const std::string_view s(v);
-  if (s != "full" && s != "fast")
-    throw Error(Status::invalid_argument, std::string("TILEPICK_SELECT='") + v + "' is not one of full, fast");
-  return v;
-}
+std::string select_mode() { return one_of("TILEPICK_SELECT", {"full", "fast"}); }
 
-std::string shortlist_mode() {
-  const char* v = get("TILEPICK_SHORTLIST");
-  if (!v) return "";
-  const std::string_view s(v);
-  if (s != "first" && s != "varied")
-    throw Error(Status::invalid_argument, std::string("TILEPICK_SHORTLIST='") + v + "' is not one of first, varied");
-  return v;
-}
-
-namespace {
-
-// An on|off switch, `on` when unset; any other value is an error naming the variable.
-bool on_off(const char* name) {
-  const char* v = get(name);
-  if (!v) return true;
-  const std::string_view s(v);
-  if (s != "on" && s != "off")
-    throw Error(Status::invalid_argument, std::string(name) + "='" + v + "' is not one of on, off");
-  return s == "on";
-}
-
-}  // namespace
+std::string shortlist_mode() { return one_of("TILEPICK_SHORTLIST", {"first", "varied"}); }
 
 bool vendor_choice() { return on_off("TILEPICK_VENDOR_CHOICE"); }
 
