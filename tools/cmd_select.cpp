@@ -173,8 +173,8 @@ void add_select_commands(CLI::App& app) {
   cmd->add_option("--records", args->records, "sweep record files: print measured times and efficiency")->expected(1, -1);
   cmd->add_option("--select", args->select,
                   "fast (the student, its best 16 re-scored: the heuristic strategy), full (the full model's ranking) "
-                  "or shortlist (what the top_k strategy times: the full model's first k, or for conv with "
-                  "TILEPICK_SHORTLIST=varied one per tile shape); default TILEPICK_SELECT, else fast")
+                  "or shortlist (what the top_k strategy times: the full model's first k, for conv one per tile shape "
+                  "unless TILEPICK_SHORTLIST=first); default TILEPICK_SELECT, else fast")
       ->check(CLI::IsMember({"fast", "full", "shortlist"}));
   cmd->add_option("--models", args->models, "models folder (default: TILEPICK_MODELS_DIR or the source tree's models/)");
   cmd->add_option("--space-hash", args->space_hash_op, "print the config-space hash of an op (for training) and exit");

@@ -565,7 +565,7 @@ std::array<int, 6> tile_shape(const KernelConfig& c) {
 }  // namespace
 
 Selection Selector::shortlist(const Problem& p, const ArchSpec& arch, int k, Shortlist how) const {
-  if (how == Shortlist::automatic) how = env::shortlist_mode() == "varied" ? Shortlist::varied : Shortlist::first;
+  if (how == Shortlist::automatic) how = env::shortlist_mode() == "first" ? Shortlist::first : Shortlist::varied;
   const bool varied = how == Shortlist::varied && k > 1 && std::holds_alternative<ConvProblem>(p);
   Selection s = select(p, arch, varied ? std::max(k, kShortlistWindow) : k, ScoreMode::full);
   if (!varied) return s;
