@@ -5,6 +5,7 @@ training problems"; results in bench/results/2026-11-26-h200x4-vendor-choice-mor
   PYTHONPATH=python python3 bench/vendor_choice_study.py curve        # held-out quality on a share of the 800 problems
   PYTHONPATH=python python3 bench/vendor_choice_study.py thresholds   # CV and held-out per grid threshold, 4,830 problems
   PYTHONPATH=python python3 bench/vendor_choice_study.py params       # CV score of the threshold rule per LightGBM setting
+  PYTHONPATH=python python3 bench/vendor_choice_study.py weights      # CV score with the rows weighted by what a wrong choice costs
 
 Every table is the choice against the faster of the two (our fastest measured config, cuDNN's heuristic kernel),
 mean / P10 / time-weighted %. The held-out columns are for the record: nothing here is chosen on them.
@@ -93,13 +94,33 @@ def params(a) -> None:
               f"|| held out {fmt(vc.table(ht, hp, th))}", flush=True)
 
 
+def weights(a) -> None:
+    from tilepick import train
+
+    t, groups, X, y = training_table(more=True)
+    ht, hX = heldout()
+    folds = train.fold_of(groups)
+    slower = np.maximum(t.ours.to_numpy(), t.vendor.to_numpy())
+    for name, w in [("none (shipped)", None), ("|y|", np.abs(y) + 0.01), ("sqrt |y|", np.sqrt(np.abs(y)) + 0.1),
+                    ("|y| x time share", (np.abs(y) + 0.01) * slower / np.median(slower)),
+                    ("sqrt time share", np.sqrt(slower / np.median(slower)))]:
+        cv = np.zeros(len(y))
+        for f in range(train.FOLDS):
+            te = folds == f
+            cv[te] = vc.fit(X[~te], y[~te], a.threads, None if w is None else w[~te]).predict(X[te])
+        th, grid = vc.best_threshold(t, cv)
+        hp = vc.fit(X, y, a.threads, w).predict(hX)
+        print(f"{name:18s} threshold {th:5} CV score {100 * grid[str(th)]:.2f} | CV {fmt(vc.table(t, cv, th))} "
+              f"|| held out {fmt(vc.table(ht, hp, th))}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("study", choices=("curve", "thresholds", "params"))
+    ap.add_argument("study", choices=("curve", "thresholds", "params", "weights"))
     ap.add_argument("--threshold", type=float, default=-0.1, help="curve: the 800-problem choice's threshold")
     ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
-    {"curve": curve, "thresholds": thresholds, "params": params}[a.study](a)
+    {"curve": curve, "thresholds": thresholds, "params": params, "weights": weights}[a.study](a)
 
 
 if __name__ == "__main__":
