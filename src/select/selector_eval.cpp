@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "tilepick/dispatch.hpp"
+#include "tilepick/env.hpp"
 #include "tilepick/legality.hpp"
 
 namespace tilepick::eval {
@@ -290,6 +291,7 @@ EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& 
   EvalReport report;
   report.arch = arch.name;
   report.timed_k = timed_k;
+  report.shortlist = env::shortlist_mode() == "first" ? "first" : "varied";  // what Selector::shortlist reads
   std::vector<std::string> order;
   std::map<std::string, ProblemRows> by_problem;
   std::map<std::string, std::string> canonical;  // record problem text -> canonical
@@ -429,8 +431,9 @@ nlohmann::json to_json(const EvalReport& r) {
                       {"vendor_alone", stats_json(g.vendor_alone)},
                       {"race", stats_json(g.race)},
                       {"dispatch_vendor_share", num(g.dispatch_vendor_share)}});
-  return {{"arch", r.arch},         {"tie_band", kTieBand},  {"timed_top_k", r.timed_k}, {"problems", r.problems.size()},
-          {"skipped", r.skipped},   {"unparsed_records", r.unparsed}, {"groups", groups}};
+  return {{"arch", r.arch},       {"tie_band", kTieBand},   {"timed_top_k", r.timed_k},
+          {"shortlist", r.shortlist}, {"problems", r.problems.size()}, {"skipped", r.skipped},
+          {"unparsed_records", r.unparsed}, {"groups", groups}};
 }
 
 std::string to_csv(const EvalReport& r) {
@@ -540,7 +543,8 @@ std::string format_table(const EvalReport& r) {
   std::snprintf(line, sizeof line, head.c_str(), "group", "n", "mean", "p10", "min", "top1", "tw", "n", "mean",
                 "p10", "min", "tw");
   out << "whole-pool choices (what dispatch runs), over the problems where they were measured: first choice | t"
-      << r.timed_k << "; tw: time-weighted (sum of oracle times / sum of chosen times)\n"
+      << r.timed_k << " (the fastest of top_k's shortlist, TILEPICK_SHORTLIST=" << r.shortlist
+      << "); tw: time-weighted (sum of oracle times / sum of chosen times)\n"
       << line;
   for (const auto& g : r.groups)
     if (g.name.find(' ') == std::string::npos) own_row(g);  // ops and sources

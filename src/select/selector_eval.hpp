@@ -115,6 +115,7 @@ struct GroupEval {
 struct EvalReport {
   std::string arch;
   int timed_k = kTimedTopK;
+  std::string shortlist;              // TILEPICK_SHORTLIST's rule when evaluated: first | varied
   std::vector<ProblemEval> problems;
   std::vector<GroupEval> groups;
   std::size_t skipped = 0;            // problems with no ok non-vendor timing
