@@ -222,12 +222,12 @@ class Selector {
   // student-then-teacher first 4, docs/selection.md); fast is the selector's own mode (a full
   // selector stays full); automatic: the selector's mode.
   Selection select(const Problem& p, const ArchSpec& arch, int k, ScoreMode mode = ScoreMode::automatic) const;
-  // What dispatch's top_k strategy times. first: the full model's first k. varied (conv ops; GEMM gets its first k): a config whose
-  // tile shape (sm80, sm90: tile and warps; dw: its dwtile) is already on the list is passed over while
-  // the full model's first max(k, kShortlistWindow) hold another shape, then the rest follow in rank
-  // order. A conv pool's first k often differ only in stages or swizzle of one shape and miss together
-  // (docs/selection.md, "Which k configs to time"). confidence and the vendor fields are select()'s.
-  // automatic: TILEPICK_SHORTLIST (first | varied), unset = varied.
+  // What dispatch's top_k strategy times. first: the full model's first k. varied (conv ops; GEMM gets
+  // its first k): a config whose tile shape (sm80, sm90: tile and warps; dw: its dwtile) is already on
+  // the list is passed over while the full model's first max(k, kShortlistWindow) hold another shape,
+  // then the rest follow in rank order. A conv pool's first k often differ only in stages or swizzle of
+  // one shape and miss together (docs/selection.md, "Which k configs to time"). confidence and the
+  // vendor fields are select()'s. automatic: TILEPICK_SHORTLIST (first | varied), unset = varied.
   enum class Shortlist { automatic, first, varied };
   Selection shortlist(const Problem& p, const ArchSpec& arch, int k, Shortlist how = Shortlist::automatic) const;
   static constexpr int kShortlistWindow = 40;
