@@ -35,7 +35,7 @@ objective-heldout: the shipped conv teacher, the same two stand-ins and rank ble
 teacher-bags: the shipped conv teacher's bagged boosters (its manifest's "bag") one at a time, the first two, and all of
   them, on those sets.
 rank-labels: lambdarank stand-ins for the conv teacher with other relevance grades (floor(30 eff^power)), gains,
-  truncation levels or leaves (RANK_VARIANTS), each on grouped CV (the trainer's folds) and on the held-out measured configs.
+  truncation levels, leaves or monotone constraints (RANK_VARIANTS), each on grouped CV (the trainer's folds) and on the held-out measured configs.
 The models here are quick stand-ins (fixed rounds, learning rate 0.15, one booster), compared with each
 other, not with the shipped models.
 """
@@ -414,7 +414,19 @@ RANK_VARIANTS = {
     "trunc80": (4, lambda i: i, {"lambdarank_truncation_level": 80}),
     "leaves127": (4, lambda i: i, {"num_leaves": 127}),
     "ff0.8": (4, lambda i: i, {"feature_fraction": 0.8}),
+    "mono": (4, lambda i: i, {"monotone": {"pad_eff": 1, "eff_m": 1, "eff_n": 1, "eff_k": 1, "wave_eff": 1,
+                                            "est_time_us": -1, "launches_est_us": -1}}),
 }
+
+
+def monotone(over: dict) -> dict:
+    """A variant's {"monotone": {feature: +1 | -1}} as LightGBM's monotone_constraints over every feature."""
+    if "monotone" not in over:
+        return over
+    names = _core.feature_names()
+    signs = over["monotone"]
+    return dict({k: v for k, v in over.items() if k != "monotone"},
+                monotone_constraints=[signs.get(n, 0) for n in names], monotone_constraints_method="advanced")
 
 
 def probe_rank_labels(a) -> None:
@@ -424,7 +436,7 @@ def probe_rank_labels(a) -> None:
         power, gain, over = RANK_VARIANTS[name]
         d = df.assign(y_rank=np.floor(30 * df["eff"] ** power).astype(int))
         p = dict(tr.params_for("lambdarank", 1, "conv"), learning_rate=0.15, num_threads=2,
-                 label_gain=[float(gain(i)) for i in range(31)], **over)
+                 label_gain=[float(gain(i)) for i in range(31)], **monotone(over))
         print(f"{name:10s} CV", standin_cv(d, X, folds, "lambdarank", p, a.rounds), flush=True)
         b = lgb.train(p, tr.dataset(X, d, "lambdarank", lgb), num_boost_round=a.rounds)
         report_measured(h, f"{name} held out", b.predict(Xh))
