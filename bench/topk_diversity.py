@@ -34,11 +34,13 @@ STRATEGIES = {"plain": (4, 99), "d1": (1, 1), "cap2": (1, 2), "p2d": (2, 1)}  # 
 
 
 def tile_shape(config: str) -> tuple:
+    """What a varied list keeps few of (Selector::shortlist's key): sm80 tile and warps, dw its dwtile."""
     f = dict(t.split("=", 1) for t in config.split())
     return ("dw", f["dwtile"]) if f["fam"] == "dw" else (f["fam"], f["tile"], f["warps"])
 
 
 def varied(ranked: list[str], k: int, head: int, cap: int) -> list[str]:
+    """The first `head` of `ranked`, then in order those whose shape is on the list fewer than `cap` times."""
     out = list(ranked[: min(head, k)])
     count: dict = {}
     for c in out:
@@ -54,6 +56,7 @@ def varied(ranked: list[str], k: int, head: int, cap: int) -> list[str]:
 
 
 def measured(records: list[str]) -> dict:
+    """(canonical problem, config) -> time (us) of the ok kernel records."""
     _, df = read_records(records)
     df = df[(df["status"] == "ok") & ~df["config"].str.startswith("vendor=")]
     canon = {p: _core.canonical_problem(p) for p in df["problem"].unique()}
@@ -65,13 +68,8 @@ def measured(records: list[str]) -> dict:
     return times
 
 
-def times_problems(times: dict, _cache={}) -> set:
-    if id(times) not in _cache:
-        _cache[id(times)] = {p for p, _ in times}
-    return _cache[id(times)]
-
-
 def problems_of(files: list[str], times: dict) -> list[str]:
+    """The problems of the files, in file order, that the records time."""
     seen = {p for p, _ in times}
     out = []
     for f in files:
@@ -101,9 +99,9 @@ def main() -> None:
 
     times = measured(a.records)
     problems = [p for p in problems_of(a.problems_file, times) if not a.ops or _core.problem_op(p) in a.ops]
-    oracle = {}
+    wanted, oracle = set(problems), {}
     for (p, _), us in list(times.items()) + (list(measured(a.oracle_records).items()) if a.oracle_records else []):
-        if p in times_problems(times):
+        if p in wanted:
             oracle[p] = min(us, oracle.get(p, np.inf))
     lists = {}
     for p in problems:
