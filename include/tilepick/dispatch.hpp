@@ -35,7 +35,7 @@ class Selector;
 
 enum class Strategy : std::uint8_t {
   heuristic,   // the model's top-1 (no timing)
-  top_k,       // time the model's best k on the device on first use, keep the fastest
+  top_k,       // time the model's k best (Selector::shortlist) on the device on first use, keep the fastest
   exhaustive,  // time every legal candidate
   fixed,       // PlanOptions::config names the kernel
   race,        // time the model's top-1 against the vendor's heuristic kernel on first use, keep the faster
@@ -67,8 +67,9 @@ bool heuristic_checks_vendor(VendorMode mode, const Selection& sel);
 
 struct PlanOptions {
   Strategy strategy = Strategy::heuristic;
-  int k = 4;                          // top_k: tilepick candidates timed (plus the vendor with auto),
-                                      // the full model's best k (not the fast student's path)
+  int k = 4;                          // top_k: tilepick candidates timed (plus the vendor with auto):
+                                      // Selector::shortlist, the full model's best k (for conv one per
+                                      // tile shape unless TILEPICK_SHORTLIST=first)
   std::string config;                 // fixed: a config string, or a vendor algorithm ("cublaslt:algo0")
   std::optional<VendorMode> vendor;   // unset: TILEPICK_VENDOR (off | auto | only), default auto
   int device = -1;                    // CUDA ordinal; -1: the calling thread's current device (else 0)

@@ -53,7 +53,7 @@ typedef enum tp_dtype {
 
 typedef enum tp_strategy {
   tp_strategy_heuristic = 0,   /* the model's top-1, no timing */
-  tp_strategy_top_k = 1,       /* time the model's best k on the device, keep the fastest */
+  tp_strategy_top_k = 1,       /* time the model's best k on the device (for conv one per tile shape), keep the fastest */
   tp_strategy_exhaustive = 2,  /* time every legal candidate */
   tp_strategy_fixed = 3,       /* tp_plan_options.config names the kernel */
   tp_strategy_race = 4         /* time the model's top-1 against the vendor's heuristic kernel, keep the faster */
