@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Could dispatch's race strategy time only where the vendor choice is unsure? From a `tilepick eval --out DIR`
-eval.csv (conv problems): the vendor choice's prediction per problem (the shipped model, C++ evaluator), then the
+eval.csv (conv problems): the vendor choice's prediction per problem (tilepick.select, the shipped models), then the
 kernel run when the share of problems nearest the threshold is raced and the rest run the heuristic strategy's
 choice, against the fastest known kernel: mean / P10 / min / time-weighted %.
 
@@ -13,17 +13,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tilepick import _core
-from tilepick import vendor_choice as vc
+import tilepick
 
 
 def main() -> None:
     d = pd.read_csv(sys.argv[1] if len(sys.argv) > 1 else "build/eval/eval.csv")
     d = d[d.op != "gemm"].dropna(subset=["dispatch_us", "race_us", "best_known_us"]).reset_index(drop=True)
-    spec = json.loads(Path("models/conv_fwd_half_h200/feature_spec.json").read_text())["vendor_choice"]
-    model = str(Path("models/conv_fwd_half_h200") / spec["model_file"])
-    pred = np.asarray(_core.gbdt_predict(model, vc.problem_features(list(d.problem), "h200")))
-    d["unsure"] = np.abs(pred - spec["threshold"])
+    threshold = json.loads(Path("models/conv_fwd_half_h200/feature_spec.json").read_text())["vendor_choice"]["threshold"]
+    pred = np.array([tilepick.select(p, "h200", 1).vendor_log_ratio for p in d.problem])  # the selector's own
+    d["unsure"] = np.abs(pred - threshold)
     for op, g in d.groupby("op"):
         print(f"{op}: {len(g)} problems")
         for share in (0, 0.1, 0.2, 0.3, 0.5, 1.0):

@@ -34,9 +34,8 @@ STRATEGIES = {"plain": (4, 99), "d1": (1, 1), "cap2": (1, 2), "p2d": (2, 1)}  # 
 
 
 def tile_shape(config: str) -> tuple:
-    """What a varied list keeps few of (Selector::shortlist's key): sm80 tile and warps, dw its dwtile."""
-    f = dict(t.split("=", 1) for t in config.split())
-    return ("dw", f["dwtile"]) if f["fam"] == "dw" else (f["fam"], f["tile"], f["warps"])
+    """What a varied list keeps few of: Selector::shortlist's key (sm80 tile and warps, dw its dwtile)."""
+    return tuple(_core.tile_shape(config))
 
 
 def varied(ranked: list[str], k: int, head: int, cap: int) -> list[str]:

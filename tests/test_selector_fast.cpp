@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -165,10 +166,6 @@ TEST(SelectorFast, BatchFeatureRowsEqualSingleRows) {
 TEST(SelectorFast, ShortlistKeepsOneConfigPerTileShapeForConv) {
   const Selector sel(kModels, 1, true, ScoreMode::fast);
   const ArchSpec& h200 = find_arch(default_arch_specs(), "h200");
-  const auto shape = [](const KernelConfig& c) {
-    return c.fam() == Family::dw ? std::vector<int>{c.family, c.dw_tile_h, c.dw_tile_w, c.dw_tile_c}
-                                 : std::vector<int>{c.family, c.tile_m, c.tile_n, c.tile_k, c.warps_m, c.warps_n};
-  };
   int varied = 0;
   for (const char* text : kProblems) {
     const Problem p = parse_problem(text);
@@ -189,10 +186,10 @@ TEST(SelectorFast, ShortlistKeepsOneConfigPerTileShapeForConv) {
       }
       // Expected: the first of each shape in rank order, then the rest in rank order.
       std::vector<std::string> firsts, rest;
-      std::vector<std::vector<int>> seen;
+      std::vector<std::array<int, 6>> seen;
       for (const auto& r : ranked.top) {
-        const bool fresh = std::find(seen.begin(), seen.end(), shape(r.config)) == seen.end();
-        if (fresh) seen.push_back(shape(r.config));
+        const bool fresh = std::find(seen.begin(), seen.end(), tile_shape(r.config)) == seen.end();
+        if (fresh) seen.push_back(tile_shape(r.config));
         (fresh ? firsts : rest).push_back(r.text);
       }
       firsts.insert(firsts.end(), rest.begin(), rest.end());

@@ -31,6 +31,7 @@
 // A folder whose schema hash, feature names or space hash differ from this build is refused; its
 // problems go to the fallback (heuristic_score) with one warning per (op, reason) per process.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <limits>
 #include <memory>
@@ -119,6 +120,17 @@ enum class ScoreMode { automatic, full, fast };
 inline constexpr ScoreMode kDefaultScoreMode = ScoreMode::fast;  // docs/selection.md: same held-out quality
 ScoreMode resolve_score_mode(ScoreMode mode);  // automatic -> env or the default
 const char* score_mode_name(ScoreMode mode);
+
+// Which k configs Selector::shortlist returns (what dispatch's top_k strategy times). first: the full model's
+// first k. varied (conv ops; GEMM gets its first k): a config whose tile_shape is already on the list is
+// passed over while the full model's first max(k, kShortlistWindow) hold another shape, then the rest
+// follow in rank order. A conv pool's first k often differ only in stages or swizzle of one shape and
+// miss together (docs/selection.md, "Which k configs to time"). automatic: TILEPICK_SHORTLIST, unset = varied.
+enum class Shortlist { automatic, first, varied };
+Shortlist resolve_shortlist(Shortlist how);  // automatic -> env or the default
+const char* shortlist_name(Shortlist how);
+// The shape a varied shortlist keeps one config of: sm80 / sm90 tile and warps, dw its output tile.
+std::array<int, 6> tile_shape(const KernelConfig& c);
 
 // A model folder's fast/ student, checked against this build and its teacher.
 struct FastModel {
@@ -222,13 +234,9 @@ class Selector {
   // student-then-teacher first 4, docs/selection.md); fast is the selector's own mode (a full
   // selector stays full); automatic: the selector's mode.
   Selection select(const Problem& p, const ArchSpec& arch, int k, ScoreMode mode = ScoreMode::automatic) const;
-  // What dispatch's top_k strategy times. first: the full model's first k. varied (conv ops; GEMM gets
-  // its first k): a config whose tile shape (sm80, sm90: tile and warps; dw: its dwtile) is already on
-  // the list is passed over while the full model's first max(k, kShortlistWindow) hold another shape,
-  // then the rest follow in rank order. A conv pool's first k often differ only in stages or swizzle of
-  // one shape and miss together (docs/selection.md, "Which k configs to time"). confidence and the
-  // vendor fields are select()'s. automatic: TILEPICK_SHORTLIST (first | varied), unset = varied.
-  enum class Shortlist { automatic, first, varied };
+  // What dispatch's top_k strategy times: the full model's ranking cut to k by `how` (Shortlist above);
+  // confidence and the vendor fields are select()'s.
+  using Shortlist = tilepick::Shortlist;
   Selection shortlist(const Problem& p, const ArchSpec& arch, int k, Shortlist how = Shortlist::automatic) const;
   static constexpr int kShortlistWindow = 40;
 

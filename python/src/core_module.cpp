@@ -2,6 +2,7 @@
 // one C++ feature function (features.hpp); nothing in Python re-implements a feature.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/array.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -251,6 +252,8 @@ NB_MODULE(_core, m) {
         "'<name>@<hash of the model's text>' of a model folder: the key plan caches and fast/ students use.");
   m.def("model_file", &model_file_of, "dir"_a,
         "The teacher file of a model folder: feature_spec.json 'model_file' (relative to it), else model.txt.gz, else model.txt.");
+  m.def("tile_shape", [](const std::string& s) { return tile_shape(parse_config(s)); }, "config"_a,
+        "The shape a varied top_k shortlist keeps one config of (Selector::shortlist): family, tile and warps, or dw tile.");
   m.def("pool_form", [](const std::string& s) { return to_string(pool_form(parse_config(s))); }, "config"_a,
         "A config with align reset to auto: the form of candidates.txt lines.");
   m.def("gbdt_predict", &gbdt_predict_py, "model_path"_a, "rows"_a,

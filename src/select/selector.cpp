@@ -554,19 +554,25 @@ Selection Selector::select(const Problem& p, const ArchSpec& arch, int k, ScoreM
   return s;
 }
 
-namespace {
+Shortlist resolve_shortlist(Shortlist how) {
+  if (how != Shortlist::automatic) return how;
+  return env::shortlist_mode() == "first" ? Shortlist::first : Shortlist::varied;
+}
 
-// The shape a shortlist keeps one config of: sm80 / sm90 tile and warps, dw its output tile.
+const char* shortlist_name(Shortlist how) {
+  switch (resolve_shortlist(how)) {
+    case Shortlist::first: return "first";
+    default: return "varied";
+  }
+}
+
 std::array<int, 6> tile_shape(const KernelConfig& c) {
   if (c.fam() == Family::dw) return {c.family, c.dw_tile_h, c.dw_tile_w, c.dw_tile_c, 0, 0};
   return {c.family, c.tile_m, c.tile_n, c.tile_k, c.warps_m, c.warps_n};
 }
 
-}  // namespace
-
 Selection Selector::shortlist(const Problem& p, const ArchSpec& arch, int k, Shortlist how) const {
-  if (how == Shortlist::automatic) how = env::shortlist_mode() == "first" ? Shortlist::first : Shortlist::varied;
-  const bool varied = how == Shortlist::varied && k > 1 && std::holds_alternative<ConvProblem>(p);
+  const bool varied = resolve_shortlist(how) == Shortlist::varied && k > 1 && std::holds_alternative<ConvProblem>(p);
   Selection s = select(p, arch, varied ? std::max(k, kShortlistWindow) : k, ScoreMode::full);
   if (!varied) return s;
   const std::size_t want = static_cast<std::size_t>(k);

@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include "tilepick/dispatch.hpp"
-#include "tilepick/env.hpp"
 #include "tilepick/legality.hpp"
 
 namespace tilepick::eval {
@@ -291,7 +290,7 @@ EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& 
   EvalReport report;
   report.arch = arch.name;
   report.timed_k = timed_k;
-  report.shortlist = env::shortlist_mode() == "first" ? "first" : "varied";  // what Selector::shortlist reads
+  report.shortlist = shortlist_name(Shortlist::automatic);  // the rule Selector::shortlist applies here
   std::vector<std::string> order;
   std::map<std::string, ProblemRows> by_problem;
   std::map<std::string, std::string> canonical;  // record problem text -> canonical

@@ -226,3 +226,15 @@ def test_config_space_hash_recomputed_from_the_registry_export():
     assert _core.config_space_hash("conv_fwd") != _core.config_space_hash("gemm")
     with pytest.raises(ValueError, match="conv_sideways"):
         _core.config_space_hash("conv_sideways")
+
+
+def test_tile_shape_is_the_shortlists_key():
+    # stages, split-K and swizzle leave the shape alone; tile, warps and the dw tile change it
+    base = "fam=sm80 tile=64x128x32 warps=2x2 stages=4 splitk=1 skmode=serial raster=row swz=1 align=8x8x8 epi=direct"
+    assert _core.tile_shape(base) == _core.tile_shape(base.replace("stages=4", "stages=3").replace("swz=1", "swz=8"))
+    assert _core.tile_shape(base) != _core.tile_shape(base.replace("warps=2x2", "warps=1x4"))
+    dw = "fam=dw splitk=1 dwtile=4x16x64 ppt=8 cpt=8"
+    assert _core.tile_shape(dw) == _core.tile_shape(dw.replace("ppt=8 cpt=8", "ppt=16 cpt=4"))
+    assert _core.tile_shape(dw) != _core.tile_shape(dw.replace("4x16x64", "8x16x64"))
+    with pytest.raises(ValueError):
+        _core.tile_shape("fam=sm80 tile=banana")

@@ -175,10 +175,9 @@ def test_cli_prints_the_shortlist_top_k_times():
     first = cli_configs(conv, "shortlist", 4, TILEPICK_SHORTLIST="first")
     varied = cli_configs(conv, "shortlist", 4, TILEPICK_SHORTLIST="varied")
     assert first == full[:4]
-    shape = lambda c: [t for t in c.split() if t.split("=")[0] in ("tile", "warps", "dwtile")]  # noqa: E731
     # varied: full's order, skipping a config whose tile shape is already listed
     expected = []
     for c in full:
-        if shape(c) not in [shape(e) for e in expected]:
+        if _core.tile_shape(c) not in [_core.tile_shape(e) for e in expected]:
             expected.append(c)
     assert varied == expected[:4] and varied != first
