@@ -2,11 +2,15 @@
 // option errors, the in-memory cache and applicability.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <limits>
 #include <vector>
 
 #include "test_util.hpp"
 #include "tilepick/dispatch.hpp"
+#include "tilepick/env.hpp"
 #include "tilepick/error.hpp"
 #include "tilepick/legality.hpp"
 #include "tilepick/selector.hpp"
@@ -204,6 +208,64 @@ TEST(DispatchOffline, FixedConfigsAndOptionErrors) {
   error_of([&] { d.plan(g, offline()); }, Status::invalid_problem);
 }
 
+// auto (the default) is heuristic offline: it times only on a GPU, where the first choice is estimated long.
+TEST(DispatchOffline, AutoIsTheDefaultAndOfflineTheHeuristicPlan) {
+  EXPECT_EQ(PlanOptions{}.strategy, Strategy::automatic);
+  Dispatcher d(Selector::default_selector());
+  for (const char* text : {"gemm rcr m8192 n8192 k8192 bf16",  // estimated at milliseconds: timed on a GPU
+                           "bwd_data g1 mb128 ic3 ih224 iw224 oc64 kh11 kw11 sh4 sw4 ph2 pw2 bf16",
+                           "fwd g1 mb1 ic64 ih14 iw14 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16"}) {
+    const Problem p = parse_problem(text);
+    auto a = d.plan(p, offline(Strategy::automatic));
+    auto h = d.plan(p, offline(Strategy::heuristic));
+    EXPECT_NE(a.get(), h.get()) << text;  // separate cache entries
+    EXPECT_EQ(a->info().kernel, h->info().kernel) << text;
+    EXPECT_EQ(a->info().selection_source, h->info().selection_source) << text;  // no auto note: never timed offline
+    EXPECT_EQ(a->info().strategy, Strategy::automatic);
+    ASSERT_EQ(a->info().candidates.size(), h->info().candidates.size());
+    for (const auto& c : a->info().candidates) EXPECT_LT(c.time_us, 0) << text;
+  }
+}
+
+TEST(DispatchOffline, AutoThresholdOptionsAndTheirErrors) {
+  Dispatcher d(Selector::default_selector());
+  const Problem p = parse_problem("gemm rcr m1000 n512 k300 bf16");
+  PlanOptions o = offline(Strategy::automatic);
+  auto base = d.plan(p, o);
+  o.auto_time_us = 250.0;  // another threshold is another plan
+  EXPECT_NE(d.plan(p, o).get(), base.get());
+  o.auto_time_us = std::numeric_limits<double>::infinity();
+  EXPECT_NE(d.plan(p, o).get(), base.get());
+  EXPECT_EQ(d.stats().new_plans, 3u);
+  o.auto_time_us = -1.0;
+  EXPECT_NE(error_of([&] { d.plan(p, o); }, Status::invalid_argument).find("auto_time_us must be >= 0"),
+            std::string::npos);
+  o.auto_time_us = std::nan("");
+  error_of([&] { d.plan(p, o); }, Status::invalid_argument);
+  o.auto_time_us.reset();
+  o.k = 0;
+  EXPECT_NE(error_of([&] { d.plan(p, o); }, Status::invalid_argument).find("strategy auto needs k >= 1"),
+            std::string::npos);
+}
+
+TEST(DispatchEnv, AutoTimeUsReadsANumberOrOff) {
+  ::unsetenv("TILEPICK_AUTO_TIME_US");
+  EXPECT_EQ(env::auto_time_us(), 100.0);
+  ::setenv("TILEPICK_AUTO_TIME_US", "250.5", 1);
+  EXPECT_EQ(env::auto_time_us(), 250.5);
+  ::setenv("TILEPICK_AUTO_TIME_US", "0", 1);
+  EXPECT_EQ(env::auto_time_us(), 0.0);
+  ::setenv("TILEPICK_AUTO_TIME_US", "off", 1);
+  EXPECT_TRUE(std::isinf(env::auto_time_us()));
+  for (const char* bad : {"-5", "fast", "100us", "nan", "inf"}) {
+    ::setenv("TILEPICK_AUTO_TIME_US", bad, 1);
+    EXPECT_NE(error_of([] { env::auto_time_us(); }, Status::invalid_argument).find("TILEPICK_AUTO_TIME_US='"),
+              std::string::npos)
+        << bad;
+  }
+  ::unsetenv("TILEPICK_AUTO_TIME_US");
+}
+
 TEST(DispatchOffline, MemoryCacheKeysOnOptions) {
   Dispatcher d(Selector::default_selector());
   const Problem p = parse_problem("gemm rcr m1000 n512 k300 bf16");
@@ -251,8 +313,10 @@ TEST(DispatchOffline, Applicability) {
 }
 
 TEST(DispatchStrings, StrategyAndVendorNamesRoundTrip) {
-  for (Strategy s : {Strategy::heuristic, Strategy::top_k, Strategy::exhaustive, Strategy::fixed, Strategy::race})
+  for (Strategy s : {Strategy::heuristic, Strategy::top_k, Strategy::exhaustive, Strategy::fixed, Strategy::race,
+                     Strategy::automatic})
     EXPECT_EQ(parse_strategy(to_string(s)), s);
+  EXPECT_EQ(to_string(Strategy::automatic), "auto");
   for (VendorMode v : {VendorMode::off, VendorMode::automatic, VendorMode::only})
     EXPECT_EQ(parse_vendor_mode(to_string(v)), v);
   EXPECT_FALSE(parse_strategy("fastest"));

@@ -252,6 +252,26 @@ TEST(Heuristic, PipelineStagesHideLoadLatency) {
   EXPECT_DOUBLE_EQ(features(p, two, h200()).at("est_time_us"), features(p, four, h200()).at("est_time_us"));
 }
 
+TEST(Heuristic, EstimatedTimeIsTheScoresTimeAndGrowsWithTheWork) {
+  const KernelConfig c = parse_config("fam=sm80 tile=128x128x32 warps=2x2 stages=4");
+  const Problem small = parse_problem("gemm rcr m4096 n4096 k4096 bf16");
+  const Problem big = parse_problem("gemm rcr m8192 n8192 k8192 bf16");
+  for (const Problem& p : {small, big}) {  // the score is useful TFLOP/s over the same estimate
+    const double flops = std::exp2(features(p, c, h200()).at("log2_flops"));
+    EXPECT_NEAR(estimated_time_us(p, c, h200()) * heuristic_score(p, c, h200()), flops * 1e-6, flops * 1e-15);
+  }
+  // 8x the work of a problem past one wave (1024 blocks on 132 SMs): about 8x the time
+  const double ratio = estimated_time_us(big, c, h200()) / estimated_time_us(small, c, h200());
+  EXPECT_GT(ratio, 6);
+  EXPECT_LT(ratio, 10);
+  const Problem conv = parse_problem("bwd_data g1 mb128 ic3 ih224 iw224 oc64 kh11 kw11 sh4 sw4 ph2 pw2 bf16");
+  const auto pool = Registry::default_registry().lookup_configs(conv, h200());
+  ASSERT_FALSE(pool.empty());
+  for (const auto& cfg : pool) EXPECT_GT(estimated_time_us(conv, cfg, h200()), 0) << to_string(cfg);
+  // a block that cannot fit has no estimate
+  EXPECT_TRUE(std::isnan(estimated_time_us(small, parse_config("fam=sm80 tile=256x256x64 warps=1x1 stages=8"), h200())));
+}
+
 TEST(Heuristic, SerialSplitKWaitsForEachSlice) {
   Problem p = parse_problem("gemm rcr m64 n64 k65536 bf16");
   KernelConfig serial = parse_config("fam=sm80 tile=64x64x64 warps=2x2 stages=4 splitk=16 skmode=serial");

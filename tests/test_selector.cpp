@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -827,6 +828,29 @@ TEST_F(SelectorTest, EvalScoresWhatDispatchHeuristicRunsAgainstTheFastestKnownKe
   EXPECT_EQ(g->race.failed, 0u);
   EXPECT_DOUBLE_EQ(g->race.mean, (8.0 / 9 + 1) / 2);
   EXPECT_DOUBLE_EQ(g->race.time_weighted, (8.0 + 10) / (9 + 10));
+  // auto: these small GEMMs are estimated under its default 100 us, so it runs what the heuristic runs
+  for (const auto& p : ours.problems) {
+    EXPECT_GT(p.own_first_est_us, 0);
+    EXPECT_LT(p.own_first_est_us, 100);
+    EXPECT_FALSE(p.auto_timed);
+  }
+  EXPECT_DOUBLE_EQ(p1.auto_us, 12);
+  same(g->auto_, g->dispatch);
+  EXPECT_DOUBLE_EQ(g->auto_timed_share, 0);
+  // ... and with a threshold of 0 it times every plan as top_k with the vendor: P1's shortlist is not all measured,
+  // so its first choice (12) against the vendor's best (8); P2 our 10 (the vendor's kernel failed, no best row)
+  ::setenv("TILEPICK_AUTO_TIME_US", "0", 1);
+  const auto timed = eval::evaluate(Selector(models()), records, h200, {});
+  ::unsetenv("TILEPICK_AUTO_TIME_US");
+  EXPECT_DOUBLE_EQ(timed.auto_time_us, 0);
+  EXPECT_TRUE(timed.problems[0].auto_timed);
+  EXPECT_DOUBLE_EQ(timed.problems[0].auto_us, 8);
+  EXPECT_DOUBLE_EQ(timed.problems[1].auto_us, 10);
+  const eval::GroupEval* gt = eval::find_group(timed, "gemm");
+  ASSERT_NE(gt, nullptr);
+  EXPECT_DOUBLE_EQ(gt->auto_.mean, 1);
+  EXPECT_DOUBLE_EQ(gt->auto_timed_share, 1);
+  same(gt->dispatch, g->dispatch);
 
   nlohmann::json spec = spec_json();
   spec["vendor_first"] = true;
@@ -858,11 +882,16 @@ TEST_F(SelectorTest, EvalScoresWhatDispatchHeuristicRunsAgainstTheFastestKnownKe
   EXPECT_EQ(j["race"]["count"], 2);
   const std::string csv = eval::to_csv(vendor);
   EXPECT_NE(csv.find(",own_vendor_first,own_vendor_chosen,best_known_us,dispatch_us,dispatch_efficiency,race_us,"
-                     "race_efficiency\n"),
+                     "race_efficiency,own_first_est_us,auto_timed,auto_us,auto_efficiency\n"),
             std::string::npos);
-  EXPECT_NE(csv.find(",1,0,8.0000,9.0000,0.888889,9.0000,0.888889\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",1,0,10.0000,,0.000000,10.0000,1.000000\n"), std::string::npos) << csv;  // failed: 0
-  EXPECT_NE(csv.find(",1,0,5.0000,,,,\n"), std::string::npos) << csv;                        // undefined: empty
+  EXPECT_NE(csv.find(",1,0,8.0000,9.0000,0.888889,9.0000,0.888889,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0,9.0000,0.888889\n"), std::string::npos) << csv;                         // auto untimed
+  EXPECT_NE(csv.find(",1,0,10.0000,,0.000000,10.0000,1.000000,"), std::string::npos) << csv;  // failed: 0
+  EXPECT_NE(csv.find(",0,,0.000000\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",1,0,5.0000,,,,,"), std::string::npos) << csv;                          // undefined: empty
+  EXPECT_NE(csv.find(",0,,\n"), std::string::npos) << csv;
+  EXPECT_EQ(j["auto"]["count"], 2);
+  EXPECT_EQ(eval::to_json(vendor)["auto_time_us"], 100.0);
   EXPECT_NE(eval::format_table(vendor).find("what dispatch's heuristic strategy runs"), std::string::npos);
 }
 

@@ -31,6 +31,7 @@ struct EvalArgs {
   double min_mean = NAN, min_p10 = NAN;
   double min_dispatch_mean = NAN, min_dispatch_p10 = NAN;  // what dispatch's heuristic strategy runs, per op
   double min_race_mean = NAN, min_race_p10 = NAN;          // what its race strategy runs, per op
+  double min_auto_mean = NAN, min_auto_p10 = NAN, min_auto_tw = NAN;  // what its auto strategy runs, per op
   bool manifest_thresholds = false;
   double margin = 0;
   bool no_plot = false;
@@ -117,6 +118,9 @@ std::string check_thresholds(const EvalArgs& a, const eval::EvalReport& r, const
     check(g.name, "dispatch p10", g.dispatch.p10, a.min_dispatch_p10);
     check(g.name, "race mean", g.race.mean, a.min_race_mean);
     check(g.name, "race p10", g.race.p10, a.min_race_p10);
+    check(g.name, "auto mean", g.auto_.mean, a.min_auto_mean);
+    check(g.name, "auto p10", g.auto_.p10, a.min_auto_p10);
+    check(g.name, "auto time-weighted", g.auto_.time_weighted, a.min_auto_tw);
   }
   if (!a.manifest_thresholds) return failures;
   for (const auto& m : selector.models()) {
@@ -254,6 +258,11 @@ void add_eval_commands(CLI::App& app) {
                   "the same for what dispatch's race strategy runs (the faster of the first choice and the vendor's "
                   "heuristic kernel)");
   cmd->add_option("--min-race-p10", args->min_race_p10, "the same for its P10");
+  cmd->add_option("--min-auto-mean", args->min_auto_mean,
+                  "the same for what dispatch's auto strategy runs (top_k with the vendor's kernels where the first "
+                  "choice is estimated at >= TILEPICK_AUTO_TIME_US, default 100 us; else the heuristic's)");
+  cmd->add_option("--min-auto-p10", args->min_auto_p10, "the same for its P10");
+  cmd->add_option("--min-auto-tw", args->min_auto_tw, "the same for its time-weighted efficiency");
   cmd->add_flag("--manifest-thresholds", args->manifest_thresholds,
                 "also check each model's manifest.json \"eval\" numbers (\"serves_eval\".<arch> for an arch it "
                 "serves) on the problems it chose for; a model that chose without them fails");

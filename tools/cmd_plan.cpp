@@ -1,6 +1,7 @@
 // tilepick plan: what the dispatcher chooses for a problem (offline with --arch, or on the GPU).
 // tilepick run: plan, compile, run on the GPU, check against the fp64 GPU reference, time with the
 // cold-L2 rule, and the vendor library's heuristic choice side by side.
+#include <optional>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -20,8 +21,9 @@ namespace {
 struct PlanArgs {
   std::vector<std::string> problems;
   std::string file;
-  std::string strategy = "heuristic", config, vendor, arch, cache;
+  std::string strategy = "auto", config, vendor, arch, cache;
   int k = 4, device = -1;
+  std::optional<double> auto_time_us;
   bool json = false;
   // run only
   double min_timed_ms = 20;
@@ -35,6 +37,7 @@ PlanOptions options(const PlanArgs& a) {
   if (!s) throw InvalidArgument("--strategy '" + a.strategy + "' is not one of " + strategy_names());
   o.strategy = *s;
   o.k = a.k;
+  o.auto_time_us = a.auto_time_us;
   o.config = a.config;
   if (!a.vendor.empty()) {
     auto v = parse_vendor_mode(a.vendor);
@@ -179,8 +182,14 @@ int run_run(const PlanArgs& a) {
 void add_common(CLI::App* cmd, PlanArgs& a) {
   cmd->add_option("-p,--problem", a.problems, "problem string (repeatable)");
   cmd->add_option("-f,--file", a.file, "problem file");
-  cmd->add_option("--strategy", a.strategy, "heuristic | top_k | exhaustive | fixed | race (the model's top-1 against the vendor's heuristic kernel, timed)")->capture_default_str();
-  cmd->add_option("-k", a.k, "top_k: candidates timed")->capture_default_str();
+  cmd->add_option("--strategy", a.strategy,
+                  "auto (top_k where the model's top-1 is estimated long, see --auto-time-us; else heuristic) | "
+                  "heuristic | top_k | exhaustive | fixed | race (the model's top-1 against the vendor's heuristic "
+                  "kernel, timed)")->capture_default_str();
+  cmd->add_option("-k", a.k, "top_k (and auto where it times): candidates timed")->capture_default_str();
+  cmd->add_option("--auto-time-us", a.auto_time_us,
+                  "auto: time the plans whose first choice the analytic model estimates at >= this many us "
+                  "(default: TILEPICK_AUTO_TIME_US, else 100)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--config", a.config, "fixed: a config string or a vendor algorithm (cublaslt:algo0)");
   cmd->add_option("--vendor", a.vendor, "off | auto | only (default: TILEPICK_VENDOR, else auto)");
   cmd->add_option("--device", a.device, "CUDA device ordinal (default: current, else 0)");

@@ -2,6 +2,7 @@
 // vendor mode runs and is checked against the fp64 GPU reference; every bad input is refused with
 // its reason; plans are made and run from many host threads at once; with 2+ GPUs a plan refuses
 // another device's memory and another current device.
+#include <limits>
 #include <atomic>
 #include <functional>
 #include <iostream>
@@ -81,9 +82,11 @@ void strategies(Dispatcher& d, int dev) {
     const Problem p = parse_problem(text);
     Data data(p, dev);
     for (auto [strategy, vendor] : {std::pair{Strategy::heuristic, VendorMode::off}, {Strategy::heuristic, VendorMode::only},
-                                    {Strategy::top_k, VendorMode::automatic}, {Strategy::race, VendorMode::automatic}}) {
+                                    {Strategy::top_k, VendorMode::automatic}, {Strategy::race, VendorMode::automatic},
+                                    {Strategy::automatic, VendorMode::automatic}}) {
       PlanOptions o;
       o.strategy = strategy, o.vendor = vendor, o.k = 3;
+      if (strategy == Strategy::automatic) o.auto_time_us = 0.0;  // every plan estimated long: timed as top_k
       const std::string what = std::string(text) + " [" + std::string(to_string(strategy)) + ", vendor " +
                                std::string(to_string(vendor)) + "]";
       try {
@@ -93,7 +96,7 @@ void strategies(Dispatcher& d, int dev) {
         const bool ok = data.run_and_check([&] { plan->run(data.tensors, ws.get()); }, &note);
         std::string detail = plan->info().kernel + "; " + note;
         bool fine = ok && plan->info().vendor == (vendor == VendorMode::only);
-        if (strategy == Strategy::top_k) {  // the winner is the fastest timed candidate, vendor included
+        if (strategy == Strategy::top_k || strategy == Strategy::automatic) {  // the fastest timed, vendor included
           const auto& c = plan->info().candidates;
           bool has_vendor = false;
           for (const auto& x : c) has_vendor = has_vendor || x.vendor;
@@ -113,6 +116,19 @@ void strategies(Dispatcher& d, int dev) {
       } catch (const Error& e) {
         report(false, what, e.what());
       }
+    }
+    // auto below its threshold is the heuristic plan (vendor auto), untimed
+    const std::string what = std::string(text) + " [auto, never timed: the heuristic plan]";
+    try {
+      PlanOptions o, h;
+      o.auto_time_us = std::numeric_limits<double>::infinity();
+      h.strategy = Strategy::heuristic;
+      const auto a = d.plan(p, o), b = d.plan(p, h);
+      bool fine = a->info().kernel == b->info().kernel && a->info().vendor == b->info().vendor;
+      for (const auto& c : a->info().candidates) fine = fine && c.time_us < 0;
+      report(fine, what, a->info().kernel + " (heuristic: " + b->info().kernel + "), " + a->info().selection_source);
+    } catch (const Error& e) {
+      report(false, what, e.what());
     }
   }
 }

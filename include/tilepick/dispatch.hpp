@@ -39,10 +39,11 @@ enum class Strategy : std::uint8_t {
   exhaustive,  // time every legal candidate
   fixed,       // PlanOptions::config names the kernel
   race,        // time the model's top-1 against the vendor's heuristic kernel on first use, keep the faster
+  automatic,   // "auto": top_k where the model's top-1 is estimated long (PlanOptions::auto_time_us), else heuristic
 };
 std::string_view to_string(Strategy s);
 std::optional<Strategy> parse_strategy(std::string_view s);
-std::string strategy_names();  // "heuristic, top_k, exhaustive, fixed, race": what parse_strategy takes
+std::string strategy_names();  // "heuristic, top_k, exhaustive, fixed, race, auto": what parse_strategy takes
 
 // Whether vendor libraries (cuBLASLt for GEMM, cuDNN for conv) take part:
 //   off   tilepick kernels only;
@@ -66,10 +67,14 @@ bool heuristic_runs_vendor(VendorMode mode, const Selection& sel);
 bool heuristic_checks_vendor(VendorMode mode, const Selection& sel);
 
 struct PlanOptions {
-  Strategy strategy = Strategy::heuristic;
-  int k = 4;                          // top_k: tilepick candidates timed (plus the vendor with auto):
-                                      // Selector::shortlist, the full model's best k (for conv one per
-                                      // tile shape unless TILEPICK_SHORTLIST=first)
+  Strategy strategy = Strategy::automatic;
+  int k = 4;                          // top_k (and auto where it times): tilepick candidates timed (plus the
+                                      // vendor with auto): Selector::shortlist, the full model's best k (for
+                                      // conv one per tile shape unless TILEPICK_SHORTLIST=first)
+  // auto: a plan whose heuristic first choice the analytic model estimates at >= this many microseconds
+  // (estimated_time_us) is timed as top_k, the rest are heuristic plans; offline plans are never timed.
+  // Unset: TILEPICK_AUTO_TIME_US (default 100); +infinity: never time.
+  std::optional<double> auto_time_us;
   std::string config;                 // fixed: a config string, or a vendor algorithm ("cublaslt:algo0")
   std::optional<VendorMode> vendor;   // unset: TILEPICK_VENDOR (off | auto | only), default auto
   int device = -1;                    // CUDA ordinal; -1: the calling thread's current device (else 0)

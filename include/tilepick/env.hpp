@@ -46,5 +46,8 @@ bool cudnn_graph();
 // kernel once, when a model's vendor choice sends a problem to it, against the fp64 GPU reference on random
 // inputs, and runs the model's pick where it fails (docs/dispatch.md).
 bool vendor_check();
+// TILEPICK_AUTO_TIME_US: dispatch's auto strategy times (as top_k) the plans whose first choice the analytic model
+// estimates at this many microseconds or more: a number >= 0, or "off" (never: auto is heuristic). Unset: 100.
+double auto_time_us();
 
 }  // namespace tilepick::env

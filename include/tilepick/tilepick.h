@@ -56,7 +56,8 @@ typedef enum tp_strategy {
   tp_strategy_top_k = 1,       /* time the model's best k on the device (for conv one per tile shape), keep the fastest */
   tp_strategy_exhaustive = 2,  /* time every legal candidate */
   tp_strategy_fixed = 3,       /* tp_plan_options.config names the kernel */
-  tp_strategy_race = 4         /* time the model's top-1 against the vendor's heuristic kernel, keep the faster */
+  tp_strategy_race = 4,        /* time the model's top-1 against the vendor's heuristic kernel, keep the faster */
+  tp_strategy_auto = 5         /* top_k where the model's top-1 is estimated at >= auto_time_us, else heuristic */
 } tp_strategy;
 
 typedef enum tp_vendor_mode {
@@ -110,12 +111,14 @@ TP_API tp_status tp_problem_operand(const tp_problem* problem, size_t index, tp_
 /* ---- plan options ---- */
 
 typedef struct tp_plan_options {
-  tp_strategy strategy;       /* default tp_strategy_heuristic */
+  tp_strategy strategy;       /* default tp_strategy_auto */
   int k;                      /* top_k: candidates timed; default 4 */
   const char* config;         /* fixed: a config string or vendor algorithm ("cublaslt:algo0"); else NULL */
   tp_vendor_mode vendor;      /* default tp_vendor_default */
   int device;                 /* CUDA ordinal; -1 (default): the thread's current device, else 0 */
   const char* offline_arch;   /* plan without a GPU for this arch ("h200", "sm_90"): selection only */
+  double auto_time_us;        /* auto: time (as top_k) plans whose first choice is estimated at >= this many us;
+                                 < 0 (default): TILEPICK_AUTO_TIME_US, else 100; INFINITY: never */
 } tp_plan_options;
 /* The strings are read during the call that takes the options and not kept. */
 

@@ -186,7 +186,8 @@ void run_pointers(const Plan& plan, const std::vector<std::uintptr_t>& pointers,
 }
 
 PlanOptions make_options(const std::string& strategy, int k, const std::string& config,
-                         const std::optional<std::string>& vendor, int device, const std::string& offline_arch) {
+                         const std::optional<std::string>& vendor, int device, const std::string& offline_arch,
+                         std::optional<double> auto_time_us) {
   PlanOptions o;
   const auto s = parse_strategy(strategy);
   if (!s) throw InvalidArgument("strategy '" + strategy + "' is not one of " + strategy_names());
@@ -201,14 +202,15 @@ PlanOptions make_options(const std::string& strategy, int k, const std::string& 
   }
   o.device = device;
   o.offline_arch = offline_arch;
+  o.auto_time_us = auto_time_us;  // checked by the dispatcher
   return o;
 }
 
 std::shared_ptr<const Plan> plan_py(const std::string& problem, const std::string& strategy, int k,
                                     const std::string& config, const std::optional<std::string>& vendor, int device,
-                                    const std::string& offline_arch) {
+                                    const std::string& offline_arch, std::optional<double> auto_time_us) {
   const Problem p = parse_problem(problem);
-  const PlanOptions o = make_options(strategy, k, config, vendor, device, offline_arch);
+  const PlanOptions o = make_options(strategy, k, config, vendor, device, offline_arch, auto_time_us);
   std::shared_ptr<const Plan> plan;
   std::exception_ptr error;
   {
@@ -224,10 +226,11 @@ std::shared_ptr<const Plan> plan_py(const std::string& problem, const std::strin
 }
 
 nb::dict check_py(const std::string& problem, const std::string& strategy, int k, const std::string& config,
-                  const std::optional<std::string>& vendor, int device, const std::string& offline_arch) {
+                  const std::optional<std::string>& vendor, int device, const std::string& offline_arch,
+                  std::optional<double> auto_time_us) {
   const Problem p = parse_problem(problem);
-  const Applicability a = Dispatcher::default_dispatcher().check(p, make_options(strategy, k, config, vendor, device,
-                                                                                 offline_arch));
+  const Applicability a = Dispatcher::default_dispatcher().check(
+      p, make_options(strategy, k, config, vendor, device, offline_arch, auto_time_us));
   nb::dict d;
   d["ok"] = a.ok;
   d["reason"] = a.reason;
@@ -326,12 +329,12 @@ void bind_dispatch(nb::module_& m) {
                ">";
       });
 
-  m.def("plan", &plan_py, "problem"_a, "strategy"_a = "heuristic", "k"_a = 4, "config"_a = "",
-        "vendor"_a = nb::none(), "device"_a = -1, "offline_arch"_a = "",
+  m.def("plan", &plan_py, "problem"_a, "strategy"_a = "auto", "k"_a = 4, "config"_a = "",
+        "vendor"_a = nb::none(), "device"_a = -1, "offline_arch"_a = "", "auto_time_us"_a = nb::none(),
         "Plans a problem with the default dispatcher (cached by problem, device, model, strategy, vendor). "
         "offline_arch ('h200', 'sm_90'): selection without a GPU; such a plan does not run.");
-  m.def("check", &check_py, "problem"_a, "strategy"_a = "heuristic", "k"_a = 4, "config"_a = "",
-        "vendor"_a = nb::none(), "device"_a = -1, "offline_arch"_a = "",
+  m.def("check", &check_py, "problem"_a, "strategy"_a = "auto", "k"_a = 4, "config"_a = "",
+        "vendor"_a = nb::none(), "device"_a = -1, "offline_arch"_a = "", "auto_time_us"_a = nb::none(),
         "{ok, reason, tilepick_candidates, vendor_candidate}: whether plan() can succeed.");
   m.def("operand_specs", &operand_specs_py, "problem"_a,
         "The operands in run() order: dicts {name, slot, dims, dtype, shape (memory order), output}.");

@@ -146,20 +146,22 @@ def operand_specs(problem: str) -> list:
     return [TensorSpec(**{**s, "shape": tuple(s["shape"])}) for s in _ext().operand_specs(problem)]
 
 
-def plan(problem: str, strategy: str = "heuristic", k: int = 4, config: str = "", vendor: Optional[str] = None,
-         device: int = -1, arch: Optional[str] = None):
+def plan(problem: str, strategy: str = "auto", k: int = 4, config: str = "", vendor: Optional[str] = None,
+         device: int = -1, arch: Optional[str] = None, auto_time_us: Optional[float] = None):
     """A Plan for `problem` from the default dispatcher (cached in memory and in TILEPICK_PLAN_CACHE).
 
-    strategy: heuristic (model top-1), race (time the model's top-1 against the vendor's heuristic kernel on the
-    GPU), top_k (time the best k on the GPU), exhaustive, fixed (config names the kernel); vendor: off | auto | only
-    (None: TILEPICK_VENDOR, default auto); device: CUDA ordinal, -1 = current; arch ("h200", "sm_90"): plan offline for that arch without a GPU (not runnable)."""
-    return _ext().plan(problem, strategy, k, config, vendor, device, arch or "")
+    strategy: auto (top_k where the model's top-1 is estimated at >= auto_time_us, None: TILEPICK_AUTO_TIME_US,
+    default 100; else heuristic), heuristic (model top-1), race (time the model's top-1 against the vendor's
+    heuristic kernel on the GPU), top_k (time the best k on the GPU), exhaustive, fixed (config names the kernel);
+    vendor: off | auto | only (None: TILEPICK_VENDOR, default auto); device: CUDA ordinal, -1 = current; arch
+    ("h200", "sm_90"): plan offline for that arch without a GPU (not runnable, never timed)."""
+    return _ext().plan(problem, strategy, k, config, vendor, device, arch or "", auto_time_us)
 
 
-def check(problem: str, strategy: str = "heuristic", k: int = 4, config: str = "", vendor: Optional[str] = None,
-          device: int = -1, arch: Optional[str] = None) -> dict:
+def check(problem: str, strategy: str = "auto", k: int = 4, config: str = "", vendor: Optional[str] = None,
+          device: int = -1, arch: Optional[str] = None, auto_time_us: Optional[float] = None) -> dict:
     """{ok, reason, tilepick_candidates, vendor_candidate}: whether plan() with these options can succeed."""
-    return _ext().check(problem, strategy, k, config, vendor, device, arch or "")
+    return _ext().check(problem, strategy, k, config, vendor, device, arch or "", auto_time_us)
 
 
 def _workspace_for(p, tensors: Sequence[Any]):
@@ -187,7 +189,7 @@ def _torch_raw(t) -> tuple:
             t.device.index if t.device.type == "cuda" else -1)
 
 
-def run(problem_or_plan, *tensors, workspace=None, stream=None, strategy: str = "heuristic", k: int = 4,
+def run(problem_or_plan, *tensors, workspace=None, stream=None, strategy: str = "auto", k: int = 4,
         vendor: Optional[str] = None, device: int = -1) -> None:
     """Run a problem (planned here with the given options) or a Plan on device tensors given in
     operand_specs order: torch tensors (read directly; stream None = torch's current stream) or any

@@ -35,7 +35,7 @@ _DTYPES = {torch.float16: "f16", torch.bfloat16: "bf16"}
 
 
 class _Settings:
-    strategy = "heuristic"
+    strategy = "auto"
     k = 4
     vendor: Optional[str] = None  # None: TILEPICK_VENDOR (default auto)
     fallback = False
@@ -49,11 +49,12 @@ _warned = set()
 
 
 def set_strategy(strategy: str, k: Optional[int] = None) -> None:
-    """heuristic (the model's top-1), race (time the model's top-1 against the vendor's heuristic kernel on
-    first use of a shape, keep the faster) or top_k (time the model's best k and the vendor's kernels);
-    exhaustive times every legal kernel. Applies to plans made from now on."""
-    if strategy not in ("heuristic", "race", "top_k", "exhaustive"):
-        raise ValueError(f"set_strategy: '{strategy}' is not one of heuristic, race, top_k, exhaustive")
+    """auto (the default: top_k for the shapes whose top-1 the analytic model estimates at >= TILEPICK_AUTO_TIME_US,
+    default 100 us, heuristic for the rest), heuristic (the model's top-1), race (time the model's top-1 against
+    the vendor's heuristic kernel on first use of a shape, keep the faster) or top_k (time the model's best k and
+    the vendor's kernels); exhaustive times every legal kernel. Applies to plans made from now on."""
+    if strategy not in ("auto", "heuristic", "race", "top_k", "exhaustive"):
+        raise ValueError(f"set_strategy: '{strategy}' is not one of auto, heuristic, race, top_k, exhaustive")
     if k is not None and k < 1:
         raise ValueError(f"set_strategy: k must be >= 1, got {k}")
     _settings.strategy = strategy

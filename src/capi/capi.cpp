@@ -2,6 +2,7 @@
 // guarded(): exceptions become a tp_status and the thread-local last error; success clears it.
 #include "tilepick/tilepick.h"
 
+#include <cmath>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -88,9 +89,10 @@ tilepick::PlanOptions to_options(const tp_plan_options* o) {
     case tp_strategy_exhaustive: out.strategy = tilepick::Strategy::exhaustive; break;
     case tp_strategy_fixed: out.strategy = tilepick::Strategy::fixed; break;
     case tp_strategy_race: out.strategy = tilepick::Strategy::race; break;
+    case tp_strategy_auto: out.strategy = tilepick::Strategy::automatic; break;
     default:
       throw tilepick::InvalidArgument("options.strategy " + std::to_string(static_cast<int>(o->strategy)) +
-                                      " is not a tp_strategy (heuristic 0, top_k 1, exhaustive 2, fixed 3, race 4)");
+                                      " is not a tp_strategy (heuristic 0, top_k 1, exhaustive 2, fixed 3, race 4, auto 5)");
   }
   switch (static_cast<int>(o->vendor)) {
     case tp_vendor_default: break;
@@ -107,6 +109,9 @@ tilepick::PlanOptions to_options(const tp_plan_options* o) {
   out.k = o->k;
   if (o->config) out.config = o->config;
   if (o->offline_arch) out.offline_arch = o->offline_arch;
+  if (std::isnan(o->auto_time_us))
+    throw tilepick::InvalidArgument("options.auto_time_us is NaN (< 0: the default, INFINITY: never time)");
+  if (o->auto_time_us >= 0) out.auto_time_us = o->auto_time_us;
   return out;
 }
 
@@ -239,12 +244,13 @@ tp_status tp_plan_options_init(tp_plan_options* options) {
   return guarded(__func__, [&] {
     need(options, "options");
     const tilepick::PlanOptions d;
-    options->strategy = tp_strategy_heuristic;
+    options->strategy = tp_strategy_auto;
     options->k = d.k;
     options->config = nullptr;
     options->vendor = tp_vendor_default;
     options->device = d.device;
     options->offline_arch = nullptr;
+    options->auto_time_us = -1;
   });
 }
 

@@ -1,6 +1,8 @@
 #include "tilepick/env.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
@@ -132,5 +134,17 @@ bool vendor_choice() { return on_off("TILEPICK_VENDOR_CHOICE"); }
 bool cudnn_graph() { return on_off("TILEPICK_CUDNN_GRAPH"); }
 
 bool vendor_check() { return on_off("TILEPICK_VENDOR_CHECK"); }
+
+double auto_time_us() {
+  const char* v = get("TILEPICK_AUTO_TIME_US");
+  if (!v) return 100.0;
+  if (std::string_view(v) == "off") return std::numeric_limits<double>::infinity();
+  char* end = nullptr;
+  const double us = std::strtod(v, &end);
+  if (*end != '\0' || !std::isfinite(us) || us < 0)
+    throw Error(Status::invalid_argument,
+                std::string("TILEPICK_AUTO_TIME_US='") + v + "' is not a number of microseconds >= 0 or 'off'");
+  return us;
+}
 
 }  // namespace tilepick::env

@@ -12,6 +12,7 @@
 #include "sweep/backend.hpp"
 #include "tilepick/env.hpp"
 #include "tilepick/error.hpp"
+#include "tilepick/features.hpp"
 #include "tilepick/legality.hpp"
 #include "tilepick/registry.hpp"
 #include "tilepick/selector.hpp"
@@ -77,9 +78,29 @@ VendorMode resolve_vendor(const PlanOptions& opt) {
   return v.empty() ? VendorMode::automatic : *parse_vendor_mode(v);
 }
 
+// auto's threshold: PlanOptions::auto_time_us, else TILEPICK_AUTO_TIME_US (default 100).
+double auto_time_us(const PlanOptions& opt) { return opt.auto_time_us ? *opt.auto_time_us : env::auto_time_us(); }
+
+// The strategy's part of a plan-cache key: what changes the plan it makes.
+std::string strategy_key(const PlanOptions& opt) {
+  std::string key(to_string(opt.strategy));
+  if (opt.strategy == Strategy::top_k || opt.strategy == Strategy::automatic) key += std::to_string(opt.k);
+  if (opt.strategy == Strategy::automatic) {
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "@%g", auto_time_us(opt));
+    key += limit;
+  }
+  if (opt.strategy == Strategy::fixed) key += "=" + opt.config;
+  return key;
+}
+
 void check_options(const PlanOptions& opt) {
-  if (opt.strategy == Strategy::top_k && opt.k < 1)
-    throw InvalidArgument("strategy top_k needs k >= 1, got " + std::to_string(opt.k));
+  if ((opt.strategy == Strategy::top_k || opt.strategy == Strategy::automatic) && opt.k < 1)
+    throw InvalidArgument("strategy " + std::string(to_string(opt.strategy)) + " needs k >= 1, got " +
+                          std::to_string(opt.k));
+  if (opt.auto_time_us && !(*opt.auto_time_us >= 0))
+    throw InvalidArgument("PlanOptions::auto_time_us must be >= 0 (+infinity: never time), got " +
+                          std::to_string(*opt.auto_time_us));
   if (opt.strategy == Strategy::fixed && opt.config.empty())
     throw InvalidArgument("strategy fixed needs PlanOptions::config (a config string or a vendor algorithm name)");
   if (opt.strategy != Strategy::fixed && !opt.config.empty())
@@ -278,28 +299,47 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
   }
   info.cache = "new";
 
+  // What the plan does: auto becomes top_k (its first choice estimated long, online) or heuristic.
+  Strategy strategy = opt.strategy;
+  std::string auto_note;
   Selection sel;
-  if (mode != VendorMode::only && opt.strategy != Strategy::fixed) {
-    const int k = opt.strategy == Strategy::exhaustive ? 0 : opt.strategy == Strategy::top_k ? opt.k : 5;
+  auto select = [&](Strategy how) {
+    const int k = how == Strategy::exhaustive ? 0 : how == Strategy::top_k ? opt.k : 5;
     // top_k times the full model's shortlist: it compiles and times them anyway (docs/dispatch.md).
-    sel = opt.strategy == Strategy::top_k ? selector->shortlist(p, t.arch, k) : selector->select(p, t.arch, k);
-    if (opt.strategy == Strategy::exhaustive && sel.pruned) {  // exhaustive times the whole legal pool
+    sel = how == Strategy::top_k ? selector->shortlist(p, t.arch, k) : selector->select(p, t.arch, k);
+    if (how == Strategy::exhaustive && sel.pruned) {  // exhaustive times the whole legal pool
       const auto all = Registry::default_registry().lookup_configs(p, t.arch);
       sel.top = selector->rank_configs(p, t.arch, all, 0);
       sel.pool_size = all.size(), sel.pruned = false;
     }
     info.pool_size = sel.pool_size;
     info.selection_source = sel.from_model ? sel.source : "fallback: " + sel.reason;
+    info.candidates.clear();
     for (const auto& r : sel.top) info.candidates.push_back({r.text, false, r.score, -1, ""});
+  };
+  if (mode != VendorMode::only && strategy != Strategy::fixed) {
+    select(strategy == Strategy::automatic ? Strategy::heuristic : strategy);
+    if (strategy == Strategy::automatic) {
+      strategy = Strategy::heuristic;
+      if (online && !sel.top.empty()) {
+        const double limit = auto_time_us(opt);
+        const double est = estimated_time_us(p, parse_config(sel.top.front().text), t.arch);
+        char text[160];
+        std::snprintf(text, sizeof text, " (auto: first choice estimated at %.0f us, %s %.0f us: %s)", est,
+                      est >= limit ? ">=" : "<", limit, est >= limit ? "timed as top_k" : "not timed");
+        auto_note = text;
+        if (est >= limit) select(strategy = Strategy::top_k);
+      }
+    }
   }
   const bool vendor_ok = online && mode != VendorMode::off;
 
   std::string kernel, vendor_note;
   bool vendor = false;
   // race with nothing to race (vendor off or only, or no vendor for the problem) is the untimed heuristic strategy
-  const bool race = opt.strategy == Strategy::race;
+  const bool race = strategy == Strategy::race;
   const bool can_race = race && mode == VendorMode::automatic && vendor_ok && vendor_can(p);
-  const Strategy strategy = race && !can_race ? Strategy::heuristic : opt.strategy;
+  if (race && !can_race) strategy = Strategy::heuristic;
   switch (strategy) {
     case Strategy::fixed:
       kernel = opt.config, vendor = is_vendor_kernel(opt.config);
@@ -359,7 +399,10 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
       kernel = info.candidates.front().kernel, vendor = info.candidates.front().vendor;
       break;
     }
+    case Strategy::automatic:
+      throw Error(Status::internal, "auto strategy left undecided");  // decided above
   }
+  info.selection_source += auto_note;
   finish_runnable(*im, t, kernel, vendor);
   info.plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return im;
@@ -389,8 +432,7 @@ std::shared_ptr<const Plan> Dispatcher::plan(const Problem& p, const PlanOptions
                                             (m->vendor_model ? "+" + m->vendor_version : "")
                                       : "none";
   const std::string file_key = plan_cache_key(to_string(p), t.arch.name, t.device_name, model_version,
-                                              std::string(to_string(opt.strategy)) + (opt.strategy == Strategy::top_k ? std::to_string(opt.k) : "") +
-                                                  (opt.strategy == Strategy::fixed ? "=" + opt.config : ""),
+                                              strategy_key(opt),
                                               std::string(to_string(mode)));
   const std::string key = file_key + "|dev" + std::to_string(t.device);
   const bool persist = opt.strategy != Strategy::fixed;

@@ -17,12 +17,13 @@ std::string_view to_string(Strategy s) {
     case Strategy::exhaustive: return "exhaustive";
     case Strategy::fixed: return "fixed";
     case Strategy::race: return "race";
+    case Strategy::automatic: return "auto";
   }
   return "?";
 }
 
 constexpr Strategy kStrategies[] = {Strategy::heuristic, Strategy::top_k, Strategy::exhaustive, Strategy::fixed,
-                                    Strategy::race};
+                                    Strategy::race, Strategy::automatic};
 
 std::optional<Strategy> parse_strategy(std::string_view s) {
   for (Strategy v : kStrategies)

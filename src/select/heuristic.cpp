@@ -46,18 +46,28 @@ double dw_seconds(const select::Analysis& a) {
   return std::pow(a.t_est_s, 0.4) * std::pow(chain_s, 0.6);
 }
 
-double score(const Problem& p, const select::ProblemTerms& t, const KernelConfig& c, const ArchSpec& d) {
+// Estimated seconds of the pair; 0 or not finite where the model has no estimate (no block fits).
+double seconds(const Problem& p, const select::ProblemTerms& t, const KernelConfig& c, const ArchSpec& d) {
   const KernelConfig r = c.fam() != Family::dw && c.align_a == 0 ? resolve(c, p) : c;
   const select::Analysis a = select::analyze(p, t, r, d);
   if (!(a.t_est_s > 0) || !std::isfinite(a.t_est_s)) return 0;
-  const double seconds = r.fam() == Family::dw ? dw_seconds(a) : igemm_seconds(r, a, d);
-  return std::isfinite(seconds) && seconds > 0 ? t.flops / seconds * 1e-12 : 0;
+  return r.fam() == Family::dw ? dw_seconds(a) : igemm_seconds(r, a, d);
+}
+
+double score(const Problem& p, const select::ProblemTerms& t, const KernelConfig& c, const ArchSpec& d) {
+  const double s = seconds(p, t, c, d);
+  return std::isfinite(s) && s > 0 ? t.flops / s * 1e-12 : 0;
 }
 
 }  // namespace
 
 double heuristic_score(const Problem& problem, const KernelConfig& config, const ArchSpec& device) {
   return score(problem, select::problem_terms(problem, device), config, device);
+}
+
+double estimated_time_us(const Problem& problem, const KernelConfig& config, const ArchSpec& device) {
+  const double s = seconds(problem, select::problem_terms(problem, device), config, device);
+  return std::isfinite(s) && s > 0 ? s * 1e6 : std::numeric_limits<double>::quiet_NaN();
 }
 
 std::vector<std::size_t> heuristic_rank(const Problem& problem, std::span<const KernelConfig> configs,

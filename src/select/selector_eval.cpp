@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "tilepick/dispatch.hpp"
+#include "tilepick/env.hpp"
+#include "tilepick/features.hpp"
 #include "tilepick/legality.hpp"
 
 namespace tilepick::eval {
@@ -92,8 +94,8 @@ struct Acc {
       top5 += t5;
     }
   } model, fallback, vendor_own, vendor_oracle, timed, own_first_pick, own_timed_pick, dispatch, ours_alone,
-      vendor_alone, race;
-  std::size_t own_first = 0, own_top_k = 0, dispatch_vendor = 0;
+      vendor_alone, race, auto_;
+  std::size_t own_first = 0, own_top_k = 0, dispatch_vendor = 0, auto_timed = 0;
 
   // What heuristic + vendor auto runs, and either side alone, against the fastest measured kernel.
   void add_dispatch(const ProblemEval& p) {
@@ -105,7 +107,9 @@ struct Acc {
     pick(ours_alone, p.own_first_us);
     pick(vendor_alone, p.vendor_heur_us);
     pick(race, p.race_us);
+    pick(auto_, p.auto_us);
     dispatch_vendor += p.dispatch_vendor;
+    auto_timed += p.auto_timed;
   }
 
   void add(const ProblemEval& p) {
@@ -153,8 +157,11 @@ struct Acc {
     g.ours_alone = s(ours_alone, false);
     g.vendor_alone = s(vendor_alone, false);
     g.race = s(race, false);
-    if (!dispatch.eff.empty())
+    g.auto_ = s(auto_, false);
+    if (!dispatch.eff.empty()) {
       g.dispatch_vendor_share = static_cast<double>(dispatch_vendor) / static_cast<double>(dispatch.eff.size());
+      g.auto_timed_share = static_cast<double>(auto_timed) / static_cast<double>(dispatch.eff.size());
+    }
     return g;
   }
 };
@@ -200,6 +207,7 @@ void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRo
     e.own_first_measured = measured;
     e.own_first_failed = measured && !ok;
     if (ok) e.own_first_us = it->second.us;
+    e.own_first_est_us = estimated_time_us(rows.problem, parse_config(own.top.front().text), arch);
   }
   double fastest = kNaN;
   for (const Ranked& r : timed.top) {
@@ -220,7 +228,7 @@ void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRo
 // best_known_us, and what heuristic + vendor auto runs where its first choice was measured and a vendor
 // heuristic row is present (e.vendor set); a pick that failed is NaN, as in own_first_us. Where dispatch checks the
 // vendor's kernel first (heuristic_checks_vendor), a vendor heuristic row that failed sends it to the model's pick.
-void dispatch_choice(ProblemEval& e) {
+void dispatch_choice(ProblemEval& e, double auto_time_us) {
   e.best_known_us = std::isnan(e.vendor_best_us) ? e.oracle_us : std::min(e.oracle_us, e.vendor_best_us);
   if (!e.own_first_measured || e.vendor.empty()) return;
   if (e.dispatch_vendor && e.dispatch_checks_vendor && e.vendor_heur_failed)
@@ -232,6 +240,13 @@ void dispatch_choice(ProblemEval& e) {
   e.race_us = std::isnan(e.own_first_us) ? vendor_us
               : std::isnan(vendor_us)    ? e.own_first_us
                                          : std::min(e.own_first_us, vendor_us);
+  e.auto_timed = e.own_first_est_us >= auto_time_us;
+  if (!e.auto_timed) {
+    e.auto_us = e.dispatch_us;
+    return;
+  }
+  const double ours = std::isnan(e.own_timed_us) ? e.own_first_us : e.own_timed_us;
+  e.auto_us = std::fmin(ours, e.vendor_best_us);  // top_k with vendor auto: both of the vendor's, checked; NaN: failed
 }
 
 }  // namespace
@@ -291,6 +306,7 @@ EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& 
   report.arch = arch.name;
   report.timed_k = timed_k;
   report.shortlist = shortlist_name(Shortlist::automatic);  // the rule Selector::shortlist applies here
+  report.auto_time_us = env::auto_time_us();                // dispatch's auto threshold here
   std::vector<std::string> order;
   std::map<std::string, ProblemRows> by_problem;
   std::map<std::string, std::string> canonical;  // record problem text -> canonical
@@ -381,7 +397,7 @@ EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& 
         e.vendor_best_us = std::isnan(e.vendor_best_us) ? b->second.us : std::min(e.vendor_best_us, b->second.us);
       if (std::isnan(e.vendor_best_us)) e.vendor_heur_status = "";  // nothing of the vendor ran: no baseline
     }
-    dispatch_choice(e);
+    dispatch_choice(e, report.auto_time_us);
     report.problems.push_back(std::move(e));
   }
 
@@ -429,9 +445,12 @@ nlohmann::json to_json(const EvalReport& r) {
                       {"ours_alone", stats_json(g.ours_alone)},
                       {"vendor_alone", stats_json(g.vendor_alone)},
                       {"race", stats_json(g.race)},
-                      {"dispatch_vendor_share", num(g.dispatch_vendor_share)}});
+                      {"auto", stats_json(g.auto_)},
+                      {"dispatch_vendor_share", num(g.dispatch_vendor_share)},
+                      {"auto_timed_share", num(g.auto_timed_share)}});
   return {{"arch", r.arch},       {"tie_band", kTieBand},   {"timed_top_k", r.timed_k},
-          {"shortlist", r.shortlist}, {"problems", r.problems.size()}, {"skipped", r.skipped},
+          {"shortlist", r.shortlist}, {"auto_time_us", num(r.auto_time_us)},
+          {"problems", r.problems.size()}, {"skipped", r.skipped},
           {"unparsed_records", r.unparsed}, {"groups", groups}};
 }
 
@@ -441,7 +460,8 @@ std::string to_csv(const EvalReport& r) {
          "efficiency,oracle_rank,top1,top5,fallback_config,fallback_us,fallback_efficiency,vendor,"
          "vendor_heur_us,vendor_best_us,vendor_efficiency_own,vendor_efficiency_vs_oracle,timed_us,timed_efficiency,"
          "own_first_measured,own_top_k_measured,own_confidence,own_first_us,own_first_efficiency,own_timed_us,"
-         "own_timed_efficiency,own_vendor_first,own_vendor_chosen,best_known_us,dispatch_us,dispatch_efficiency,race_us,race_efficiency\n";
+         "own_timed_efficiency,own_vendor_first,own_vendor_chosen,best_known_us,dispatch_us,dispatch_efficiency,race_us,race_efficiency,"
+         "own_first_est_us,auto_timed,auto_us,auto_efficiency\n";
   for (const auto& p : r.problems) {
     const bool vendor_ok = p.vendor_heur_status == "ok";
     out << p.op << ',' << quote(p.problem) << ',' << p.tag << ',' << p.model.source << ',' << p.candidates << ','
@@ -463,7 +483,9 @@ std::string to_csv(const EvalReport& r) {
         << fmt(p.dispatch_us) << ','
         << (p.dispatch_defined ? fmt(efficiency_of(p.best_known_us, p.dispatch_us), "%.6f") : "") << ','
         << fmt(p.race_us) << ','
-        << (p.dispatch_defined ? fmt(efficiency_of(p.best_known_us, p.race_us), "%.6f") : "") << '\n';
+        << (p.dispatch_defined ? fmt(efficiency_of(p.best_known_us, p.race_us), "%.6f") : "") << ','
+        << fmt(p.own_first_est_us) << ',' << p.auto_timed << ',' << fmt(p.auto_us) << ','
+        << (p.dispatch_defined ? fmt(efficiency_of(p.best_known_us, p.auto_us), "%.6f") : "") << '\n';
   }
   return out.str();
 }
@@ -473,29 +495,34 @@ namespace {
 // What heuristic + vendor auto runs, beside either side alone, per op and source (GroupEval::dispatch).
 void dispatch_block(const EvalReport& r, std::ostringstream& out) {
   auto pct = [](double v) { return std::isnan(v) ? std::string("-") : fmt(100 * v, "%.1f"); };
-  const char* row = "%-38s %5s | %6s %6s %6s %6s | %6s %6s %6s %6s | %6s %6s %6s %6s %5s | %6s %6s %6s %6s\n";
+  const char* row =
+      "%-38s %5s | %6s %6s %6s %6s | %6s %6s %6s %6s | %6s %6s %6s %6s %5s | %6s %6s %6s %6s | %6s %6s %6s %6s %5s\n";
   char line[512];
   bool head = false;
   for (const auto& g : r.groups) {
     if (g.name.find(' ') != std::string::npos || g.dispatch.count == 0) continue;  // ops and sources
     if (!head) {
       std::snprintf(line, sizeof line, row, "group", "n", "ours", "o_p10", "o_min", "o_tw", "vendor", "v_p10",
-                    "v_min", "v_tw", "disp", "d_p10", "d_min", "d_tw", "vnd%", "race", "r_p10", "r_min", "r_tw");
+                    "v_min", "v_tw", "disp", "d_p10", "d_min", "d_tw", "vnd%", "race", "r_p10", "r_min", "r_tw", "auto",
+                    "a_p10", "a_min", "a_tw", "tim%");
       out << "what dispatch's heuristic strategy runs (vendor auto: the model's first choice, or the vendor's "
              "heuristic kernel where the model\nis vendor_first or its vendor choice says so), against the fastest "
              "measured kernel, ours or the vendor's: mean / P10 / min | tw\n"
              "ours alone | vendor alone | dispatch (vnd%: share of the problems where the vendor runs) | race (the race "
-             "strategy:\nthe faster of the first choice and the vendor's heuristic kernel, both timed on first use)\n"
+             "strategy:\nthe faster of the first choice and the vendor's heuristic kernel, both timed on first use) | auto "
+             "(the default strategy: top_k\nwith the vendor's kernels where the first choice is estimated at >= "
+          << fmt(r.auto_time_us, "%g") << " us, tim%: share of the problems it times; heuristic elsewhere)\n"
           << line;
       head = true;
     }
-    const Stats &o = g.ours_alone, &v = g.vendor_alone, &d = g.dispatch, &ra = g.race;
+    const Stats &o = g.ours_alone, &v = g.vendor_alone, &d = g.dispatch, &ra = g.race, &au = g.auto_;
     std::snprintf(line, sizeof line, row, g.name.substr(0, 38).c_str(), std::to_string(d.count).c_str(),
                   pct(o.mean).c_str(), pct(o.p10).c_str(), pct(o.min).c_str(), pct(o.time_weighted).c_str(),
                   pct(v.mean).c_str(), pct(v.p10).c_str(), pct(v.min).c_str(), pct(v.time_weighted).c_str(),
                   pct(d.mean).c_str(), pct(d.p10).c_str(), pct(d.min).c_str(), pct(d.time_weighted).c_str(),
                   pct(g.dispatch_vendor_share).c_str(), pct(ra.mean).c_str(), pct(ra.p10).c_str(), pct(ra.min).c_str(),
-                  pct(ra.time_weighted).c_str());
+                  pct(ra.time_weighted).c_str(), pct(au.mean).c_str(), pct(au.p10).c_str(), pct(au.min).c_str(),
+                  pct(au.time_weighted).c_str(), pct(g.auto_timed_share).c_str());
     out << line;
   }
 }

@@ -85,6 +85,12 @@ struct ProblemEval {
   // What dispatch's race strategy runs where dispatch_defined: the faster of the first choice and the vendor's
   // heuristic kernel among those that ran and passed (NaN when neither did).
   double race_us = kNaN;
+  // What dispatch's auto strategy runs where dispatch_defined: where the whole-pool first choice's analytic
+  // estimate (estimated_time_us, own_first_est_us) is at least EvalReport::auto_time_us it times as top_k (the
+  // fastest of the shortlist, else the first choice, and the vendor's heuristic and best kernels), else dispatch_us.
+  double own_first_est_us = kNaN;
+  bool auto_timed = false;
+  double auto_us = kNaN;
 };
 
 struct Stats {
@@ -109,6 +115,8 @@ struct GroupEval {
   // the model's whole-pool first choice alone, the vendor's heuristic kernel alone.
   Stats dispatch, ours_alone, vendor_alone;
   Stats race;  // what the race strategy runs, over the same problems
+  Stats auto_;  // what the auto strategy runs, over the same problems
+  double auto_timed_share = kNaN;  // fraction of those problems that auto times
   double dispatch_vendor_share = kNaN;  // fraction of those problems where the vendor runs
 };
 
@@ -116,6 +124,7 @@ struct EvalReport {
   std::string arch;
   int timed_k = kTimedTopK;
   std::string shortlist;              // TILEPICK_SHORTLIST's rule when evaluated: first | varied
+  double auto_time_us = kNaN;         // the auto strategy's threshold when evaluated (TILEPICK_AUTO_TIME_US)
   std::vector<ProblemEval> problems;
   std::vector<GroupEval> groups;
   std::size_t skipped = 0;            // problems with no ok non-vendor timing

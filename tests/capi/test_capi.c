@@ -2,6 +2,7 @@
  * specs, errors, offline plans. argv[1] is the tilepick CLI: the offline plan's kernel must be the
  * top-1 of `tilepick select` for the same problem and arch. No GPU needed. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,11 @@ static void test_errors(void) {
   expect_error("strategy race times kernels");
   o.strategy = tp_strategy_fixed; /* without a config */
   CHECK_STATUS(tp_plan_create(p, &o, &plan), tp_status_invalid_argument);
+  o.strategy = tp_strategy_auto;
+  o.auto_time_us = NAN;
+  CHECK_STATUS(tp_plan_create(p, &o, &plan), tp_status_invalid_argument);
+  expect_error("options.auto_time_us is NaN");
+  o.auto_time_us = -1;
   o.strategy = tp_strategy_heuristic;
   o.offline_arch = "no_such_gpu";
   CHECK_STATUS(tp_plan_create(p, &o, &plan), tp_status_not_found);
@@ -207,7 +213,8 @@ static void test_offline_plan(const char* cli) {
     CHECK_OK(tp_problem_parse(problems[i], &p));
     CHECK_OK(tp_problem_string(p, &text));
     CHECK_OK(tp_plan_options_init(&o));
-    CHECK(o.strategy == tp_strategy_heuristic && o.k == 4 && o.device == -1 && o.vendor == tp_vendor_default);
+    CHECK(o.strategy == tp_strategy_auto && o.k == 4 && o.device == -1 && o.vendor == tp_vendor_default &&
+          o.auto_time_us < 0);
     o.offline_arch = "h200";
     CHECK_OK(tp_check(p, &o, &a));
     CHECK(a.ok == 1 && a.tilepick_candidates > 0 && strcmp(a.reason, "") == 0);

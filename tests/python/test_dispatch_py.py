@@ -84,8 +84,18 @@ def test_offline_plan_picks_the_cli_top1(problem):
     info = plan.info
     assert info["problem"] == tilepick.canonical_problem(problem)
     assert info["kernel"] == plan.kernel and info["device"] == -1 and info["arch"]
-    assert info["strategy"] == "heuristic"
+    assert info["strategy"] == "auto"  # the default, which never times offline
+    assert all(c["time_us"] < 0 for c in info["candidates"])
     assert plan.problem in repr(plan) and "offline" in repr(plan)
+
+
+def test_offline_auto_plan_is_the_heuristic_plan_and_checks_its_threshold():
+    auto = tilepick.plan(CONV, arch="h200", auto_time_us=0.0)  # offline: never timed, whatever the threshold
+    heuristic = tilepick.plan(CONV, arch="h200", strategy="heuristic")
+    assert auto.kernel == heuristic.kernel and auto.info["strategy"] == "auto"
+    with pytest.raises(ValueError, match="auto_time_us must be >= 0"):
+        tilepick.plan(CONV, arch="h200", auto_time_us=-1.0)
+    assert tilepick.check(CONV, arch="h200", auto_time_us=-1.0)["ok"] is False
 
 
 def test_offline_plan_is_cached_and_counted():
