@@ -91,6 +91,11 @@ def test_errors(lib):
         o = options(lib, offline_arch="h200", strategy=42)
         assert lib.tp_plan_create(p, C.byref(o), C.byref(plan)) == INVALID_ARGUMENT
         assert "options.strategy 42 is not a tp_strategy" in last_error(lib)
+        o = options(lib, offline_arch="h200")
+        assert o.strategy == 5 and o.auto_time_us < 0  # tp_strategy_auto; its threshold from the environment
+        o.auto_time_us = float("nan")
+        assert lib.tp_plan_create(p, C.byref(o), C.byref(plan)) == INVALID_ARGUMENT
+        assert "options.auto_time_us is NaN" in last_error(lib)
         o = options(lib, offline_arch="no_such_gpu")
         assert lib.tp_plan_create(p, C.byref(o), C.byref(plan)) == NOT_FOUND and plan.value is None
     finally:

@@ -85,7 +85,7 @@ def test_offline_plan_picks_the_cli_top1(problem):
     assert info["problem"] == tilepick.canonical_problem(problem)
     assert info["kernel"] == plan.kernel and info["device"] == -1 and info["arch"]
     assert info["strategy"] == "auto"  # the default, which never times offline
-    assert all(c["time_us"] < 0 for c in info["candidates"])
+    assert info["candidates"] and not any("time_us" in c for c in info["candidates"])  # none timed
     assert plan.problem in repr(plan) and "offline" in repr(plan)
 
 
