@@ -33,7 +33,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="resnet18", help="a torchvision model name (resnet18, resnet50, ...)")
     ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--strategy", default="heuristic", choices=["heuristic", "race", "top_k"])
+    ap.add_argument("--strategy", default="auto", choices=["auto", "heuristic", "race", "top_k"])
     ap.add_argument("--compile", action="store_true", help="torch.compile the swapped model")
     args = ap.parse_args()
 

@@ -107,17 +107,18 @@ class Problem {
 
 // Plan options with owned strings (tp_plan_options points into them for one call).
 struct PlanOptions {
-  tp_strategy strategy = tp_strategy_heuristic;
+  tp_strategy strategy = tp_strategy_auto;
   int k = 4;
   std::string config;
   tp_vendor_mode vendor = tp_vendor_default;
   int device = -1;
   std::string offline_arch;
+  double auto_time_us = -1;  // auto's threshold; < 0: TILEPICK_AUTO_TIME_US, else 100
 
   tp_plan_options c() const {
     tp_plan_options o;
     check(tp_plan_options_init(&o));
-    o.strategy = strategy, o.k = k, o.vendor = vendor, o.device = device;
+    o.strategy = strategy, o.k = k, o.vendor = vendor, o.device = device, o.auto_time_us = auto_time_us;
     o.config = config.empty() ? nullptr : config.c_str();
     o.offline_arch = offline_arch.empty() ? nullptr : offline_arch.c_str();
     return o;
