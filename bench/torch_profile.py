@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Where a tilepick.torch training step spends its time, per vendor mode (GPU, bf16).
 
-For each model of bench/torch_e2e.py and each vendor mode (auto: dispatch's vendor decisions, off: the
-model's pick everywhere, only: the vendor everywhere; race: vendor auto with the race strategy, which times the
-model's pick against the vendor's heuristic kernel on first use of each shape) plus plain torch, after the first
+For each model of bench/torch_e2e.py and each vendor mode with the heuristic strategy (auto: dispatch's vendor
+decisions, off: the model's pick everywhere, only: the vendor everywhere), race (vendor auto with the race strategy,
+which times the model's pick against the vendor's heuristic kernel on first use of each shape), default (vendor auto
+with the auto strategy, the library's default: top_k on first use where the pick is estimated long) plus plain
+torch, after the first
 step (its time, planning included, is reported) and warm-up:
   - the step time (CUDA events, median of --repeats), and the same step captured once as a CUDA graph and
     replayed (GPU time without the host's per-call overhead; its output is compared with an eager step's);
@@ -13,7 +15,7 @@ step (its time, planning included, is reported) and warm-up:
     is busy (union of kernel intervals), kernel time by library, and the CUDA API calls by total time.
 Writes <out>/profile.json and <out>/profile.md.
 
-  python3 bench/torch_profile.py --out /tmp/prof [--models resnet50,convnext_t] [--modes torch,auto,off,only,race]
+  python3 bench/torch_profile.py --out /tmp/prof [--models resnet50,convnext_t] [--modes torch,auto,off,only,race,default]
 """
 import argparse
 import copy
@@ -132,10 +134,11 @@ def graphed(model, x, loss_fn, args):
 
 def run_mode(name, s, mode, args, timer):
     model, x, loss_fn = e2e.build(name, s)
-    if mode != "torch":  # race: vendor auto with the race strategy
+    if mode != "torch":  # race and default: vendor auto with the race or auto strategy
         tpt.swap_modules(model)
-        tpt.set_strategy("race" if mode == "race" else "heuristic")
-        tpt.set_vendor("auto" if mode == "race" else mode)
+        strategy = {"race": "race", "default": "auto"}.get(mode, "heuristic")
+        tpt.set_strategy(strategy)
+        tpt.set_vendor("auto" if strategy != "heuristic" else mode)
 
     def fn():
         e2e.step(model, x, loss_fn)
