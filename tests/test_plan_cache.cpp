@@ -74,6 +74,13 @@ TEST(PlanCache, PersistsAndReloadsInAnotherDispatcher) {
   // Another vendor mode is another key: planned anew and added next to the first entry.
   EXPECT_EQ(again.plan(p, offline(VendorMode::off))->info().cache, "new");
   EXPECT_EQ(read_json(f.path)["entries"].size(), 2u);
+  // So is another threshold of the auto strategy (the default), and the heuristic strategy.
+  PlanOptions other = offline();
+  other.auto_time_us = 500.0;
+  EXPECT_EQ(again.plan(p, other)->info().cache, "new");
+  other.strategy = Strategy::heuristic;
+  EXPECT_EQ(again.plan(p, other)->info().cache, "new");
+  EXPECT_EQ(read_json(f.path)["entries"].size(), 4u);
 }
 
 TEST(PlanCache, EntriesOfAnotherBuildAreRejectedButKept) {
