@@ -321,14 +321,16 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
     select(strategy == Strategy::automatic ? Strategy::heuristic : strategy);
     if (strategy == Strategy::automatic) {
       strategy = Strategy::heuristic;
-      if (online && !sel.top.empty()) {
+      if (!sel.top.empty()) {  // offline plans say what a GPU plan would do
         const double limit = auto_time_us(opt);
         const double est = estimated_time_us(p, parse_config(sel.top.front().text), t.arch);
-        char text[160];
+        const bool timed = est >= limit;
+        char text[200];
         std::snprintf(text, sizeof text, " (auto: first choice estimated at %.0f us, %s %.0f us: %s)", est,
-                      est >= limit ? ">=" : "<", limit, est >= limit ? "timed as top_k" : "not timed");
+                      timed ? ">=" : "<", limit,
+                      !timed ? "not timed" : online ? "timed as top_k" : "timed as top_k on a GPU, not offline");
         auto_note = text;
-        if (est >= limit) select(strategy = Strategy::top_k);
+        if (timed && online) select(strategy = Strategy::top_k);
       }
     }
   }
