@@ -249,6 +249,9 @@ TEST(DispatchOffline, AutoThresholdOptionsAndTheirErrors) {
   o.auto_time_us = std::nan("");
   error_of([&] { d.plan(p, o); }, Status::invalid_argument);
   o.auto_time_us.reset();
+  o.vendor = VendorMode::only;  // the heuristic strategy's vendor-only plan: none offline
+  EXPECT_NE(error_of([&] { d.plan(p, o); }, Status::unsupported).find("vendor mode only"), std::string::npos);
+  o.vendor.reset();
   o.k = 0;
   EXPECT_NE(error_of([&] { d.plan(p, o); }, Status::invalid_argument).find("strategy auto needs k >= 1"),
             std::string::npos);

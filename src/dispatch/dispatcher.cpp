@@ -300,7 +300,8 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
   info.cache = "new";
 
   // What the plan does: auto becomes top_k (its first choice estimated long, online) or heuristic.
-  Strategy strategy = opt.strategy;
+  const bool automatic = opt.strategy == Strategy::automatic;
+  Strategy strategy = automatic ? Strategy::heuristic : opt.strategy;
   std::string auto_note;
   Selection sel;
   auto select = [&](Strategy how) {
@@ -318,20 +319,17 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
     for (const auto& r : sel.top) info.candidates.push_back({r.text, false, r.score, -1, ""});
   };
   if (mode != VendorMode::only && strategy != Strategy::fixed) {
-    select(strategy == Strategy::automatic ? Strategy::heuristic : strategy);
-    if (strategy == Strategy::automatic) {
-      strategy = Strategy::heuristic;
-      if (!sel.top.empty()) {  // offline plans say what a GPU plan would do
-        const double limit = auto_time_us(opt);
-        const double est = estimated_time_us(p, parse_config(sel.top.front().text), t.arch);
-        const bool timed = est >= limit;
-        char text[200];
-        std::snprintf(text, sizeof text, " (auto: first choice estimated at %.0f us, %s %.0f us: %s)", est,
-                      timed ? ">=" : "<", limit,
-                      !timed ? "not timed" : online ? "timed as top_k" : "timed as top_k on a GPU, not offline");
-        auto_note = text;
-        if (timed && online) select(strategy = Strategy::top_k);
-      }
+    select(strategy);
+    if (automatic && !sel.top.empty()) {  // offline plans say what a GPU plan would do
+      const double limit = auto_time_us(opt);
+      const double est = estimated_time_us(p, parse_config(sel.top.front().text), t.arch);
+      const bool timed = est >= limit;
+      char text[200];
+      std::snprintf(text, sizeof text, " (auto: first choice estimated at %.0f us, %s %.0f us: %s)", est,
+                    timed ? ">=" : "<", limit,
+                    !timed ? "not timed" : online ? "timed as top_k" : "timed as top_k on a GPU, not offline");
+      auto_note = text;
+      if (timed && online) select(strategy = Strategy::top_k);
     }
   }
   const bool vendor_ok = online && mode != VendorMode::off;
