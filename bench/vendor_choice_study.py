@@ -6,6 +6,7 @@ training problems"; results in bench/results/2026-11-26-h200x4-vendor-choice-mor
   PYTHONPATH=python python3 bench/vendor_choice_study.py thresholds   # CV and held-out per grid threshold, 4,830 problems
   PYTHONPATH=python python3 bench/vendor_choice_study.py params       # CV score of the threshold rule per LightGBM setting
   PYTHONPATH=python python3 bench/vendor_choice_study.py weights      # CV score with the rows weighted by what a wrong choice costs
+  PYTHONPATH=python python3 bench/vendor_choice_study.py pick         # CV score with terms of the model's pick added
 
 Every table is the choice against the faster of the two (our fastest measured config, cuDNN's heuristic kernel),
 mean / P10 / time-weighted %. The held-out columns are for the record: nothing here is chosen on them.
@@ -114,13 +115,62 @@ def weights(a) -> None:
               f"|| held out {fmt(vc.table(ht, hp, th))}", flush=True)
 
 
+# Terms of the model's first choice (tilepick.select) beside the problem's: its analytic time estimate (the
+# analytic fallback's model, as estimated_time_us) against the problem's roofline time, and its tiling terms.
+PICK_TERMS = ("pad_eff", "wave_eff", "occupancy", "waves", "sm_fill")
+
+
+def pick_columns(problems: list[str]) -> tuple[np.ndarray, list[str]]:
+    import tilepick
+    from tilepick import _core
+
+    names = list(_core.feature_names())
+    picks = [tilepick.select(p, "h200", 1).best for p in problems]
+    F = np.asarray(_core.features_batch(problems, picks, "h200"))
+    col = {n: F[:, names.index(n)] for n in ("log2_flops", "log2_min_bytes", "dev_peak_tflops", "dev_mem_bw_gbps")}
+    flops = np.exp2(col["log2_flops"])
+    est_us = np.array([flops[i] / (_core.heuristic_scores(p, [c], "h200")[0] * 1e12) * 1e6
+                       for i, (p, c) in enumerate(zip(problems, picks))])
+    roof_us = np.maximum(flops / (col["dev_peak_tflops"] * 1e12), np.exp2(col["log2_min_bytes"]) / (col["dev_mem_bw_gbps"] * 1e9)) * 1e6
+    extra = [np.log(est_us), np.log(est_us / roof_us)] + [F[:, names.index(n)] for n in PICK_TERMS]
+    return np.column_stack(extra), ["pick_log_est_us", "pick_log_est_over_roofline"] + ["pick_" + n for n in PICK_TERMS]
+
+
+def pick(a) -> None:
+    import lightgbm as lgb
+
+    from tilepick import _core, train
+
+    t, groups, X, y = training_table(more=True)
+    ht, hX = heldout()
+    E, enames = pick_columns(list(t.problem))
+    hE, _ = pick_columns(list(ht.problem))
+    base = list(_core.feature_names()[:_core.problem_feature_count()])
+    folds = train.fold_of(groups)
+    for name, cols in [("problem terms (shipped)", 0), ("+ pick estimate (2)", 2), ("+ pick estimate and tiling (7)", 7)]:
+        Xv, hXv, names = np.hstack([X, E[:, :cols]]), np.hstack([hX, hE[:, :cols]]), base + enames[:cols]
+
+        def fit(Xf, yf):
+            return lgb.train(dict(vc.PARAMS, num_threads=a.threads), lgb.Dataset(Xf, yf, feature_name=names),
+                             num_boost_round=vc.ROUNDS)
+
+        cv = np.zeros(len(y))
+        for f in range(train.FOLDS):
+            te = folds == f
+            cv[te] = fit(Xv[~te], y[~te]).predict(Xv[te])
+        th, grid = vc.best_threshold(t, cv)
+        hp = fit(Xv, y).predict(hXv)
+        print(f"{name:32s} threshold {th:5} CV score {100 * grid[str(th)]:.2f} | CV {fmt(vc.table(t, cv, th))} "
+              f"|| held out {fmt(vc.table(ht, hp, th))}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("study", choices=("curve", "thresholds", "params", "weights"))
+    ap.add_argument("study", choices=("curve", "thresholds", "params", "weights", "pick"))
     ap.add_argument("--threshold", type=float, default=-0.1, help="curve: the 800-problem choice's threshold")
     ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
-    {"curve": curve, "thresholds": thresholds, "params": params, "weights": weights}[a.study](a)
+    {"curve": curve, "thresholds": thresholds, "params": params, "weights": weights, "pick": pick}[a.study](a)
 
 
 if __name__ == "__main__":
