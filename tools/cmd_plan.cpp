@@ -158,7 +158,7 @@ int run_run(const PlanArgs& a) {
     std::string vname = "-", vus = "-", speed = "-";
     if (!a.no_vendor_compare && !plan->info().vendor) {
       std::string why;
-      auto set = run::vendor::VendorSet::create(p, &why);
+      auto set = run::vendor::VendorSet::create(p, &why, /*cudnn_find=*/false);  // the heuristic choice alone
       if (set) {
         const int h = set->heuristic_index();
         cuda::DeviceBuffer vws(std::max<std::size_t>(set->algos()[h].workspace_bytes, 1));

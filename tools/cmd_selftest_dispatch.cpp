@@ -2,14 +2,15 @@
 // vendor mode runs and is checked against the fp64 GPU reference; every bad input is refused with
 // its reason; plans are made and run from many host threads at once; with 2+ GPUs a plan refuses
 // another device's memory and another current device.
-#include <limits>
 #include <atomic>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <thread>
 
 #include "commands.hpp"
 #include "ref/gpu_ref.hpp"
+#include "run/vendor.hpp"
 #include "tilepick/dispatch.hpp"
 #include "tilepick/jit.hpp"
 #include "tilepick/selector.hpp"
@@ -244,6 +245,27 @@ void other_device(Dispatcher& d) {
 
 }  // namespace
 
+// Dispatch's vendor sets skip cuDNN's own search (cudnn_find false): the same algorithms and heuristic choice.
+void vendor_sets() {
+  for (const char* text : {"fwd g1 mb8 ic64 ih28 iw28 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16 ep=bias+relu",
+                           "bwd_data g1 mb8 ic64 ih28 iw28 oc64 kh3 kw3 sh2 sw2 ph1 pw1 f16",
+                           "bwd_weight g1 mb16 ic3 ih64 iw64 oc32 kh7 kw7 sh2 sw2 ph3 pw3 bf16"}) {
+    const Problem p = parse_problem(text);
+    std::string why;
+    const auto with = run::vendor::VendorSet::create(p, &why, true), without = run::vendor::VendorSet::create(p, &why, false);
+    const std::string what = std::string(text) + " [vendor set without cudnnFind]";
+    if (!with || !without) {
+      report(!with && !without, what, "no cuDNN set: " + why);
+      continue;
+    }
+    bool same = with->algos().size() == without->algos().size() && with->heuristic_index() == without->heuristic_index();
+    for (std::size_t i = 0; same && i < with->algos().size(); ++i) same = with->algos()[i].name == without->algos()[i].name;
+    report(same && without->find_index() < 0, what,
+           std::to_string(without->algos().size()) + " algorithms, heuristic " +
+               without->algos()[static_cast<std::size_t>(without->heuristic_index())].name);
+  }
+}
+
 void add_selftest_dispatch(CLI::App* selftest) {
   auto* cmd = selftest->add_subcommand("dispatch", "the dispatcher on a GPU: strategies, vendor modes, bad inputs, threads");
   auto cache = std::make_shared<std::string>();
@@ -251,6 +273,7 @@ void add_selftest_dispatch(CLI::App* selftest) {
   cmd->callback([cache] {
     cuda::init_device(0);
     Dispatcher d(Selector::default_selector(), *cache);
+    vendor_sets();
     strategies(d, 0);
     bad_inputs(d, 0);
     threads(d, 0);

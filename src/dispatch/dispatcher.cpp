@@ -169,6 +169,7 @@ std::vector<Candidate> Dispatcher::State::time_candidates(const Problem& p, cons
   bo.min_timed_ms = 2, bo.min_reps = 3, bo.max_reps = 20, bo.prune = 3;
   bo.graph_mb = 64;  // operand copies for graph timing of small problems: at most 64 MiB on the user's GPU
   bo.vendor_heuristic_only = vendor_heuristic_only;
+  bo.vendor_find = false;  // cuDNN's own search is only a note in sweep records; here it costs seconds on large convs
   auto backend = sweep::make_gpu_backend(bo);
   const sweep::Beat beat = [] {};
   backend->begin_problem(p, beat);
@@ -224,6 +225,7 @@ std::string Dispatcher::State::vendor_heuristic_failure(const Problem& p, const 
   bo.gpu = t.device;
   bo.min_timed_ms = 0, bo.min_reps = 1, bo.max_reps = 1, bo.graph_mb = 0;
   bo.vendor_heuristic_only = true;
+  bo.vendor_find = false;
   auto backend = sweep::make_gpu_backend(bo);
   const sweep::Beat beat = [] {};
   backend->begin_problem(p, beat);
@@ -254,7 +256,7 @@ void Dispatcher::State::finish_runnable(Plan::Impl& im, const Target& t, const s
   if (t.device < 0) throw Unsupported("vendor algorithm '" + kernel + "' needs a GPU; this plan is offline");
   DeviceScope scope(t.device);
   std::string why;
-  if (!im.vendor_set) im.vendor_set = run::vendor::VendorSet::create(im.problem, &why);
+  if (!im.vendor_set) im.vendor_set = run::vendor::VendorSet::create(im.problem, &why, /*cudnn_find=*/false);
   if (!im.vendor_set) throw Unsupported("vendor library for '" + im.info.problem + "': " + why);
   im.vendor_index = kernel.find(':') != std::string::npos && kernel.substr(kernel.find(':')) == ":heur"
                         ? im.vendor_set->heuristic_index()
@@ -353,7 +355,7 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
       if (heuristic_runs_vendor(mode, sel)) {
         if (vendor_ok && vendor_can(p)) {
           DeviceScope scope(t.device);
-          im->vendor_set = run::vendor::VendorSet::create(p, nullptr);
+          im->vendor_set = run::vendor::VendorSet::create(p, nullptr, /*cudnn_find=*/false);
           if (im->vendor_set && heuristic_checks_vendor(mode, sel)) {  // once per plan, before it is trusted
             if (std::string failed = vendor_heuristic_failure(p, t); !failed.empty()) {
               im->vendor_set.reset();

@@ -6,7 +6,7 @@
 
 namespace tilepick::run::vendor {
 
-std::unique_ptr<VendorSet> VendorSet::create(const Problem& p, std::string* why_not) {
+std::unique_ptr<VendorSet> VendorSet::create(const Problem& p, std::string* why_not, bool cudnn_find) {
   std::string why;
   std::unique_ptr<VendorSet> set;
   if (auto* g = std::get_if<GemmProblem>(&p)) {
@@ -15,7 +15,7 @@ std::unique_ptr<VendorSet> VendorSet::create(const Problem& p, std::string* why_
   } else {
     const auto& c = std::get<ConvProblem>(p);
     why = cudnn_unsupported(c);
-    if (why.empty()) set = detail::create_cudnn(c, &why);
+    if (why.empty()) set = detail::create_cudnn(c, &why, cudnn_find);
   }
   if (!set && why_not) *why_not = why;
   return set;

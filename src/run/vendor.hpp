@@ -71,8 +71,11 @@ class VendorSet {
   virtual ~VendorSet() = default;
   // nullptr and *why_not (the library, the problem feature and the rule) when the problem is not
   // expressible in the library, the library is absent, or it offers no algorithm. Throws
-  // Error(cuda_error) only for unexpected library failures.
-  static std::unique_ptr<VendorSet> create(const Problem& p, std::string* why_not);
+  // Error(cuda_error) only for unexpected library failures. `cudnn_find`: a cuDNN set also runs
+  // cudnnFind*Ex to name its pick (find_index, a note in sweep records). Dispatch passes false: the
+  // search runs every algorithm on zero-filled copies of the operands, seconds and gigabytes for large
+  // convolutions, and the set's algorithms are the same either way.
+  static std::unique_ptr<VendorSet> create(const Problem& p, std::string* why_not, bool cudnn_find = true);
 
   virtual const char* library_name() const = 0;
   const std::vector<Algo>& algos() const { return algos_; }

@@ -10,7 +10,7 @@
 
 namespace tilepick::run::vendor::detail {
 std::string check_cudnn(void*, std::string*) { return "cuDNN support was compiled out"; }
-std::unique_ptr<VendorSet> create_cudnn(const ConvProblem&, std::string* why_not) {
+std::unique_ptr<VendorSet> create_cudnn(const ConvProblem&, std::string* why_not, bool) {
   *why_not = "cuDNN support was compiled out (cudnn.h not found at build time)";
   return nullptr;
 }
@@ -103,7 +103,7 @@ struct Entry {
 
 class CudnnSet final : public VendorSet {
  public:
-  explicit CudnnSet(const ConvProblem& p) : p_(p), map_(map_conv(p)), what_(to_string(p)) {
+  CudnnSet(const ConvProblem& p, bool find) : p_(p), map_(map_conv(p)), what_(to_string(p)), find_search_(find) {
     const cudnnDataType_t t = data_type(p.x);
     const int nd = 2 + map_.spatial;
     check(api.create_tensor(&x_), "cudnnCreateTensorDescriptor", what_);
@@ -219,11 +219,14 @@ class CudnnSet final : public VendorSet {
         });
         if (fused_) keep_fusable();
         if (algos_.empty()) return;
-        Scratch s(p_, max_workspace_bytes());
-        cudnnConvolutionFwdAlgoPerf_t fperf[kMaxAlgos];
-        check(api.fwd_find(h, x_, s.a.get(), w_, s.b.get(), conv_, y_, s.d.get(), kMaxAlgos, &n, fperf, s.ws.get(), s.ws.size()),
-              "cudnnFindConvolutionForwardAlgorithmEx", what_);
-        set_find(fperf, n);
+        if (find_search_) {
+          Scratch s(p_, max_workspace_bytes());
+          cudnnConvolutionFwdAlgoPerf_t fperf[kMaxAlgos];
+          check(api.fwd_find(h, x_, s.a.get(), w_, s.b.get(), conv_, y_, s.d.get(), kMaxAlgos, &n, fperf, s.ws.get(),
+                             s.ws.size()),
+                "cudnnFindConvolutionForwardAlgorithmEx", what_);
+          set_find(fperf, n);
+        }
         if (fused_) {
           zeros_ = cuda::DeviceBuffer(std::max<std::size_t>(p_.y_elems(), p_.k) * size_bytes(p_.y));
           zeros_.fill_bytes(0);
@@ -237,6 +240,7 @@ class CudnnSet final : public VendorSet {
           return api.bwd_data_ws(h, w_, y_, conv_, x_, static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws);
         });
         if (algos_.empty()) return;
+        if (!find_search_) break;
         Scratch s(p_, max_workspace_bytes());
         cudnnConvolutionBwdDataAlgoPerf_t fperf[kMaxAlgos];
         check(api.bwd_data_find(h, w_, s.b.get(), y_, s.a.get(), conv_, x_, s.d.get(), kMaxAlgos, &n, fperf, s.ws.get(),
@@ -253,6 +257,7 @@ class CudnnSet final : public VendorSet {
           return api.bwd_filter_ws(h, x_, y_, conv_, w_, static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws);
         });
         if (algos_.empty()) return;
+        if (!find_search_) break;
         Scratch s(p_, max_workspace_bytes());
         cudnnConvolutionBwdFilterAlgoPerf_t fperf[kMaxAlgos];
         check(api.bwd_filter_find(h, x_, s.a.get(), y_, s.b.get(), conv_, w_, s.d.get(), kMaxAlgos, &n, fperf, s.ws.get(),
@@ -337,6 +342,7 @@ class CudnnSet final : public VendorSet {
   CudnnConv map_;
   std::string what_, empty_why_;
   bool fused_ = false;
+  bool find_search_ = true;  // run cudnnFind*Ex to note its pick (VendorSet::create's cudnn_find)
   cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, bias_ = nullptr;
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
@@ -358,14 +364,14 @@ std::string check_cudnn(void* h, std::string* version) {
   return "";
 }
 
-std::unique_ptr<VendorSet> create_cudnn(const ConvProblem& p, std::string* why_not) {
+std::unique_ptr<VendorSet> create_cudnn(const ConvProblem& p, std::string* why_not, bool find) {
   const auto& lib = library(Lib::cudnn);
   if (!lib.loaded) {
     *why_not = lib.error;
     return nullptr;
   }
   cuda::detail::ensure_context("cuDNN");
-  auto set = std::make_unique<CudnnSet>(p);
+  auto set = std::make_unique<CudnnSet>(p, find);
   if (set->algos().empty()) {
     *why_not = set->empty_reason();
     return nullptr;

@@ -16,7 +16,7 @@ std::string check_cudnn(void* handle, std::string* version);
 
 // `why_not` set and nullptr when unsupported or unavailable.
 std::unique_ptr<VendorSet> create_cublaslt(const GemmProblem& p, std::string* why_not);
-std::unique_ptr<VendorSet> create_cudnn(const ConvProblem& p, std::string* why_not);
+std::unique_ptr<VendorSet> create_cudnn(const ConvProblem& p, std::string* why_not, bool find);
 
 template <class F>
 bool resolve(void* lib, const char* symbol, F& out) {

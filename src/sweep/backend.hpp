@@ -38,6 +38,8 @@ struct BackendOptions {
   // A vendor item checks and times the library's heuristic choice alone; its other algorithms and the fastest
   // record come out mark_not_run.
   bool vendor_heuristic_only = false;
+  // A cuDNN set also runs cudnnFind*Ex for the record's "find chose" note (VendorSet::create's cudnn_find).
+  bool vendor_find = true;
   // Fake backend: items whose config string contains these substrings crash / hang / come out wrong.
   std::string fake_crash, fake_hang, fake_wrong;
   double fake_pair_ms = 0;     // fake backend: wall time per measured item

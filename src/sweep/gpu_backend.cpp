@@ -247,7 +247,7 @@ class GpuBackend : public Backend {
     std::string why;
     std::unique_ptr<run::vendor::VendorSet> set;
     try {
-      set = run::vendor::VendorSet::create(problem_, &why);
+      set = run::vendor::VendorSet::create(problem_, &why, opt_.vendor_find);
     } catch (const Error& e) {
       why = e.what();
     }
