@@ -260,9 +260,11 @@ void vendor_sets() {
     }
     bool same = with->algos().size() == without->algos().size() && with->heuristic_index() == without->heuristic_index();
     for (std::size_t i = 0; same && i < with->algos().size(); ++i) same = with->algos()[i].name == without->algos()[i].name;
+    const int found = with->find_index();
     report(same && without->find_index() < 0, what,
            std::to_string(without->algos().size()) + " algorithms, heuristic " +
-               without->algos()[static_cast<std::size_t>(without->heuristic_index())].name);
+               without->algos()[static_cast<std::size_t>(without->heuristic_index())].name + "; with the search, find chose " +
+               (found >= 0 ? with->algos()[static_cast<std::size_t>(found)].name : std::string("none of them")));
   }
 }
 

@@ -219,14 +219,11 @@ class CudnnSet final : public VendorSet {
         });
         if (fused_) keep_fusable();
         if (algos_.empty()) return;
-        if (find_search_) {
-          Scratch s(p_, max_workspace_bytes());
-          cudnnConvolutionFwdAlgoPerf_t fperf[kMaxAlgos];
-          check(api.fwd_find(h, x_, s.a.get(), w_, s.b.get(), conv_, y_, s.d.get(), kMaxAlgos, &n, fperf, s.ws.get(),
-                             s.ws.size()),
-                "cudnnFindConvolutionForwardAlgorithmEx", what_);
-          set_find(fperf, n);
-        }
+        search<cudnnConvolutionFwdAlgoPerf_t>(
+            "cudnnFindConvolutionForwardAlgorithmEx", [&](Scratch& s, auto* found, int* m) {
+              return api.fwd_find(h, x_, s.a.get(), w_, s.b.get(), conv_, y_, s.d.get(), kMaxAlgos, m, found,
+                                  s.ws.get(), s.ws.size());
+            });
         if (fused_) {
           zeros_ = cuda::DeviceBuffer(std::max<std::size_t>(p_.y_elems(), p_.k) * size_bytes(p_.y));
           zeros_.fill_bytes(0);
@@ -240,13 +237,11 @@ class CudnnSet final : public VendorSet {
           return api.bwd_data_ws(h, w_, y_, conv_, x_, static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws);
         });
         if (algos_.empty()) return;
-        if (!find_search_) break;
-        Scratch s(p_, max_workspace_bytes());
-        cudnnConvolutionBwdDataAlgoPerf_t fperf[kMaxAlgos];
-        check(api.bwd_data_find(h, w_, s.b.get(), y_, s.a.get(), conv_, x_, s.d.get(), kMaxAlgos, &n, fperf, s.ws.get(),
-                                s.ws.size()),
-              "cudnnFindConvolutionBackwardDataAlgorithmEx", what_);
-        set_find(fperf, n);
+        search<cudnnConvolutionBwdDataAlgoPerf_t>(
+            "cudnnFindConvolutionBackwardDataAlgorithmEx", [&](Scratch& s, auto* found, int* m) {
+              return api.bwd_data_find(h, w_, s.b.get(), y_, s.a.get(), conv_, x_, s.d.get(), kMaxAlgos, m, found,
+                                       s.ws.get(), s.ws.size());
+            });
         break;
       }
       case ConvDir::bwd_weight: {
@@ -257,13 +252,11 @@ class CudnnSet final : public VendorSet {
           return api.bwd_filter_ws(h, x_, y_, conv_, w_, static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws);
         });
         if (algos_.empty()) return;
-        if (!find_search_) break;
-        Scratch s(p_, max_workspace_bytes());
-        cudnnConvolutionBwdFilterAlgoPerf_t fperf[kMaxAlgos];
-        check(api.bwd_filter_find(h, x_, s.a.get(), y_, s.b.get(), conv_, w_, s.d.get(), kMaxAlgos, &n, fperf, s.ws.get(),
-                                  s.ws.size()),
-              "cudnnFindConvolutionBackwardFilterAlgorithmEx", what_);
-        set_find(fperf, n);
+        search<cudnnConvolutionBwdFilterAlgoPerf_t>(
+            "cudnnFindConvolutionBackwardFilterAlgorithmEx", [&](Scratch& s, auto* found, int* m) {
+              return api.bwd_filter_find(h, x_, s.a.get(), y_, s.b.get(), conv_, w_, s.d.get(), kMaxAlgos, m, found,
+                                         s.ws.get(), s.ws.size());
+            });
         break;
       }
     }
@@ -283,6 +276,17 @@ class CudnnSet final : public VendorSet {
       if (ws_bytes) ws = cuda::DeviceBuffer(ws_bytes);
     }
   };
+
+  // cudnnFind*Ex (`find` calls it on scratch operands) to note its pick, unless the set skips the search.
+  template <class Perf, class Find>
+  void search(const char* name, Find find) {
+    if (!find_search_) return;
+    Scratch s(p_, max_workspace_bytes());
+    Perf found[kMaxAlgos];
+    int n = 0;
+    check(find(s, found, &n), name, what_);
+    set_find(found, n);
+  }
 
   template <class Perf, class WsFn>
   void collect(const Perf* perf, int n, WsFn ws_of) {
