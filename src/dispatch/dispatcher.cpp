@@ -167,6 +167,7 @@ std::vector<Candidate> Dispatcher::State::time_candidates(const Problem& p, cons
   sweep::BackendOptions bo;
   bo.gpu = t.device;
   bo.min_timed_ms = 2, bo.min_reps = 3, bo.max_reps = 20, bo.prune = 3;
+  bo.pruned_reps = 0;  // a candidate 3x slower than the best so far cannot win: its first cold-L2 timing stands
   bo.graph_mb = 64;  // operand copies for graph timing of small problems: at most 64 MiB on the user's GPU
   bo.vendor_heuristic_only = vendor_heuristic_only;
   bo.vendor_find = false;  // cuDNN's own search is only a note in sweep records; here it costs seconds on large convs

@@ -28,7 +28,8 @@ struct BackendOptions {
   int gpu = 0;                 // device ordinal
   double min_timed_ms = 10;    // repeat until this much kernel time was timed ...
   int min_reps = 5, max_reps = 100;  // ... within these bounds
-  double prune = 4;            // a config slower than prune x the problem's best so far gets min_reps (0 = off)
+  double prune = 4;            // a config slower than prune x the problem's best so far gets min_reps (0 = off) ...
+  int pruned_reps = -1;        // ... or this many (-1: min_reps; 0: its first timing stands alone, as dispatch does)
   // Each timed region is a CUDA graph (run/timing.hpp): of as many launches as copies of the
   // operands (inputs and output) fit into graph_mb MiB, at most graph_launches, else of one.
   // graph_mb 0: no graphs, one launch issued per region (the method of records before 2026-11-23).

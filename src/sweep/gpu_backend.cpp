@@ -227,8 +227,10 @@ class GpuBackend : public Backend {
     beat();
     int reps = static_cast<int>(std::ceil(opt_.min_timed_ms * 1e3 / std::max(first_us * per_region, 1.0)));
     reps = std::clamp(reps, opt_.min_reps, opt_.max_reps);
-    if (opt_.prune > 0 && best_us_ > 0 && first_us > opt_.prune * best_us_) reps = opt_.min_reps;
+    if (opt_.prune > 0 && best_us_ > 0 && first_us > opt_.prune * best_us_)
+      reps = opt_.pruned_reps >= 0 ? opt_.pruned_reps : opt_.min_reps;
     std::vector<double> us;
+    if (reps == 0) us.push_back(first_us);  // a pruned config's first timing, enough to lose
     for (int i = 0; i < reps; ++i) {
       us.push_back(time_once(static_cast<unsigned char>(i)));
       beat();
