@@ -1,39 +1,41 @@
-"""What dispatch's auto strategy buys at each threshold, by the records of a `tilepick eval` run.
-
-auto times a plan as top_k (the shortlist and the vendor's heuristic and best kernels) where the analytic estimate
-of the model's first choice (eval.csv `own_first_est_us`) is at least T microseconds, and runs what the heuristic
-strategy runs elsewhere (`dispatch_us`). Per op: mean / P10 / min / time-weighted efficiency against the fastest
-kernel measured (`best_known_us`), and the share of problems timed.
-    python3 bench/auto_threshold.py build/eval/eval.csv [--thresholds 0 50 100 200 500 inf]
+"""What dispatch's auto strategy buys at each threshold: `tilepick eval` run once per TILEPICK_AUTO_TIME_US (the eval's
+model of auto is the dispatcher's rule, auto_times in dispatch.hpp), its auto numbers per op: mean / P10 / min /
+time-weighted efficiency against the fastest kernel measured, and the share of problems timed.
+    python3 bench/auto_threshold.py [--thresholds 0 50 100 200 500 inf] -- <tilepick eval arguments>
+e.g. the README's first command's --records ... --vendor-records ... --problems-file ... arguments.
 """
 import argparse
-
-import numpy as np
-import pandas as pd
-
-
-def row(g: pd.DataFrame, t: float) -> str:
-    timed = (g.own_first_est_us >= t).to_numpy()
-    ours = g.own_timed_us.fillna(g.own_first_us)
-    tuned = np.fmin(ours, g.vendor_best_us)  # NaN only where every side failed
-    us = np.where(timed, tuned, g.dispatch_us)
-    eff = np.nan_to_num(g.best_known_us.to_numpy() / us)  # a failed pick counts 0
-    tw = 0.0 if np.isnan(us).any() else g.best_known_us.sum() / us.sum()
-    return (f"{100 * eff.mean():5.1f} {100 * np.percentile(eff, 10):5.1f} {100 * eff.min():5.1f} {100 * tw:5.1f}"
-            f" {100 * timed.mean():4.0f}%")
+import json
+import os
+import subprocess
+import tempfile
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("eval_csv")
     ap.add_argument("--thresholds", type=float, nargs="+", default=[0, 50, 100, 200, 500, float("inf")])
+    ap.add_argument("--cli", default="build/tilepick")
+    ap.add_argument("eval_args", nargs=argparse.REMAINDER, help="after --: the tilepick eval arguments")
     a = ap.parse_args()
-    d = pd.read_csv(a.eval_csv)
-    d = d[d.dispatch_efficiency.notna()]
-    ops = sorted(d.op.unique())
-    print("T (us) | " + " | ".join(f"{op}: mean p10 min tw timed" for op in ops))
+    args = [x for x in a.eval_args if x != "--"]
+    rows = []
     for t in a.thresholds:
-        print(f"{t:6g} | " + " | ".join(row(d[d.op == op], t) for op in ops))
+        with tempfile.TemporaryDirectory() as out:
+            env = dict(os.environ, TILEPICK_AUTO_TIME_US="off" if t == float("inf") else f"{t:g}")
+            subprocess.run([a.cli, "eval", *args, "--no-plot", "--out", out], env=env, check=True,
+                           stdout=subprocess.DEVNULL)
+            groups = {g["name"]: g for g in json.load(open(os.path.join(out, "eval.json")))["groups"]}
+        ops = sorted(n for n, g in groups.items() if " " not in n and n != "all" and not n.startswith("source=")
+                     and g["auto"]["count"])
+        if not rows:
+            print("T (us) | " + " | ".join(f"{op}: mean p10 min tw timed" for op in ops))
+        cells = []
+        for op in ops:
+            s = groups[op]["auto"]
+            cells.append(" ".join(f"{100 * s[k]:5.1f}" for k in ("mean", "p10", "min", "time_weighted"))
+                         + f" {100 * groups[op]['auto_timed_share']:4.0f}%")
+        rows.append(t)
+        print(f"{t:6g} | " + " | ".join(cells), flush=True)
 
 
 if __name__ == "__main__":

@@ -129,8 +129,7 @@ def pick_columns(problems: list[str]) -> tuple[np.ndarray, list[str]]:
     F = np.asarray(_core.features_batch(problems, picks, "h200"))
     col = {n: F[:, names.index(n)] for n in ("log2_flops", "log2_min_bytes", "dev_peak_tflops", "dev_mem_bw_gbps")}
     flops = np.exp2(col["log2_flops"])
-    est_us = np.array([flops[i] / (_core.heuristic_scores(p, [c], "h200")[0] * 1e12) * 1e6
-                       for i, (p, c) in enumerate(zip(problems, picks))])
+    est_us = np.array([_core.estimated_times(p, [c], "h200")[0] for p, c in zip(problems, picks)])
     roof_us = np.maximum(flops / (col["dev_peak_tflops"] * 1e12), np.exp2(col["log2_min_bytes"]) / (col["dev_mem_bw_gbps"] * 1e9)) * 1e6
     extra = [np.log(est_us), np.log(est_us / roof_us)] + [F[:, names.index(n)] for n in PICK_TERMS]
     return np.column_stack(extra), ["pick_log_est_us", "pick_log_est_over_roofline"] + ["pick_" + n for n in PICK_TERMS]

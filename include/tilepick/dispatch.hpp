@@ -65,6 +65,9 @@ bool heuristic_runs_vendor(VendorMode mode, const Selection& sel);
 // runs it, and runs `sel`'s top kernel where it fails: vendor auto sent there by the model's vendor choice, with
 // TILEPICK_VENDOR_CHECK on (docs/dispatch.md).
 bool heuristic_checks_vendor(VendorMode mode, const Selection& sel);
+// The auto strategy's rule: a plan is timed (as top_k) where the analytic estimate of the model's first choice,
+// estimated_time_us(p, first, arch), is at least limit_us. The estimate goes to *estimate_us (NaN: none, untimed).
+bool auto_times(const Problem& p, const KernelConfig& first, const ArchSpec& arch, double limit_us, double* estimate_us);
 
 struct PlanOptions {
   Strategy strategy = Strategy::automatic;

@@ -108,6 +108,19 @@ std::vector<std::string> legal_configs_py(const std::string& problem_text, const
   return out;
 }
 
+Vector estimated_times_py(const std::string& problem_text, const std::vector<std::string>& config_texts,
+                          const std::string& arch_name) {
+  const Problem p = parse_problem(problem_text);
+  const ArchSpec& arch = arch_named(arch_name);
+  const auto configs = parse_configs(config_texts, p);
+  std::vector<double> us(configs.size());
+  {
+    nb::gil_scoped_release unlocked;
+    for (std::size_t i = 0; i < configs.size(); ++i) us[i] = estimated_time_us(p, configs[i], arch);
+  }
+  return to_numpy<Vector>(std::move(us), {configs.size()});
+}
+
 Vector heuristic_scores_py(const std::string& problem_text, const std::vector<std::string>& config_texts,
                            const std::string& arch_name) {
   const Problem p = parse_problem(problem_text);
@@ -243,6 +256,8 @@ NB_MODULE(_core, m) {
         "Canonical strings of the registry's legal configs for the problem (align resolved).");
   m.def("heuristic_scores", &heuristic_scores_py, "problem"_a, "configs"_a, "arch"_a = "h200",
         "Analytic fallback score of each config (estimated TFLOP/s; higher is better).");
+  m.def("estimated_times", &estimated_times_py, "problem"_a, "configs"_a, "arch"_a = "h200",
+        "The analytic model's time estimate of each config in us (estimated_time_us; NaN: none).");
   m.def("selector_pool", &selector_pool_py, "problem"_a, "arch"_a, "models_dir"_a, "mode"_a = "full",
         "(configs the Selector of models_dir scores for the problem, resolved; whether its fast student scores them). "
         "mode: full (the models) or fast (their fast/ students).");

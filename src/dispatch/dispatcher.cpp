@@ -12,7 +12,6 @@
 #include "sweep/backend.hpp"
 #include "tilepick/env.hpp"
 #include "tilepick/error.hpp"
-#include "tilepick/features.hpp"
 #include "tilepick/legality.hpp"
 #include "tilepick/registry.hpp"
 #include "tilepick/selector.hpp"
@@ -325,8 +324,8 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
     select(strategy);
     if (automatic && !sel.top.empty()) {  // offline plans say what a GPU plan would do
       const double limit = auto_time_us(opt);
-      const double est = estimated_time_us(p, parse_config(sel.top.front().text), t.arch);
-      const bool timed = est >= limit;
+      double est = 0;
+      const bool timed = auto_times(p, sel.top.front().config, t.arch, limit, &est);
       char text[200];
       std::snprintf(text, sizeof text, " (auto: first choice estimated at %.0f us, %s %.0f us: %s)", est,
                     timed ? ">=" : "<", limit,

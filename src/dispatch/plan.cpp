@@ -7,6 +7,7 @@
 #include "tilepick/selector.hpp"
 #include "tilepick/env.hpp"
 #include "tilepick/error.hpp"
+#include "tilepick/features.hpp"
 
 namespace tilepick {
 
@@ -45,6 +46,11 @@ std::string_view to_string(VendorMode v) {
     case VendorMode::only: return "only";
   }
   return "?";
+}
+
+bool auto_times(const Problem& p, const KernelConfig& first, const ArchSpec& arch, double limit_us, double* estimate_us) {
+  *estimate_us = estimated_time_us(p, first, arch);
+  return *estimate_us >= limit_us;
 }
 
 bool heuristic_runs_vendor(VendorMode mode, const Selection& sel) {

@@ -9,7 +9,6 @@
 
 #include "tilepick/dispatch.hpp"
 #include "tilepick/env.hpp"
-#include "tilepick/features.hpp"
 #include "tilepick/legality.hpp"
 
 namespace tilepick::eval {
@@ -193,7 +192,8 @@ std::string quote(const std::string& s) { return "\"" + s + "\""; }
 // Whether the model's own choices over its whole pool were measured (ProblemEval), as dispatch makes
 // them: the first choice in the selector's mode (the heuristic strategy), the k the top_k strategy
 // times (Selector::shortlist).
-void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRows& rows, int k, ProblemEval& e) {
+void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRows& rows, int k, double auto_time_us,
+                 ProblemEval& e) {
   Selection own, timed;
   try {
     own = selector.select(rows.problem, arch, k);
@@ -207,7 +207,7 @@ void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRo
     e.own_first_measured = measured;
     e.own_first_failed = measured && !ok;
     if (ok) e.own_first_us = it->second.us;
-    e.own_first_est_us = estimated_time_us(rows.problem, parse_config(own.top.front().text), arch);
+    e.auto_timed = auto_times(rows.problem, own.top.front().config, arch, auto_time_us, &e.own_first_est_us);
   }
   double fastest = kNaN;
   for (const Ranked& r : timed.top) {
@@ -228,9 +228,12 @@ void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRo
 // best_known_us, and what heuristic + vendor auto runs where its first choice was measured and a vendor
 // heuristic row is present (e.vendor set); a pick that failed is NaN, as in own_first_us. Where dispatch checks the
 // vendor's kernel first (heuristic_checks_vendor), a vendor heuristic row that failed sends it to the model's pick.
-void dispatch_choice(ProblemEval& e, double auto_time_us) {
+void dispatch_choice(ProblemEval& e) {
   e.best_known_us = std::isnan(e.vendor_best_us) ? e.oracle_us : std::min(e.oracle_us, e.vendor_best_us);
-  if (!e.own_first_measured || e.vendor.empty()) return;
+  if (!e.own_first_measured || e.vendor.empty()) {
+    e.auto_timed = false;  // what auto runs is scored only where the heuristic's is
+    return;
+  }
   if (e.dispatch_vendor && e.dispatch_checks_vendor && e.vendor_heur_failed)
     e.dispatch_vendor = false;
   e.dispatch_defined = true;
@@ -240,7 +243,6 @@ void dispatch_choice(ProblemEval& e, double auto_time_us) {
   e.race_us = std::isnan(e.own_first_us) ? vendor_us
               : std::isnan(vendor_us)    ? e.own_first_us
                                          : std::min(e.own_first_us, vendor_us);
-  e.auto_timed = e.own_first_est_us >= auto_time_us;
   if (!e.auto_timed) {
     e.auto_us = e.dispatch_us;
     return;
@@ -381,7 +383,7 @@ EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& 
       if (m.status == "ok" && !(m.us >= e.timed_us)) e.timed_us = m.us;
     }
     e.timed_efficiency = std::isnan(e.timed_us) ? 0.0 : e.oracle_us / e.timed_us;
-    own_choices(selector, arch, rows, timed_k, e);
+    own_choices(selector, arch, rows, timed_k, report.auto_time_us, e);
     e.fallback =
         score_ranking(selector.rank_fallback(rows.problem, arch, configs), rows, e.oracle_config, e.oracle_us);
     const bool gemm = e.op == "gemm";
@@ -397,7 +399,7 @@ EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& 
         e.vendor_best_us = std::isnan(e.vendor_best_us) ? b->second.us : std::min(e.vendor_best_us, b->second.us);
       if (std::isnan(e.vendor_best_us)) e.vendor_heur_status = "";  // nothing of the vendor ran: no baseline
     }
-    dispatch_choice(e, report.auto_time_us);
+    dispatch_choice(e);
     report.problems.push_back(std::move(e));
   }
 

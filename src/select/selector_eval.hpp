@@ -85,8 +85,8 @@ struct ProblemEval {
   // What dispatch's race strategy runs where dispatch_defined: the faster of the first choice and the vendor's
   // heuristic kernel among those that ran and passed (NaN when neither did).
   double race_us = kNaN;
-  // What dispatch's auto strategy runs where dispatch_defined: where the whole-pool first choice's analytic
-  // estimate (estimated_time_us, own_first_est_us) is at least EvalReport::auto_time_us it times as top_k (the
+  // What dispatch's auto strategy runs where dispatch_defined: where auto_times (dispatch.hpp) holds for the
+  // whole-pool first choice (its estimate: own_first_est_us) at EvalReport::auto_time_us it times as top_k (the
   // fastest of the shortlist, else the first choice, and the vendor's heuristic and best kernels), else dispatch_us.
   double own_first_est_us = kNaN;
   bool auto_timed = false;

@@ -163,6 +163,9 @@ def test_heuristic_scores():
     assert scores.shape == (len(pool),) and scores.dtype == np.float64
     assert np.all(np.isfinite(scores)) and np.all(scores > 0) and np.ptp(scores) > 0
     assert np.array_equal(_core.heuristic_scores(p, pool[::-1], "h200"), scores[::-1])
+    # estimated_time_us is the same model's time: score x time = the problem's flops (2 x 4096^3, in TFLOP x us)
+    times = _core.estimated_times(p, pool, "h200")
+    assert np.allclose(times * scores, 2 * 4096.0**3 * 1e-6, rtol=1e-12)
 
 
 @needs_cli
