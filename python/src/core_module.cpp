@@ -108,30 +108,27 @@ std::vector<std::string> legal_configs_py(const std::string& problem_text, const
   return out;
 }
 
-Vector estimated_times_py(const std::string& problem_text, const std::vector<std::string>& config_texts,
-                          const std::string& arch_name) {
+// f(problem, config, arch) of each config, as a numpy vector (the GIL released while it runs).
+template <class F>
+Vector per_config(const std::string& problem_text, const std::vector<std::string>& config_texts,
+                  const std::string& arch_name, F f) {
   const Problem p = parse_problem(problem_text);
   const ArchSpec& arch = arch_named(arch_name);
   const auto configs = parse_configs(config_texts, p);
-  std::vector<double> us(configs.size());
+  std::vector<double> out(configs.size());
   {
     nb::gil_scoped_release unlocked;
-    for (std::size_t i = 0; i < configs.size(); ++i) us[i] = estimated_time_us(p, configs[i], arch);
+    for (std::size_t i = 0; i < configs.size(); ++i) out[i] = f(p, configs[i], arch);
   }
-  return to_numpy<Vector>(std::move(us), {configs.size()});
+  return to_numpy<Vector>(std::move(out), {configs.size()});
 }
 
-Vector heuristic_scores_py(const std::string& problem_text, const std::vector<std::string>& config_texts,
-                           const std::string& arch_name) {
-  const Problem p = parse_problem(problem_text);
-  const ArchSpec& arch = arch_named(arch_name);
-  const auto configs = parse_configs(config_texts, p);
-  std::vector<double> scores(configs.size());
-  {
-    nb::gil_scoped_release unlocked;
-    for (std::size_t i = 0; i < configs.size(); ++i) scores[i] = heuristic_score(p, configs[i], arch);
-  }
-  return to_numpy<Vector>(std::move(scores), {configs.size()});
+Vector estimated_times_py(const std::string& problem, const std::vector<std::string>& configs, const std::string& arch) {
+  return per_config(problem, configs, arch, estimated_time_us);
+}
+
+Vector heuristic_scores_py(const std::string& problem, const std::vector<std::string>& configs, const std::string& arch) {
+  return per_config(problem, configs, arch, heuristic_score);
 }
 
 Vector gbdt_predict_py(const std::string& model_path, InputRows rows) {
