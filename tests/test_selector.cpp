@@ -893,6 +893,22 @@ TEST_F(SelectorTest, EvalScoresWhatDispatchHeuristicRunsAgainstTheFastestKnownKe
   EXPECT_EQ(j["auto"]["count"], 2);
   EXPECT_EQ(eval::to_json(vendor)["auto_time_us"], 100.0);
   EXPECT_NE(eval::format_table(vendor).find("what dispatch's heuristic strategy runs"), std::string::npos);
+
+  // auto's timed plan under a vendor_first model times the vendor alone: P1 with the vendor slower than our first
+  // choice (12) runs the vendor's best (14); P2, where none of the vendor's passed, times ours (10).
+  std::vector<sweep::Record> slow_vendor = records;
+  for (auto& r : slow_vendor)
+    if (r.problem == kP1 && r.config == "vendor=cublaslt:heur") r.median_us = 15;
+    else if (r.problem == kP1 && r.config == "vendor=cublaslt:best") r.median_us = 14;
+  ::setenv("TILEPICK_AUTO_TIME_US", "0", 1);
+  const auto vendor_timed = eval::evaluate(Selector(models()), slow_vendor, h200, {});
+  write_model("gemm_half_h200", model_text(base_trees()), spec_json());
+  const auto ours_timed = eval::evaluate(Selector(models()), slow_vendor, h200, {});
+  ::unsetenv("TILEPICK_AUTO_TIME_US");
+  ASSERT_TRUE(vendor_timed.problems[0].auto_timed);
+  EXPECT_DOUBLE_EQ(vendor_timed.problems[0].auto_us, 14);
+  EXPECT_DOUBLE_EQ(vendor_timed.problems[1].auto_us, 10);
+  EXPECT_DOUBLE_EQ(ours_timed.problems[0].auto_us, 12);  // without the flag: the faster of ours and the vendor's
 }
 
 // ------------------------------------------------------------------------------ CLI

@@ -104,6 +104,13 @@ void strategies(Dispatcher& d, int dev) {
           fine = ok && !c.empty() && c.front().kernel == plan->info().kernel && has_vendor;
           for (const auto& x : c) fine = fine && (x.time_us < 0 || x.time_us >= c.front().time_us);
           detail += "; " + std::to_string(c.size()) + " timed, best " + std::to_string(c.front().time_us) + " us";
+          if (strategy == Strategy::automatic) {  // under a vendor_first model: the vendor's algorithms alone
+            const auto s = Selector::default_selector().select(p, find_arch(default_arch_specs(), plan->info().arch), 1);
+            if (s.vendor_first && !s.vendor_chosen) {
+              for (const auto& x : c) fine = fine && x.vendor;
+              detail += "; vendor_first: vendor alone";
+            }
+          }
         }
         if (strategy == Strategy::race) {  // the faster of the first choice and the vendor's kernel, where both ran
           const auto& c = plan->info().candidates;

@@ -138,6 +138,9 @@ struct Dispatcher::State {
                                          bool with_vendor, bool vendor_heuristic_only);
   std::vector<Candidate> fastest_first(const Problem& p, const Target& t, const std::vector<std::string>& configs,
                                        bool with_vendor, bool vendor_heuristic_only, const PlanInfo& info);
+  std::vector<Candidate> timed_fastest_first(const Problem& p, const Target& t,
+                                             const std::vector<std::string>& configs, bool with_vendor,
+                                             bool vendor_heuristic_only, const PlanInfo& info);
   std::string vendor_heuristic_failure(const Problem& p, const Target& t);
 };
 
@@ -201,6 +204,17 @@ std::vector<Candidate> Dispatcher::State::fastest_first(const Problem& p, const 
                                                         bool vendor_heuristic_only, const PlanInfo& info) {
   if (configs.empty() && !with_vendor)
     throw Unsupported("no candidate to time for '" + info.problem + "' on " + t.arch.name);
+  auto timed = timed_fastest_first(p, t, configs, with_vendor, vendor_heuristic_only, info);
+  if (timed.empty() || timed.front().time_us < 0)
+    throw Error(Status::cuda_error, "no candidate for '" + info.problem + "' passed the output check");
+  return timed;
+}
+
+// fastest_first without its check: empty, or failed candidates only, where none passed.
+std::vector<Candidate> Dispatcher::State::timed_fastest_first(const Problem& p, const Target& t,
+                                                              const std::vector<std::string>& configs,
+                                                              bool with_vendor, bool vendor_heuristic_only,
+                                                              const PlanInfo& info) {
   std::vector<Candidate> timed;
   {
     DeviceScope scope(t.device);
@@ -213,8 +227,6 @@ std::vector<Candidate> Dispatcher::State::fastest_first(const Problem& p, const 
     if ((a.time_us >= 0) != (b.time_us >= 0)) return a.time_us >= 0;
     return a.time_us < b.time_us;
   });
-  if (timed.empty() || timed.front().time_us < 0)
-    throw Error(Status::cuda_error, "no candidate for '" + info.problem + "' passed the output check");
   return timed;
 }
 
@@ -326,10 +338,14 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
       const double limit = auto_time_us(opt);
       double est = 0;
       const bool timed = auto_times(p, sel.top.front().config, t.arch, limit, &est);
-      char text[200];
+      char text[256];
       std::snprintf(text, sizeof text, " (auto: first choice estimated at %.0f us, %s %.0f us: %s)", est,
                     timed ? ">=" : "<", limit,
-                    !timed ? "not timed" : online ? "timed as top_k" : "timed as top_k on a GPU, not offline");
+                    !timed   ? "not timed"
+                    : online ? "timed as top_k"
+                    : sel.vendor_first && !sel.vendor_chosen && mode == VendorMode::automatic
+                        ? "timed on a GPU, the vendor's algorithms alone (vendor_first), not offline"
+                        : "timed as top_k on a GPU, not offline");
       auto_note = text;
       if (timed && online) select(strategy = Strategy::top_k);
     }
@@ -390,7 +406,19 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
     case Strategy::exhaustive: {
       std::vector<std::string> configs;
       for (const auto& c : info.candidates) configs.push_back(c.kernel);
-      info.candidates = fastest_first(p, t, configs, vendor_ok && vendor_can(p), false, info);
+      const bool with_vendor = vendor_ok && vendor_can(p);
+      std::vector<Candidate> timed;
+      // auto under a vendor_first model (the flag, not a per-problem vendor choice) times the vendor's algorithms
+      // alone: on its held-out records cuBLASLt's best beat our fastest on every long GEMM, and compiling ours is
+      // most of such a plan (docs/dispatch.md). Ours are timed too only where none of the vendor's passed.
+      if (automatic && with_vendor && sel.vendor_first && !sel.vendor_chosen) {
+        timed = timed_fastest_first(p, t, {}, true, false, info);
+        if (!timed.empty() && timed.front().time_us >= 0)
+          auto_note += " (vendor_first: the vendor's algorithms timed alone)";
+        else
+          timed.clear();
+      }
+      info.candidates = timed.empty() ? fastest_first(p, t, configs, with_vendor, false, info) : std::move(timed);
       kernel = info.candidates.front().kernel, vendor = info.candidates.front().vendor;
       break;
     }

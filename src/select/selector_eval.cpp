@@ -247,6 +247,11 @@ void dispatch_choice(ProblemEval& e) {
     e.auto_us = e.dispatch_us;
     return;
   }
+  // a vendor_first model's timed plan times the vendor's algorithms alone, ours only where none of them passed
+  if (e.own_vendor_first && !e.own_vendor_chosen && !std::isnan(e.vendor_best_us)) {
+    e.auto_us = e.vendor_best_us;
+    return;
+  }
   const double ours = std::isnan(e.own_timed_us) ? e.own_first_us : e.own_timed_us;
   e.auto_us = std::fmin(ours, e.vendor_best_us);  // top_k with vendor auto: both of the vendor's, checked; NaN: failed
 }

@@ -87,7 +87,8 @@ struct ProblemEval {
   double race_us = kNaN;
   // What dispatch's auto strategy runs where dispatch_defined: where auto_times (dispatch.hpp) holds for the
   // whole-pool first choice (its estimate: own_first_est_us) at EvalReport::auto_time_us it times as top_k (the
-  // fastest of the shortlist, else the first choice, and the vendor's heuristic and best kernels), else dispatch_us.
+  // fastest of the shortlist, else the first choice, and the vendor's heuristic and best kernels; under a vendor_first
+  // model the vendor's alone where one passed), else dispatch_us.
   double own_first_est_us = kNaN;
   bool auto_timed = false;
   double auto_us = kNaN;
