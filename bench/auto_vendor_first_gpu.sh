@@ -13,7 +13,7 @@ for s in top_k auto; do
   export TILEPICK_CACHE_DIR=/tmp/tp-jit-$s
   t0=$(date +%s.%N)
   timeout $(( $(left) - 300 )) $T plan -f $L --strategy $s -k 4 --json >"$W/plan_$s.json" 2>"$W/plan_$s.err"
-  echo "plan $s rc=$? in $(echo "$(date +%s.%N) - $t0" | bc) s (empty JIT cache)"
+  echo "plan $s rc=$? in $(python3 -c "import time; print(round(time.time() - $t0, 1))") s (empty JIT cache)"
 done
 for s in top_k auto; do
   export TILEPICK_CACHE_DIR=/tmp/tp-jit-$s

@@ -75,7 +75,8 @@ struct PlanOptions {
                                       // vendor with auto): Selector::shortlist, the full model's best k (for
                                       // conv one per tile shape unless TILEPICK_SHORTLIST=first)
   // auto: a plan whose heuristic first choice the analytic model estimates at >= this many microseconds
-  // (estimated_time_us) is timed as top_k, the rest are heuristic plans; offline plans are never timed.
+  // (estimated_time_us) is timed as top_k (under a vendor_first model with vendor auto: the vendor's algorithms
+  // alone, ours too only where none passes), the rest are heuristic plans; offline plans are never timed.
   // Unset: TILEPICK_AUTO_TIME_US (default 100); +infinity: never time.
   std::optional<double> auto_time_us;
   std::string config;                 // fixed: a config string, or a vendor algorithm ("cublaslt:algo0")
