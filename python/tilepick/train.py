@@ -10,7 +10,7 @@ manifest.json. A model is a bag of boosters trained with different seeds (BAG, -
 one LightGBM text model whose score is their sum.
 
 Hyperparameters per op (PARAMS) were chosen by grouped cross-validation on the training networks
-only (docs in manifest.json "cv_variants" of each model).
+only (bench/results/; each model's manifest.json "cv" holds its objectives' numbers).
 """
 from __future__ import annotations
 
@@ -30,8 +30,9 @@ import pandas as pd
 from tilepick import records as rec
 
 OBJECTIVES = ("reg_tflops", "reg_rel", "lambdarank")
-# reg_rel won grouped CV for every op (manifest "cv_variants"); the others stay available to compare.
-DEFAULT_OBJECTIVES = ("reg_rel",)
+# Every objective is compared on the same folds by default and the best is kept (manifest "cv"); the shipped
+# models' comparisons, with their own recipes, are in their manifests' "cv_compared" (--compare-only).
+DEFAULT_OBJECTIVES = OBJECTIVES
 FOLDS = 5
 # LightGBM settings per op, chosen by grouped CV (bench/results/2026-11-22-h200-conv-hparams/). Conv
 # (~147,000 rows of ~3,100 problems): GEMM's tree size, stronger column subsampling and L2.
@@ -39,7 +40,7 @@ BASE_PARAMS = dict(learning_rate=0.08, num_leaves=63, min_data_in_leaf=10, featu
                    bagging_fraction=0.8, bagging_freq=1, lambda_l2=1.0)
 PARAMS = {"gemm": BASE_PARAMS,
           "conv": {**BASE_PARAMS, "min_data_in_leaf": 20, "feature_fraction": 0.4, "lambda_l2": 5.0}}
-# Boosters per model (seeds summed): bagging raised grouped-CV mean and P10 of every op (cv_variants).
+# Boosters per model (seeds summed): bagging raised grouped-CV mean and P10 of every op (grouped CV, docs/selection.md).
 BAG = {"gemm": 3, "conv": 3}
 POOL_CONV = True
 THREADS = os.cpu_count() or 2
@@ -221,23 +222,79 @@ def fold_of(groups: pd.Series) -> np.ndarray:
     return groups.map(assign).to_numpy()
 
 
-def cross_validate(X, df, objective, seed, bag=1):
-    """Grouped CV of a bag of `bag` boosters (seeds seed, seed+1, ...), their summed scores picking:
-    {op: summary} over the out-of-fold choices, and the median early-stopping round."""
+# What a CV worker fits on: (X, df, folds), set in the process that runs _cv_fit.
+_CV_DATA: tuple | None = None
+
+
+# The settings main() sets from its options: a spawned CV worker starts from the module's defaults.
+_SETTINGS = ("THREADS", "TARGET_CLIP", "NEAR_WEIGHT", "PARAM_OVERRIDES", "PATIENCE_OVERRIDE")
+
+
+def _cv_init(x_path: str, df_path: str, settings: dict) -> None:
+    """A spawned CV worker: the rows from the files cross_validate_all wrote, the parent's settings."""
+    global _CV_DATA
+    globals().update(settings)
+    df = pd.read_pickle(df_path)
+    _CV_DATA = (np.load(x_path, mmap_mode="r"), df, fold_of(df["group"]))
+
+
+def _cv_fit(task: tuple) -> tuple:
+    """One booster of grouped CV: (objective, fold, bag index, seed) -> (task, early-stopping round, the
+    held-out fold's scores, higher is better)."""
+    objective, f, b, seed = task
+    X, df, folds = _CV_DATA
+    te = folds == f
+    model = fit(np.asarray(X[~te]), df[~te], objective, seed + b)
+    it = model.best_iteration or model.current_iteration()
+    return task, it, score_sign(objective) * model.predict(np.asarray(X[te]), num_iteration=model.best_iteration or None)
+
+
+def cross_validate_all(X, df, objectives, seed, bag=1, jobs=1) -> dict:
+    """Grouped CV of each objective on the same folds, a bag of `bag` boosters each (seeds seed, seed+1, ...),
+    their summed scores picking: {objective: ({op: summary} over the out-of-fold choices, the median
+    early-stopping round)}. jobs > 1 fits that many boosters at once in spawned processes (THREADS // jobs
+    threads each; LightGBM's OpenMP is not fork-safe), with the same folds and seeds."""
+    global _CV_DATA
     folds = fold_of(df["group"])
-    parts, iters = [], []
-    for f in range(FOLDS):
-        te = folds == f
-        if not te.any() or te.all():
-            continue
-        s = np.zeros(int(te.sum()))
-        for b in range(bag):
-            model = fit(X[~te], df[~te], objective, seed + b)
-            iters.append(model.best_iteration or model.current_iteration())
-            s += score_sign(objective) * model.predict(X[te], num_iteration=model.best_iteration or None)
-        parts.append(efficiency(df[te], s).assign(op=df.loc[te].groupby("problem")["op"].first()))
-    e = pd.concat(parts)
-    return {op: summarize(g) for op, g in e.groupby("op")}, int(np.median(iters)) if iters else 100
+    used = [f for f in range(FOLDS) if (folds == f).any() and not (folds == f).all()]
+    tasks = [(o, f, b, seed) for o in objectives for f in used for b in range(bag)]
+    if jobs > 1 and len(tasks) > 1:
+        import multiprocessing as mp
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="tilepick-cv-") as tmp:
+            np.save(f"{tmp}/X.npy", np.ascontiguousarray(X))
+            df.to_pickle(f"{tmp}/df.pkl")
+            settings = {k: globals()[k] for k in _SETTINGS} | {"THREADS": max(1, THREADS // jobs)}
+            init = (f"{tmp}/X.npy", f"{tmp}/df.pkl", settings)
+            with mp.get_context("spawn").Pool(min(jobs, len(tasks)), _cv_init, init) as pool:
+                results = pool.map(_cv_fit, tasks, chunksize=1)
+    else:
+        _CV_DATA = (X, df, folds)
+        try:
+            results = [_cv_fit(t) for t in tasks]
+        finally:
+            _CV_DATA = None
+    by_task = {task: (it, s) for task, it, s in results}
+    out = {}
+    for o in objectives:
+        parts, iters = [], []
+        for f in used:
+            te = folds == f
+            s = np.zeros(int(te.sum()))
+            for b in range(bag):
+                it, scores = by_task[(o, f, b, seed)]
+                iters.append(it)
+                s += scores
+            parts.append(efficiency(df[te], s).assign(op=df.loc[te].groupby("problem")["op"].first()))
+        e = pd.concat(parts)
+        out[o] = ({op: summarize(g) for op, g in e.groupby("op")}, int(np.median(iters)) if iters else 100)
+    return out
+
+
+def cross_validate(X, df, objective, seed, bag=1):
+    """cross_validate_all of one objective: ({op: summary}, the median early-stopping round)."""
+    return cross_validate_all(X, df, [objective], seed, bag)[objective]
 
 
 def merge_models(texts: list[str]) -> str:
@@ -339,16 +396,19 @@ def train_group(names, df, X, args, header, out_dir, val=None):
     from tilepick import _core
 
     ops = [split_name(n, args.arch)[0] for n in names]
-    cv, best_iter = {}, {}
     bag = args.bag or BAG["gemm" if ops[0] == "gemm" else "conv"]
+    results = cross_validate_all(X, df, args.objectives, args.seed, bag, args.jobs)
+    cv = {o: r[0] for o, r in results.items()}
+    best_iter = {o: r[1] for o, r in results.items()}
     for obj in args.objectives:
-        cv[obj], best_iter[obj] = cross_validate(X, df, obj, args.seed, bag)
         for op in ops:
             c = cv[obj][op]
             print(f"  {op} {obj:<10} CV mean {c['mean']:.4f} p10 {c['p10']:.4f} min {c['min']:.4f} "
                   f"top1 {c['top1']:.3f} ({best_iter[obj]} rounds)", flush=True)
     best = max(args.objectives, key=lambda o: (round(np.mean([cv[o][op]["mean"] for op in ops]), 4),
                                                np.mean([cv[o][op]["p10"] for op in ops])))
+    if args.compare_only:
+        return record_comparison(names, ops, cv, best_iter, best, bag, args, out_dir)
     init = None
     if args.warm_start and (Path(args.warm_start) / names[0] / "feature_spec.json").exists():
         init = str(out_dir / f".warm_start_{names[0]}.txt")
@@ -401,6 +461,29 @@ def train_group(names, df, X, args, header, out_dir, val=None):
         manifests[name] = manifest
     if init:
         os.unlink(init)
+    return manifests
+
+
+def record_comparison(names, ops, cv, rounds, best, bag, args, out_dir: Path) -> dict:
+    """--compare-only: the objectives' grouped-CV numbers written into the existing models' manifests ("cv", and
+    "cv_compared": how they were compared and which won), their boosters untouched."""
+    manifests = {}
+    for name, op in zip(names, ops):
+        path = out_dir / name / "manifest.json"
+        if not path.exists():
+            raise SystemExit(f"--compare-only: {path} does not exist (train the model first)")
+        manifest = json.loads(path.read_text())
+        manifest["cv"] = {o: cv[o][op] for o in args.objectives}
+        manifest["cv_compared"] = {
+            "objectives": list(args.objectives), "best": best, "model_objective": manifest.get("objective"),
+            "folds": FOLDS, "bag": bag, "seed": args.seed, "patience": patience_for(op), "rounds": rounds,
+            "param_overrides": PARAM_OVERRIDES, "jobs": args.jobs, "threads": THREADS, "commit": git_commit(),
+            "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        if best != manifest.get("objective"):
+            print(f"  warning: {name} was trained with {manifest.get('objective')}, but {best} won the comparison",
+                  flush=True)
+        path.write_text(json.dumps(manifest, indent=1, default=str) + "\n")
+        manifests[name] = manifest
     return manifests
 
 
@@ -537,6 +620,11 @@ def main(argv=None) -> int:
     ap.add_argument("--arch", default="h200", help="arch spec the features use (data/arch)")
     ap.add_argument("--objectives", nargs="+", default=list(DEFAULT_OBJECTIVES), choices=OBJECTIVES)
     ap.add_argument("--only", nargs="*", default=[], help="train only these model names (e.g. gemm_f16_h200)")
+    ap.add_argument("--compare-only", action="store_true",
+                    help="only compare the --objectives by grouped CV and write their numbers into the existing "
+                         "models' manifest.json in --out (\"cv\", \"cv_compared\"), without training a booster")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="boosters fitted at once during cross-validation (processes; --threads split between them)")
     ap.add_argument("--warm-start", help="models directory whose models continue training")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--bag", type=int, help="boosters per model (seeds seed, seed+1, ...), scores summed; default BAG")
@@ -566,6 +654,8 @@ def main(argv=None) -> int:
     THREADS = args.threads or THREADS
     PARAM_OVERRIDES = dict(args.param)
     TARGET_CLIP, NEAR_WEIGHT = args.clip, args.near_weight
+    if args.jobs < 1:
+        ap.error(f"--jobs must be at least 1, not {args.jobs}")
     if args.patience is not None and args.patience < 1:
         ap.error(f"--patience must be at least 1, not {args.patience}")
     PATIENCE_OVERRIDE = args.patience

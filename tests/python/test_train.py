@@ -103,6 +103,52 @@ def test_end_to_end_on_fake_sweep(tmp_path):
     assert text.startswith("tree") and "feature_names=" in text
 
 
+@pytest.mark.skipif(not CLI, reason="needs TILEPICK_CLI")
+def test_objectives_compared_on_the_same_folds_in_parallel_and_into_existing_manifests(tmp_path, monkeypatch):
+    lines = [f"net{i % 5}.l{i}: gemm rcr m{m} n{n} k{k} bf16"
+             for i, (m, n, k) in enumerate([(64, 64, 4096), (4096, 4096, 256), (1, 4096, 4096), (512, 1024, 768),
+                                            (33, 200, 640), (96, 96, 96), (2048, 128, 128), (7, 8192, 1024),
+                                            (300, 300, 300), (128, 4096, 64)])]
+    problems, records = fake_sweep(tmp_path, lines, 16)
+    out = tmp_path / "models"
+    quick = ["--param", "num_leaves=7", "--patience", "5"]
+    common = [str(records), "--problems-file", str(problems), "--out", str(out), "--bag", "1", *quick]
+    assert train.main(common + ["--objectives", "reg_rel"]) == 0
+    folder = out / "gemm_half_h200"
+    booster = (folder / "model.txt.gz").read_bytes()
+    assert set(json.loads((folder / "manifest.json").read_text())["cv"]) == {"reg_rel"}
+
+    # by default all three objectives are compared; --compare-only writes them beside the booster
+    assert train.DEFAULT_OBJECTIVES == train.OBJECTIVES
+    assert train.main(common + ["--compare-only", "--jobs", "3", "--threads", "3"]) == 0
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert set(manifest["cv"]) == set(train.OBJECTIVES)
+    for c in manifest["cv"].values():
+        assert 0 < c["min"] <= c["mean"] <= 1 and c["problems"] == len(lines)
+    compared = manifest["cv_compared"]
+    assert compared["best"] in train.OBJECTIVES and compared["model_objective"] == "reg_rel"
+    assert compared["jobs"] == 3 and compared["folds"] == train.FOLDS
+    assert (folder / "model.txt.gz").read_bytes() == booster  # the booster is untouched
+
+    # parallel folds are the serial ones: one thread per booster either way gives the same numbers
+    _, raw = train.load_rows([str(records)], [str(problems)])
+    df = train.add_targets(raw)
+    X = train.compute_features(df, "h200")
+    monkeypatch.setattr(train, "THREADS", 1)
+    monkeypatch.setattr(train, "PATIENCE_OVERRIDE", 5)
+    monkeypatch.setattr(train, "PARAM_OVERRIDES", {"num_leaves": 7})
+    serial = train.cross_validate_all(X, df, ["reg_rel", "lambdarank"], 7, bag=2)
+    parallel = train.cross_validate_all(X, df, ["reg_rel", "lambdarank"], 7, bag=2, jobs=4)
+    assert serial == parallel
+    assert serial["reg_rel"] == train.cross_validate(X, df, "reg_rel", 7, bag=2)
+
+    with pytest.raises(SystemExit, match="does not exist"):
+        train.main([str(records), "--problems-file", str(problems), "--out", str(tmp_path / "none"), "--compare-only",
+                    "--objectives", "reg_rel", "--bag", "1", *quick])
+    with pytest.raises(SystemExit):
+        train.main(common + ["--jobs", "0"])
+
+
 def test_a_model_for_an_arch_with_an_underscore_and_records_of_another_arch_refused(tmp_path):
     lines = [f"net{i % 3}.l{i}: gemm rcr m{m} n{n} k{k} f32"
              for i, (m, n, k) in enumerate([(64, 64, 4096), (4096, 4096, 256), (1, 4096, 4096), (512, 1024, 768),
