@@ -56,3 +56,22 @@ setup_training() {
   VAL=(data/sweeps/h200/*_val*.csv.gz)
   REMEASURED=(data/sweeps/h200-graph/conv_train_*.csv.gz)
 }
+# manifest_files MODEL KEY [graph|plain]: the files a shipped manifest lists under KEY ("data", "validation_files"),
+# only those under data/sweeps/h200-graph/ (graph) or only the others (plain)
+manifest_files() {
+  python3 - "$@" <<'PY'
+import json, sys
+m = json.load(open(f"models/{sys.argv[1]}/manifest.json"))
+files = [d["file"] if isinstance(d, dict) else d for d in m[sys.argv[2]]]
+pick = sys.argv[3] if len(sys.argv) > 3 else ""
+print(" ".join(f for f in files if not pick or ("/h200-graph/" in f) == (pick == "graph")))
+PY
+}
+# manifest_recipe MODEL: the shipped manifest's objective, bag and patience as tilepick.train options
+manifest_recipe() {
+  python3 - "$1" <<'PY'
+import json, sys
+m = json.load(open(f"models/{sys.argv[1]}/manifest.json"))
+print(f"--objectives {m['objective']} --bag {m['bag']}" + (f" --patience {m['patience']}" if m.get("patience") else ""))
+PY
+}

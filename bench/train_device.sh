@@ -18,17 +18,6 @@ source bench/gpu_session.sh
 setup_training
 cp -r models "$W/models"
 half=$(( $(nproc) / 2 )); [ "${GEMM:-1}" = 0 ] && half=$(nproc)
-# manifest_files MODEL KEY [graph|plain]: the files a shipped manifest lists under KEY ("data", "validation_files"),
-# only those under data/sweeps/h200-graph/ (graph) or only the others (plain)
-manifest_files() {
-  python3 - "$@" <<'PY'
-import json, sys
-m = json.load(open(f"models/{sys.argv[1]}/manifest.json"))
-files = [d["file"] if isinstance(d, dict) else d for d in m[sys.argv[2]]]
-pick = sys.argv[3] if len(sys.argv) > 3 else ""
-print(" ".join(f for f in files if not pick or ("/h200-graph/" in f) == (pick == "graph")))
-PY
-}
 if [ "${ALL_DATA:-0}" = 1 ]; then
   gemm=("${TRAIN[@]}" --val "${VAL[@]}"); conv=("${TRAIN[@]}" --remeasured "${REMEASURED[@]}" --val "${VAL[@]}")
 else
@@ -36,14 +25,6 @@ else
   conv=($(manifest_files conv_fwd_half_h200 data plain) --remeasured $(manifest_files conv_fwd_half_h200 data graph)
         --val $(manifest_files conv_fwd_half_h200 validation_files))
 fi
-# manifest_recipe MODEL: the shipped manifest's objective, bag and patience as tilepick.train options
-manifest_recipe() {
-  python3 - "$1" <<'PY'
-import json, sys
-m = json.load(open(f"models/{sys.argv[1]}/manifest.json"))
-print(f"--objectives {m['objective']} --bag {m['bag']}" + (f" --patience {m['patience']}" if m.get("patience") else ""))
-PY
-}
 common=(--problems-file data/problems/sweep/*.txt --out "$W/models" --threads "$half")
 { echo "commit $(cat .commit 2>/dev/null); $(nproc) cores"; echo "gemm: ${gemm[*]}"; echo "conv: ${conv[*]}"; } | tee "$W/train_command.txt"
 t=$(( $(left) - 100 ))
