@@ -350,3 +350,19 @@ def test_early_stopping_uses_the_ops_patience(monkeypatch):
     assert train.PATIENCE["gemm"] != train.PATIENCE["conv"]
     with pytest.raises(SystemExit):
         train.main(["r.csv.gz", "--patience", "0"])
+
+
+def test_every_shipped_model_kept_the_best_of_three_objectives_compared_on_the_same_folds():
+    """The shipped manifests hold each objective's grouped-CV numbers (tilepick.train --compare-only with the model's
+    own data and recipe) and the model's objective is the one the trainer's rule keeps (mean, then P10)."""
+    models = Path(__file__).resolve().parents[2] / "models"
+    manifests = sorted(models.glob("*/manifest.json"))
+    assert manifests
+    for path in manifests:
+        m = json.loads(path.read_text())
+        assert set(m["cv"]) == set(train.OBJECTIVES), path
+        for o, c in m["cv"].items():
+            assert 0 < c["min"] <= c["p10"] <= c["mean"] <= 1 and c["problems"] > 100, (path, o)
+        rule = max(m["cv"], key=lambda o: (round(m["cv"][o]["mean"], 4), m["cv"][o]["p10"]))
+        assert m["cv_compared"]["best"] == rule == m["objective"], (path, rule, m["objective"])
+        assert m["cv_compared"]["folds"] == train.FOLDS and m["cv_compared"]["bag"] == m["bag"], path
