@@ -48,7 +48,8 @@ def test_writes_a_student_the_selector_uses_deterministically(tmp_path):
     assert spec["rescore_top"] == distill.RESCORE_TOP
     manifest = json.loads((fast / "manifest.json").read_text())
     assert manifest["problems"]["training"] == 3 and manifest["command"].startswith("python -m tilepick.distill")
-    assert manifest["clip"] == distill.CLIP  # a regression teacher: targets clipped at 1 (log time ratio)
+    objective = json.loads((a / "gemm_half_h200" / "feature_spec.json").read_text())["objective"]
+    assert manifest["clip"] == distill.CLIP_BY_OBJECTIVE.get(objective, distill.CLIP)
     assert spec["teacher_version"].endswith(manifest["teacher_text_fnv"])
     for p in PROBLEMS:  # fitted problems: the fast pick is the teacher's
         configs, used = _core.selector_pool(p, "h200", str(a), "fast")
@@ -62,8 +63,11 @@ def test_a_lambdarank_teacher_gets_its_own_clip_unless_one_is_given(tmp_path):
     pfile = problems_file(tmp_path)
     models = teacher(tmp_path, "rank")
     spec_file = models / "gemm_half_h200" / "feature_spec.json"
-    spec_file.write_text(json.dumps(dict(json.loads(spec_file.read_text()), objective="lambdarank")))
     clip = lambda: json.loads((models / "gemm_half_h200" / "fast" / "manifest.json").read_text())["clip"]
+    spec_file.write_text(json.dumps(dict(json.loads(spec_file.read_text()), objective="reg_rel")))
+    run(models, pfile)
+    assert clip() == distill.CLIP == 1  # a regression teacher: targets clipped at 1 (log time ratio)
+    spec_file.write_text(json.dumps(dict(json.loads(spec_file.read_text()), objective="lambdarank")))
     run(models, pfile)
     assert clip() == distill.CLIP_BY_OBJECTIVE["lambdarank"] == 16
     assert distill.main(["--models", str(models), "--problems-file", str(pfile), "--synthetic", "1", "--threads", "1",
