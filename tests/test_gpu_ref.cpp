@@ -59,6 +59,7 @@ std::vector<Problem> representative_problems() {
       "bwd_weight g1 mb2 ic8 ih9 iw9 oc16 kh3 kw3 sh1 sw1 ph1 pw1 f16",
       "bwd_weight g8 mb2 ic8 ih10 iw10 oc8 kh3 kw3 sh2 sw2 ph1 pw1 bf16",
       "bwd_weight g2 mb1 ic4 id4 ih4 iw4 oc4 kd2 kh2 kw2 sd1 sh1 sw1 pd0 ph0 pw0 dd2 dh2 dw2 f32",
+      "bwd_weight g1 mb5 ic3 ih61 iw59 oc5 kh3 kw3 sh2 sw1 ph1 pw0 bf16",  // few outputs, long sum: in runs
   };
   std::vector<Problem> out;
   for (const char* t : texts) out.push_back(parse_problem(t));
@@ -71,7 +72,8 @@ std::vector<KernelSource> all_sources() {
     s.push_back(gpu::fill_source(t));
     for (auto& k : gpu::compare_sources(t)) s.push_back(k);
   }
-  for (const auto& p : representative_problems()) s.push_back(gpu::reference_source(p));
+  for (const auto& p : representative_problems())
+    for (auto& k : gpu::reference_sources(p)) s.push_back(std::move(k));
   // One program per name: identical specializations share a program.
   std::sort(s.begin(), s.end(), [](const KernelSource& a, const KernelSource& b) { return a.name < b.name; });
   s.erase(std::unique(s.begin(), s.end(), [](const KernelSource& a, const KernelSource& b) { return a.name == b.name; }),
@@ -285,6 +287,20 @@ TEST(GpuRefPrograms, SpecializationOnlyInTheName) {
   EXPECT_NE(name("fwd g1 mb1 ic4 ih5 iw5 oc6 kh3 kw3 sh1 sw1 ph1 pw1 f16"),
             name("bwd_data g1 mb1 ic4 ih5 iw5 oc6 kh3 kw3 sh1 sw1 ph1 pw1 f16"));
   EXPECT_NE(gpu::fill_source(DType::e4m3).name, gpu::fill_source(DType::e5m2).name);
+}
+
+// A bwd_weight with few outputs and a long reduction sums its pixels in runs (a second program adds them); others
+// run one program.
+TEST(GpuRefPrograms, LongBwdWeightReductionsAreSummedInRuns) {
+  const auto runs = gpu::reference_sources(parse_problem("bwd_weight g1 mb5 ic3 ih61 iw59 oc5 kh3 kw3 sh2 sw1 ph1 pw0 bf16"));
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_NE(runs[1].name.find("bwd_weight_sum"), std::string::npos) << runs[1].name;
+  for (const char* p : {"bwd_weight g1 mb1 ic512 ih7 iw7 oc512 kh3 kw3 sh1 sw1 ph1 pw1 bf16",  // 2.4M outputs: one run
+                        "fwd g1 mb5 ic3 ih61 iw59 oc5 kh3 kw3 sh2 sw1 ph1 pw0 bf16", "gemm rcr m7 n9 k100000 f16"}) {
+    const auto one = gpu::reference_sources(parse_problem(p));
+    ASSERT_EQ(one.size(), 1u) << p;
+    EXPECT_EQ(one[0].name, gpu::reference_source(parse_problem(p)).name) << p;
+  }
 }
 
 TEST(GpuRefPrograms, CompileSm80) { compile_everything("sm_80"); }

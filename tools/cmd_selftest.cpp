@@ -224,7 +224,8 @@ int selftest_gpu_ref(const SelftestArgs& a) {
     add(gpu::fill_source(t));
     for (auto& k : gpu::compare_sources(t)) add(k);
   }
-  for (const auto& np : problems) add(gpu::reference_source(np.problem));
+  for (const auto& np : problems)
+    for (auto& k : gpu::reference_sources(np.problem)) add(std::move(k));
   jit::compile_all(sources, target);
   std::printf("compiled %zu programs in %.1f s\n", sources.size(), seconds_since(t0));
 

@@ -1,6 +1,7 @@
 // Reference grouped convolution in fp64 (2-D and 3-D), inputs read in their dtypes.
 // One thread per output element (grid-stride); each sums its reduction directly, in the order of
-// the CPU reference (src/ref/conv_ref.cpp), so results match it bit for bit up to the epilogue.
+// the CPU reference (src/ref/conv_ref.cpp), so results match it bit for bit up to the epilogue;
+// bwd_weight splits a long reduction over few outputs into runs (below), which matches it to rounding.
 // Along each axis an output position o and filter tap t read input position
 //   i = o * stride - pad + t * dilation   (zero outside [0, in)).
 // Consecutive threads take consecutive innermost channels, so one operand of each product is a
@@ -97,33 +98,54 @@ template <class Cfg> __device__ void conv_bwd_data_ref(const RefConvParams& p) {
   }
 }
 
-// dw[g, k, z, y, x, c] = sum over b, od, oh, ow (in order) of dy * x
+// dw[g, k, z, y, x, c] = sum over the output pixels (b, od, oh, ow) of dy * x. The pixels go in p.chunks runs of
+// p.chunk_pixels (the last one shorter), each summed in order; with one run a thread sums its output alone, with
+// more (a long reduction over few outputs) thread (run, output) writes its run's sum to p.partials[run][output]
+// and conv_bwd_weight_sum_ref adds the runs in order: the same result for a given problem on every GPU.
 template <class Cfg> __device__ void conv_bwd_weight_ref(const RefConvParams& p) {
   const ConvGeo geo{p};
-  for (i64 idx = blockIdx.x * (i64)Cfg::threads + threadIdx.x; idx < p.total; idx += (i64)gridDim.x * Cfg::threads) {
-    i64 r = idx;
+  const i64 pixels = p.n * p.out[0] * p.out[1] * p.out[2];
+  for (i64 idx = blockIdx.x * (i64)Cfg::threads + threadIdx.x; idx < p.total * p.chunks;
+       idx += (i64)gridDim.x * Cfg::threads) {
+    const i64 out = idx % p.total, run = idx / p.total;
+    i64 r = out;
     const i64 c = r % p.cg; r /= p.cg;
     const i64 tap = r % geo.taps(); r /= geo.taps();
     const i64 ki = r % p.kg;
     const i64 gi = r / p.kg;
     const i64 t0 = tap / (p.filter[1] * p.filter[2]), t1 = (tap / p.filter[2]) % p.filter[1], t2 = tap % p.filter[2];
+    const i64 begin = run * p.chunk_pixels, end = begin + p.chunk_pixels < pixels ? begin + p.chunk_pixels : pixels;
+    i64 q = begin;  // the first pixel's (b, o0, o1, o2), then counted up
+    i64 o2 = q % p.out[2]; q /= p.out[2];
+    i64 o1 = q % p.out[1]; q /= p.out[1];
+    i64 o0 = q % p.out[0];
+    i64 b = q / p.out[0];
     double acc = 0.0;
-    for (i64 b = 0; b < p.n; ++b)
-      for (i64 o0 = 0; o0 < p.out[0]; ++o0) {
-        const i64 i0 = geo.input_at(0, o0, t0);
-        if (i0 < 0) continue;
-        for (i64 o1 = 0; o1 < p.out[1]; ++o1) {
-          const i64 i1 = geo.input_at(1, o1, t1);
-          if (i1 < 0) continue;
-          for (i64 o2 = 0; o2 < p.out[2]; ++o2) {
-            const i64 i2 = geo.input_at(2, o2, t2);
-            if (i2 < 0) continue;
-            const double d = load<Cfg::ty>(p.src1, geo.y_off(geo.y_pixel(b, o0, o1, o2), gi, ki));
-            acc = fma(d, load<Cfg::tx>(p.src0, geo.x_off(geo.x_pixel(b, i0, i1, i2), gi) + c), acc);
-          }
+    for (i64 px = begin; px < end; ++px) {
+      const i64 i0 = geo.input_at(0, o0, t0), i1 = geo.input_at(1, o1, t1), i2 = geo.input_at(2, o2, t2);
+      if (i0 >= 0 && i1 >= 0 && i2 >= 0) {
+        const double d = load<Cfg::ty>(p.src1, geo.y_off(px, gi, ki));  // px = y_pixel(b, o0, o1, o2)
+        acc = fma(d, load<Cfg::tx>(p.src0, geo.x_off(geo.x_pixel(b, i0, i1, i2), gi) + c), acc);
+      }
+      if (++o2 == p.out[2]) {
+        o2 = 0;
+        if (++o1 == p.out[1]) {
+          o1 = 0;
+          if (++o0 == p.out[0]) o0 = 0, ++b;
         }
       }
-    p.dst[idx] = acc;
+    }
+    if (p.chunks == 1) p.dst[out] = acc;
+    else p.partials[idx] = acc;
+  }
+}
+
+// The runs' sums of conv_bwd_weight_ref, added in run order.
+template <class Cfg> __device__ void conv_bwd_weight_sum_ref(const RefConvParams& p) {
+  for (i64 out = blockIdx.x * (i64)Cfg::threads + threadIdx.x; out < p.total; out += (i64)gridDim.x * Cfg::threads) {
+    double acc = 0.0;
+    for (i64 run = 0; run < p.chunks; ++run) acc += p.partials[run * p.total + out];
+    p.dst[out] = acc;
   }
 }
 

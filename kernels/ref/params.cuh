@@ -36,6 +36,8 @@ struct RefConvParams {
   long long n, g, cg, kg;
   long long in[3], out[3], filter[3], stride[3], pad[3], dil[3];
   long long total;   // elements of dst
+  double* partials;  // bwd_weight with chunks > 1: [chunks][total] run sums (conv_ref.cuh)
+  long long chunks, chunk_pixels;  // bwd_weight: its output pixels summed in `chunks` runs of chunk_pixels
 };
 
 // Partial sums of one block of the compare kernel; the final kernel writes the total to
@@ -55,7 +57,7 @@ struct RefCompareParams {
 
 static_assert(sizeof(RefFillParams) == 24, "RefFillParams layout is shared by host and device");
 static_assert(sizeof(RefGemmParams) == 152, "RefGemmParams layout is shared by host and device");
-static_assert(sizeof(RefConvParams) == 216, "RefConvParams layout is shared by host and device");
+static_assert(sizeof(RefConvParams) == 240, "RefConvParams layout is shared by host and device");
 static_assert(sizeof(RefCompareSums) == 48, "RefCompareSums layout is shared by host and device");
 static_assert(sizeof(RefCompareParams) == 40, "RefCompareParams layout is shared by host and device");
 

@@ -17,6 +17,8 @@ constexpr int kThreads = 256;          // every reference kernel
 constexpr int kGemmTile = 64;          // kernels/ref/gemm_ref.cuh
 constexpr unsigned kMaxBlocks = 1u << 20;  // grid-stride beyond this
 constexpr int kCompareBlocks = 1024;   // at most; fixed for a given n (determinism)
+constexpr i64 kReductionThreads = 1 << 20;  // conv bwd_weight: runs x outputs to aim for
+constexpr i64 kMinRunPixels = 256;          // ... with runs of at least this many output pixels
 
 std::string dt(DType t) { return std::string(to_string(t)); }
 int id(DType t) { return static_cast<int>(t); }
@@ -70,7 +72,23 @@ tp::RefConvParams conv_params(const ConvProblem& c, const Operands& ops, void* r
     q.stride[i] = c.stride[i], q.pad[i] = c.pad[i], q.dil[i] = c.dilation[i];
   }
   q.total = static_cast<i64>(output_elems(c));
+  q.chunks = 1;
+  if (c.dir == ConvDir::bwd_weight) {  // a long reduction over few outputs: in runs, for enough threads
+    const i64 pixels = c.n * out[0] * out[1] * out[2];
+    q.chunks = std::clamp<i64>(kReductionThreads / std::max<i64>(q.total, 1), 1,
+                               std::max<i64>(pixels / kMinRunPixels, 1));
+    q.chunk_pixels = (pixels + q.chunks - 1) / q.chunks;
+    q.chunks = std::max<i64>((pixels + q.chunk_pixels - 1) / q.chunk_pixels, 1);  // no empty run
+  }
   return q;
+}
+
+// The bytes of run sums a conv bwd_weight reference needs (0: it sums each output in one run).
+std::size_t partials_bytes(const Problem& p) {
+  const auto* c = std::get_if<ConvProblem>(&p);
+  if (!c || c->dir != ConvDir::bwd_weight) return 0;
+  const auto q = conv_params(*c, Operands{}, nullptr);
+  return q.chunks > 1 ? static_cast<std::size_t>(q.chunks * q.total) * sizeof(double) : 0;
 }
 
 void require_inputs(const Problem& p, const Operands& ops) {
@@ -93,6 +111,29 @@ KernelSource fill_source(DType t) {
                 "ref_fill dtype=" + dt(t));
 }
 
+namespace {
+
+// The conv reference kernel of c's direction, or its `part` ("sum": bwd_weight's sum of its runs).
+KernelSource conv_source(const ConvProblem& c, const std::string& part) {
+  CfgText cfg;
+  const bool fwd = c.dir == ConvDir::fwd;
+  cfg.i("tx", id(c.x)).i("tw", id(c.w)).i("ty", id(c.y)).b("has_bias", fwd && c.epilogue.bias);
+  cfg.i("act", fwd ? static_cast<int>(c.epilogue.act) : 0).i("threads", kThreads);
+  const std::string dir(to_string(c.dir)), suffix = part.empty() ? "" : "_" + part;
+  const std::string spec = "ref_conv_" + dir + suffix + " " + dtypes_text(c.x, c.w, c.y) +
+                           (fwd ? " ep=" + to_string(c.epilogue) : "");
+  return source("tp_ref_conv_" + dir + suffix + "_", "ref/conv_ref.cuh", cfg, "tp::RefConvParams",
+                "tp::refk::conv_" + dir + suffix + "_ref", spec);
+}
+
+}  // namespace
+
+std::vector<KernelSource> reference_sources(const Problem& p) {
+  std::vector<KernelSource> out{reference_source(p)};
+  if (partials_bytes(p)) out.push_back(conv_source(std::get<ConvProblem>(p), "sum"));
+  return out;
+}
+
 KernelSource reference_source(const Problem& p) {
   CfgText cfg;
   if (auto* g = std::get_if<GemmProblem>(&p)) {
@@ -102,14 +143,7 @@ KernelSource reference_source(const Problem& p) {
                              " ep=" + to_string(g->epilogue);
     return source("tp_ref_gemm_", "ref/gemm_ref.cuh", cfg, "tp::RefGemmParams", "tp::refk::gemm_ref", spec);
   }
-  const auto& c = std::get<ConvProblem>(p);
-  const bool fwd = c.dir == ConvDir::fwd;
-  cfg.i("tx", id(c.x)).i("tw", id(c.w)).i("ty", id(c.y)).b("has_bias", fwd && c.epilogue.bias);
-  cfg.i("act", fwd ? static_cast<int>(c.epilogue.act) : 0).i("threads", kThreads);
-  const std::string dir(to_string(c.dir));
-  const std::string spec = "ref_conv_" + dir + " " + dtypes_text(c.x, c.w, c.y) + (fwd ? " ep=" + to_string(c.epilogue) : "");
-  return source("tp_ref_conv_" + dir + "_", "ref/conv_ref.cuh", cfg, "tp::RefConvParams",
-                "tp::refk::conv_" + dir + "_ref", spec);
+  return conv_source(std::get<ConvProblem>(p), "");
 }
 
 std::vector<KernelSource> compare_sources(DType out) {
@@ -137,7 +171,9 @@ void fill_random_normal(void* dst, DType t, std::size_t n, std::uint64_t seed, v
 GpuReference::GpuReference(const Problem& p, const std::string& target) : problem_(p) {
   validate(p);
   KernelPlan plan;
-  plan.kernels = {reference_source(p)};
+  plan.kernels = reference_sources(p);
+  partials_bytes_ = partials_bytes(p);
+  plan.workspace_bytes = partials_bytes_;
   plan.launches = [p](const Operands& ops) {
     if (auto* g = std::get_if<GemmProblem>(&p)) {
       const auto q = gemm_params(*g, ops, ops.d);
@@ -145,8 +181,11 @@ GpuReference::GpuReference(const Problem& p, const std::string& target) : proble
                                                   q.batch * q.tiles_m * q.tiles_n, kMaxBlocks)),
                                            codegen::pack(q))};
     }
-    const auto q = conv_params(std::get<ConvProblem>(p), ops, ops.d);
-    return std::vector<Launch>{launch_of(0, blocks_for(static_cast<std::uint64_t>(q.total)), codegen::pack(q))};
+    auto q = conv_params(std::get<ConvProblem>(p), ops, ops.d);
+    q.partials = static_cast<double*>(ops.workspace);
+    std::vector<Launch> l{launch_of(0, blocks_for(static_cast<std::uint64_t>(q.total * q.chunks)), codegen::pack(q))};
+    if (q.chunks > 1) l.push_back(launch_of(1, blocks_for(static_cast<std::uint64_t>(q.total)), codegen::pack(q)));
+    return l;
   };
   exe_ = std::make_unique<cuda::Executable>(plan, target);
 }
@@ -157,7 +196,11 @@ void GpuReference::compute(const Operands& inputs, void* ref_f64, void* stream) 
   Operands ops = inputs;
   ops.d = ref_f64;
   ops.workspace = nullptr;
+  if (!partials_bytes_) return exe_->run(ops, stream);
+  cuda::DeviceBuffer partials(partials_bytes_);  // freed only once the runs are summed
+  ops.workspace = partials.get();
   exe_->run(ops, stream);
+  cuda::synchronize();
 }
 
 CompareSums compare(DType t, std::size_t n, const void* out, const void* ref_f64, void* stream) {

@@ -4,8 +4,9 @@
 //
 // Semantics and layouts are those of the CPU references (include/tilepick/ref.hpp): the GPU
 // reference reads the inputs in their real dtypes, accumulates in fp64 in the same order as the
-// CPU and writes the exact fp64 result (before rounding to the output dtype). Streams are CUstream
-// passed as void* (null = the legacy default stream).
+// CPU (conv bwd_weight over few outputs: in runs, the same to rounding) and writes the fp64 result
+// (before rounding to the output dtype). Streams are CUstream passed as void* (null = the legacy
+// default stream).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -54,12 +55,14 @@ class GpuReference {
  public:
   GpuReference(const Problem& p, const std::string& target);
   // Writes output_elems(p) doubles to ref_f64 (device). inputs: a, b, c, bias as input_tensors()
-  // lists them (d and workspace are ignored). Asynchronous on `stream`.
+  // lists them (d and workspace are ignored). Asynchronous on `stream`, except a conv bwd_weight whose long
+  // reduction over few outputs is summed in runs (kernels/ref/conv_ref.cuh): it returns once done.
   void compute(const Operands& inputs, void* ref_f64, void* stream = nullptr) const;
   const Problem& problem() const { return problem_; }
 
  private:
   Problem problem_;
+  std::size_t partials_bytes_ = 0;  // device scratch for those run sums
   std::unique_ptr<cuda::Executable> exe_;
 };
 
@@ -103,6 +106,8 @@ KernelSource fill_source(DType t);
 // The reference program of a problem (one per problem specialization: op, direction, dtypes,
 // beta, epilogue; sizes and layouts are runtime).
 KernelSource reference_source(const Problem& p);
+// Every program GpuReference(p) runs: reference_source(p), and for a conv bwd_weight summed in runs their sum.
+std::vector<KernelSource> reference_sources(const Problem& p);
 // compare_partial for the output dtype, then compare_final.
 std::vector<KernelSource> compare_sources(DType out);
 
