@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
 build_cli
 if [ -f build/old_ref.tgz ]; then
-  rm -rf /tmp/old && mkdir -p /tmp/old && cp -r CMakeLists.txt cmake kernels src include tools data scripts .deps /tmp/old/ &&
+  rm -rf /tmp/old && mkdir -p /tmp/old && tar cf - --exclude=./build --exclude=./build-device . | tar xf - -C /tmp/old &&
     tar xzf build/old_ref.tgz -C /tmp/old && (cd /tmp/old && ./scripts/device_build.sh >"$W/build_old.log" 2>&1) &&
     echo "old built after $(( $(date +%s) - START )) s"
 fi
