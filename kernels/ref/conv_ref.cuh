@@ -115,13 +115,13 @@ template <class Cfg> __device__ void conv_bwd_weight_ref(const RefConvParams& p)
     const i64 gi = r / p.kg;
     const i64 t0 = tap / (p.filter[1] * p.filter[2]), t1 = (tap / p.filter[2]) % p.filter[1], t2 = tap % p.filter[2];
     const i64 begin = run * p.chunk_pixels, end = begin + p.chunk_pixels < pixels ? begin + p.chunk_pixels : pixels;
+    i64 q = begin;  // the first pixel's (b, o0, o1, first o2); then row by row
+    i64 first = q % p.out[2]; q /= p.out[2];
+    i64 o1 = q % p.out[1]; q /= p.out[1];
+    i64 o0 = q % p.out[0];
+    i64 b = q / p.out[0];
     double acc = 0.0;
-    for (i64 row = begin; row < end;) {  // the part of one output row (b, o0, o1) in [begin, end), pixels in order
-      i64 q = row;
-      const i64 first = q % p.out[2]; q /= p.out[2];
-      const i64 o1 = q % p.out[1]; q /= p.out[1];
-      const i64 o0 = q % p.out[0];
-      const i64 b = q / p.out[0];
+    for (i64 row = begin; row < end;) {  // the part of output row (b, o0, o1) in [begin, end), pixels in order
       const i64 stop = row - first + p.out[2] < end ? row - first + p.out[2] : end;
       const i64 i0 = geo.input_at(0, o0, t0), i1 = geo.input_at(1, o1, t1);
       if (i0 >= 0 && i1 >= 0)
@@ -131,7 +131,11 @@ template <class Cfg> __device__ void conv_bwd_weight_ref(const RefConvParams& p)
           const double d = load<Cfg::ty>(p.src1, geo.y_off(px, gi, ki));  // px = y_pixel(b, o0, o1, o2)
           acc = fma(d, load<Cfg::tx>(p.src0, geo.x_off(geo.x_pixel(b, i0, i1, i2), gi) + c), acc);
         }
-      row = stop;
+      row = stop, first = 0;
+      if (++o1 == p.out[1]) {
+        o1 = 0;
+        if (++o0 == p.out[0]) o0 = 0, ++b;
+      }
     }
     if (p.chunks == 1) p.dst[out] = acc;
     else p.partials[idx] = acc;
