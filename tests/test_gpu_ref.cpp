@@ -294,6 +294,7 @@ TEST(GpuRefPrograms, SpecializationOnlyInTheName) {
 TEST(GpuRefPrograms, LongBwdWeightReductionsAreSummedInRuns) {
   const auto runs = gpu::reference_sources(parse_problem("bwd_weight g1 mb5 ic3 ih61 iw59 oc5 kh3 kw3 sh2 sw1 ph1 pw0 bf16"));
   ASSERT_EQ(runs.size(), 2u);
+  EXPECT_NE(runs[0].name.find("bwd_weight_runs"), std::string::npos) << runs[0].name;
   EXPECT_NE(runs[1].name.find("bwd_weight_sum"), std::string::npos) << runs[1].name;
   for (const char* p : {"bwd_weight g1 mb1 ic512 ih7 iw7 oc512 kh3 kw3 sh1 sw1 ph1 pw1 bf16",  // 2.4M outputs: one run
                         "fwd g1 mb5 ic3 ih61 iw59 oc5 kh3 kw3 sh2 sw1 ph1 pw0 bf16", "gemm rcr m7 n9 k100000 f16"}) {

@@ -98,11 +98,40 @@ template <class Cfg> __device__ void conv_bwd_data_ref(const RefConvParams& p) {
   }
 }
 
-// dw[g, k, z, y, x, c] = sum over the output pixels (b, od, oh, ow) of dy * x. With p.chunks == 1 a thread sums its
-// output over every pixel in order. A long reduction over few outputs goes in p.chunks runs of p.chunk_pixels (the
-// last one shorter): thread (run, output) writes its run's sum to p.partials[run][output] and
-// conv_bwd_weight_sum_ref adds the runs in order, the same result for a given problem on every GPU.
+// dw[g, k, z, y, x, c] = sum over b, od, oh, ow (in order) of dy * x
 template <class Cfg> __device__ void conv_bwd_weight_ref(const RefConvParams& p) {
+  const ConvGeo geo{p};
+  for (i64 idx = blockIdx.x * (i64)Cfg::threads + threadIdx.x; idx < p.total; idx += (i64)gridDim.x * Cfg::threads) {
+    i64 r = idx;
+    const i64 c = r % p.cg; r /= p.cg;
+    const i64 tap = r % geo.taps(); r /= geo.taps();
+    const i64 ki = r % p.kg;
+    const i64 gi = r / p.kg;
+    const i64 t0 = tap / (p.filter[1] * p.filter[2]), t1 = (tap / p.filter[2]) % p.filter[1], t2 = tap % p.filter[2];
+    double acc = 0.0;
+    for (i64 b = 0; b < p.n; ++b)
+      for (i64 o0 = 0; o0 < p.out[0]; ++o0) {
+        const i64 i0 = geo.input_at(0, o0, t0);
+        if (i0 < 0) continue;
+        for (i64 o1 = 0; o1 < p.out[1]; ++o1) {
+          const i64 i1 = geo.input_at(1, o1, t1);
+          if (i1 < 0) continue;
+          for (i64 o2 = 0; o2 < p.out[2]; ++o2) {
+            const i64 i2 = geo.input_at(2, o2, t2);
+            if (i2 < 0) continue;
+            const double d = load<Cfg::ty>(p.src1, geo.y_off(geo.y_pixel(b, o0, o1, o2), gi, ki));
+            acc = fma(d, load<Cfg::tx>(p.src0, geo.x_off(geo.x_pixel(b, i0, i1, i2), gi) + c), acc);
+          }
+        }
+      }
+    p.dst[idx] = acc;
+  }
+}
+
+// conv_bwd_weight_ref for a long reduction over few outputs: the output pixels go in p.chunks runs of
+// p.chunk_pixels (the last one shorter); thread (run, output) sums its run in order into p.partials[run][output],
+// then conv_bwd_weight_sum_ref adds the runs in order: the same result for a given problem on every GPU.
+template <class Cfg> __device__ void conv_bwd_weight_runs_ref(const RefConvParams& p) {
   const ConvGeo geo{p};
   const i64 pixels = p.n * p.out[0] * p.out[1] * p.out[2];
   for (i64 idx = blockIdx.x * (i64)Cfg::threads + threadIdx.x; idx < p.total * p.chunks;
@@ -114,32 +143,13 @@ template <class Cfg> __device__ void conv_bwd_weight_ref(const RefConvParams& p)
     const i64 ki = r % p.kg;
     const i64 gi = r / p.kg;
     const i64 t0 = tap / (p.filter[1] * p.filter[2]), t1 = (tap / p.filter[2]) % p.filter[1], t2 = tap % p.filter[2];
-    double acc = 0.0;
-    if (p.chunks == 1) {  // every pixel: whole planes and rows outside the image skipped
-      for (i64 b = 0; b < p.n; ++b)
-        for (i64 o0 = 0; o0 < p.out[0]; ++o0) {
-          const i64 i0 = geo.input_at(0, o0, t0);
-          if (i0 < 0) continue;
-          for (i64 o1 = 0; o1 < p.out[1]; ++o1) {
-            const i64 i1 = geo.input_at(1, o1, t1);
-            if (i1 < 0) continue;
-            for (i64 o2 = 0; o2 < p.out[2]; ++o2) {
-              const i64 i2 = geo.input_at(2, o2, t2);
-              if (i2 < 0) continue;
-              const double d = load<Cfg::ty>(p.src1, geo.y_off(geo.y_pixel(b, o0, o1, o2), gi, ki));
-              acc = fma(d, load<Cfg::tx>(p.src0, geo.x_off(geo.x_pixel(b, i0, i1, i2), gi) + c), acc);
-            }
-          }
-        }
-      p.dst[out] = acc;
-      continue;
-    }
     const i64 begin = run * p.chunk_pixels, end = begin + p.chunk_pixels < pixels ? begin + p.chunk_pixels : pixels;
     i64 q = begin;  // the first pixel's (b, o0, o1, first o2); then row by row
     i64 first = q % p.out[2]; q /= p.out[2];
     i64 o1 = q % p.out[1]; q /= p.out[1];
     i64 o0 = q % p.out[0];
     i64 b = q / p.out[0];
+    double acc = 0.0;
     for (i64 row = begin; row < end;) {  // the part of output row (b, o0, o1) in [begin, end), pixels in order
       const i64 stop = row - first + p.out[2] < end ? row - first + p.out[2] : end;
       const i64 i0 = geo.input_at(0, o0, t0), i1 = geo.input_at(1, o1, t1);
@@ -160,7 +170,7 @@ template <class Cfg> __device__ void conv_bwd_weight_ref(const RefConvParams& p)
   }
 }
 
-// The runs' sums of conv_bwd_weight_ref, added in run order.
+// The runs' sums of conv_bwd_weight_runs_ref, added in run order.
 template <class Cfg> __device__ void conv_bwd_weight_sum_ref(const RefConvParams& p) {
   for (i64 out = blockIdx.x * (i64)Cfg::threads + threadIdx.x; out < p.total; out += (i64)gridDim.x * Cfg::threads) {
     double acc = 0.0;

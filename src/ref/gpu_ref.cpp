@@ -113,7 +113,7 @@ KernelSource fill_source(DType t) {
 
 namespace {
 
-// The conv reference kernel of c's direction, or its `part` ("sum": bwd_weight's sum of its runs).
+// The conv reference kernel of c's direction, or its `part` (bwd_weight in runs: "runs", then "sum").
 KernelSource conv_source(const ConvProblem& c, const std::string& part) {
   CfgText cfg;
   const bool fwd = c.dir == ConvDir::fwd;
@@ -129,9 +129,9 @@ KernelSource conv_source(const ConvProblem& c, const std::string& part) {
 }  // namespace
 
 std::vector<KernelSource> reference_sources(const Problem& p) {
-  std::vector<KernelSource> out{reference_source(p)};
-  if (partials_bytes(p)) out.push_back(conv_source(std::get<ConvProblem>(p), "sum"));
-  return out;
+  if (!partials_bytes(p)) return {reference_source(p)};
+  const auto& c = std::get<ConvProblem>(p);
+  return {conv_source(c, "runs"), conv_source(c, "sum")};
 }
 
 KernelSource reference_source(const Problem& p) {

@@ -106,7 +106,8 @@ KernelSource fill_source(DType t);
 // The reference program of a problem (one per problem specialization: op, direction, dtypes,
 // beta, epilogue; sizes and layouts are runtime).
 KernelSource reference_source(const Problem& p);
-// Every program GpuReference(p) runs: reference_source(p), and for a conv bwd_weight summed in runs their sum.
+// Every program GpuReference(p) runs: reference_source(p), or for a conv bwd_weight summed in runs the runs' kernel
+// and their sum.
 std::vector<KernelSource> reference_sources(const Problem& p);
 // compare_partial for the output dtype, then compare_final.
 std::vector<KernelSource> compare_sources(DType out);
