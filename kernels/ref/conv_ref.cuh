@@ -98,16 +98,24 @@ template <class Cfg> __device__ void conv_bwd_data_ref(const RefConvParams& p) {
   }
 }
 
+// Output `out` of bwd_weight, dw[g][k][z][y][x][c]: its group, filter, tap (z, y, x) and channel.
+struct WeightIndex {
+  i64 c, ki, gi, t0, t1, t2;
+  __device__ WeightIndex(const RefConvParams& p, const ConvGeo& geo, i64 out) {
+    c = out % p.cg, out /= p.cg;
+    const i64 tap = out % geo.taps();
+    out /= geo.taps();
+    ki = out % p.kg, gi = out / p.kg;
+    t0 = tap / (p.filter[1] * p.filter[2]), t1 = (tap / p.filter[2]) % p.filter[1], t2 = tap % p.filter[2];
+  }
+};
+
 // dw[g, k, z, y, x, c] = sum over b, od, oh, ow (in order) of dy * x
 template <class Cfg> __device__ void conv_bwd_weight_ref(const RefConvParams& p) {
   const ConvGeo geo{p};
   for (i64 idx = blockIdx.x * (i64)Cfg::threads + threadIdx.x; idx < p.total; idx += (i64)gridDim.x * Cfg::threads) {
-    i64 r = idx;
-    const i64 c = r % p.cg; r /= p.cg;
-    const i64 tap = r % geo.taps(); r /= geo.taps();
-    const i64 ki = r % p.kg;
-    const i64 gi = r / p.kg;
-    const i64 t0 = tap / (p.filter[1] * p.filter[2]), t1 = (tap / p.filter[2]) % p.filter[1], t2 = tap % p.filter[2];
+    const WeightIndex w(p, geo, idx);
+    const i64 c = w.c, ki = w.ki, gi = w.gi, t0 = w.t0, t1 = w.t1, t2 = w.t2;
     double acc = 0.0;
     for (i64 b = 0; b < p.n; ++b)
       for (i64 o0 = 0; o0 < p.out[0]; ++o0) {
@@ -137,12 +145,8 @@ template <class Cfg> __device__ void conv_bwd_weight_runs_ref(const RefConvParam
   for (i64 idx = blockIdx.x * (i64)Cfg::threads + threadIdx.x; idx < p.total * p.chunks;
        idx += (i64)gridDim.x * Cfg::threads) {
     const i64 out = idx % p.total, run = idx / p.total;
-    i64 r = out;
-    const i64 c = r % p.cg; r /= p.cg;
-    const i64 tap = r % geo.taps(); r /= geo.taps();
-    const i64 ki = r % p.kg;
-    const i64 gi = r / p.kg;
-    const i64 t0 = tap / (p.filter[1] * p.filter[2]), t1 = (tap / p.filter[2]) % p.filter[1], t2 = tap % p.filter[2];
+    const WeightIndex w(p, geo, out);
+    const i64 c = w.c, ki = w.ki, gi = w.gi, t0 = w.t0, t1 = w.t1, t2 = w.t2;
     const i64 begin = run * p.chunk_pixels, end = begin + p.chunk_pixels < pixels ? begin + p.chunk_pixels : pixels;
     i64 q = begin;  // the first pixel's (b, o0, o1, first o2); then row by row
     i64 first = q % p.out[2]; q /= p.out[2];
