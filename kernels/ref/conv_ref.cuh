@@ -136,18 +136,18 @@ template <class Cfg> __device__ void conv_bwd_weight_ref(const RefConvParams& p)
   }
 }
 
-// conv_bwd_weight_ref for a long reduction over few outputs: the output pixels go in p.chunks runs of
-// p.chunk_pixels (the last one shorter); thread (run, output) sums its run in order into p.partials[run][output],
+// conv_bwd_weight_ref for a long reduction over few outputs: the output pixels go in p.runs runs of
+// p.run_pixels (the last one shorter); thread (run, output) sums its run in order into p.partials[run][output],
 // then conv_bwd_weight_sum_ref adds the runs in order: the same result for a given problem on every GPU.
 template <class Cfg> __device__ void conv_bwd_weight_runs_ref(const RefConvParams& p) {
   const ConvGeo geo{p};
   const i64 pixels = p.n * p.out[0] * p.out[1] * p.out[2];
-  for (i64 idx = blockIdx.x * (i64)Cfg::threads + threadIdx.x; idx < p.total * p.chunks;
+  for (i64 idx = blockIdx.x * (i64)Cfg::threads + threadIdx.x; idx < p.total * p.runs;
        idx += (i64)gridDim.x * Cfg::threads) {
     const i64 out = idx % p.total, run = idx / p.total;
     const WeightIndex w(p, geo, out);
     const i64 c = w.c, ki = w.ki, gi = w.gi, t0 = w.t0, t1 = w.t1, t2 = w.t2;
-    const i64 begin = run * p.chunk_pixels, end = begin + p.chunk_pixels < pixels ? begin + p.chunk_pixels : pixels;
+    const i64 begin = run * p.run_pixels, end = begin + p.run_pixels < pixels ? begin + p.run_pixels : pixels;
     i64 q = begin;  // the first pixel's (b, o0, o1, first o2); then row by row
     i64 first = q % p.out[2]; q /= p.out[2];
     i64 o1 = q % p.out[1]; q /= p.out[1];
@@ -178,7 +178,7 @@ template <class Cfg> __device__ void conv_bwd_weight_runs_ref(const RefConvParam
 template <class Cfg> __device__ void conv_bwd_weight_sum_ref(const RefConvParams& p) {
   for (i64 out = blockIdx.x * (i64)Cfg::threads + threadIdx.x; out < p.total; out += (i64)gridDim.x * Cfg::threads) {
     double acc = 0.0;
-    for (i64 run = 0; run < p.chunks; ++run) acc += p.partials[run * p.total + out];
+    for (i64 run = 0; run < p.runs; ++run) acc += p.partials[run * p.total + out];
     p.dst[out] = acc;
   }
 }

@@ -36,8 +36,8 @@ struct RefConvParams {
   long long n, g, cg, kg;
   long long in[3], out[3], filter[3], stride[3], pad[3], dil[3];
   long long total;   // elements of dst
-  double* partials;  // bwd_weight with chunks > 1: [chunks][total] run sums (conv_ref.cuh)
-  long long chunks, chunk_pixels;  // bwd_weight: its output pixels summed in `chunks` runs of chunk_pixels
+  double* partials;  // bwd_weight with runs > 1: [runs][total] run sums (conv_ref.cuh)
+  long long runs, run_pixels;  // bwd_weight: its output pixels summed in `runs` runs of run_pixels
 };
 
 // Partial sums of one block of the compare kernel; the final kernel writes the total to

@@ -72,13 +72,13 @@ tp::RefConvParams conv_params(const ConvProblem& c, const Operands& ops, void* r
     q.stride[i] = c.stride[i], q.pad[i] = c.pad[i], q.dil[i] = c.dilation[i];
   }
   q.total = static_cast<i64>(output_elems(c));
-  q.chunks = 1;
+  q.runs = 1;
   if (c.dir == ConvDir::bwd_weight) {  // a long reduction over few outputs: in runs, for enough threads
     const i64 pixels = c.n * out[0] * out[1] * out[2];
-    q.chunks = std::clamp<i64>(kReductionThreads / std::max<i64>(q.total, 1), 1,
+    q.runs = std::clamp<i64>(kReductionThreads / std::max<i64>(q.total, 1), 1,
                                std::max<i64>(pixels / kMinRunPixels, 1));
-    q.chunk_pixels = (pixels + q.chunks - 1) / q.chunks;
-    q.chunks = std::max<i64>((pixels + q.chunk_pixels - 1) / q.chunk_pixels, 1);  // no empty run
+    q.run_pixels = (pixels + q.runs - 1) / q.runs;
+    q.runs = std::max<i64>((pixels + q.run_pixels - 1) / q.run_pixels, 1);  // no empty run
   }
   return q;
 }
@@ -88,7 +88,7 @@ std::size_t partials_bytes(const Problem& p) {
   const auto* c = std::get_if<ConvProblem>(&p);
   if (!c || c->dir != ConvDir::bwd_weight) return 0;
   const auto q = conv_params(*c, Operands{}, nullptr);
-  return q.chunks > 1 ? static_cast<std::size_t>(q.chunks * q.total) * sizeof(double) : 0;
+  return q.runs > 1 ? static_cast<std::size_t>(q.runs * q.total) * sizeof(double) : 0;
 }
 
 void require_inputs(const Problem& p, const Operands& ops) {
@@ -183,8 +183,8 @@ GpuReference::GpuReference(const Problem& p, const std::string& target) : proble
     }
     auto q = conv_params(std::get<ConvProblem>(p), ops, ops.d);
     q.partials = static_cast<double*>(ops.workspace);
-    std::vector<Launch> l{launch_of(0, blocks_for(static_cast<std::uint64_t>(q.total * q.chunks)), codegen::pack(q))};
-    if (q.chunks > 1) l.push_back(launch_of(1, blocks_for(static_cast<std::uint64_t>(q.total)), codegen::pack(q)));
+    std::vector<Launch> l{launch_of(0, blocks_for(static_cast<std::uint64_t>(q.total * q.runs)), codegen::pack(q))};
+    if (q.runs > 1) l.push_back(launch_of(1, blocks_for(static_cast<std::uint64_t>(q.total)), codegen::pack(q)));
     return l;
   };
   exe_ = std::make_unique<cuda::Executable>(plan, target);
