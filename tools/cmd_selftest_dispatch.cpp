@@ -106,7 +106,7 @@ void strategies(Dispatcher& d, int dev) {
           detail += "; " + std::to_string(c.size()) + " timed, best " + std::to_string(c.front().time_us) + " us";
           if (strategy == Strategy::automatic) {  // under a vendor_first model: the vendor's algorithms alone
             const auto s = Selector::default_selector().select(p, find_arch(default_arch_specs(), plan->info().arch), 1);
-            if (s.vendor_first && !s.vendor_chosen) {
+            if (auto_times_vendor_alone(VendorMode::automatic, s)) {
               for (const auto& x : c) fine = fine && x.vendor;
               detail += "; vendor_first: vendor alone";
             }

@@ -65,6 +65,10 @@ bool heuristic_runs_vendor(VendorMode mode, const Selection& sel);
 // runs it, and runs `sel`'s top kernel where it fails: vendor auto sent there by the model's vendor choice, with
 // TILEPICK_VENDOR_CHECK on (docs/dispatch.md).
 bool heuristic_checks_vendor(VendorMode mode, const Selection& sel);
+// Whether auto's timed plan times the vendor's algorithms alone (ours only where none passes): vendor auto under a
+// vendor_first model (the flag, not a per-problem vendor choice). On its held-out records cuBLASLt's best beat our
+// fastest on every long GEMM, and compiling ours is most of such a plan (docs/dispatch.md).
+bool auto_times_vendor_alone(VendorMode mode, const Selection& sel);
 // The auto strategy's rule: a plan is timed (as top_k) where the analytic estimate of the model's first choice,
 // estimated_time_us(p, first, arch), is at least limit_us. The estimate goes to *estimate_us (NaN: none, untimed).
 bool auto_times(const Problem& p, const KernelConfig& first, const ArchSpec& arch, double limit_us, double* estimate_us);

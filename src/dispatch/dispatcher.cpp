@@ -343,7 +343,7 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
                     timed ? ">=" : "<", limit,
                     !timed   ? "not timed"
                     : online ? "timed as top_k"
-                    : sel.vendor_first && !sel.vendor_chosen && mode == VendorMode::automatic
+                    : auto_times_vendor_alone(mode, sel)
                         ? "timed on a GPU, the vendor's algorithms alone (vendor_first), not offline"
                         : "timed as top_k on a GPU, not offline");
       auto_note = text;
@@ -408,10 +408,7 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
       for (const auto& c : info.candidates) configs.push_back(c.kernel);
       const bool with_vendor = vendor_ok && vendor_can(p);
       std::vector<Candidate> timed;
-      // auto under a vendor_first model (the flag, not a per-problem vendor choice) times the vendor's algorithms
-      // alone: on its held-out records cuBLASLt's best beat our fastest on every long GEMM, and compiling ours is
-      // most of such a plan (docs/dispatch.md). Ours are timed too only where none of the vendor's passed.
-      if (automatic && with_vendor && sel.vendor_first && !sel.vendor_chosen) {
+      if (automatic && with_vendor && auto_times_vendor_alone(mode, sel)) {
         timed = timed_fastest_first(p, t, {}, true, false, info);
         if (!timed.empty() && timed.front().time_us >= 0)
           auto_note += " (vendor_first: the vendor's algorithms timed alone)";

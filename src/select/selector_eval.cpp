@@ -222,6 +222,7 @@ void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRo
   e.own_vendor_first = own.vendor_first;
   e.own_vendor_chosen = own.vendor_chosen;
   e.dispatch_vendor = heuristic_runs_vendor(VendorMode::automatic, own);
+  e.auto_vendor_alone = auto_times_vendor_alone(VendorMode::automatic, own);
   e.dispatch_checks_vendor = heuristic_checks_vendor(VendorMode::automatic, own);
 }
 
@@ -247,8 +248,7 @@ void dispatch_choice(ProblemEval& e) {
     e.auto_us = e.dispatch_us;
     return;
   }
-  // a vendor_first model's timed plan times the vendor's algorithms alone, ours only where none of them passed
-  if (e.own_vendor_first && !e.own_vendor_chosen && !std::isnan(e.vendor_best_us)) {
+  if (e.auto_vendor_alone && !std::isnan(e.vendor_best_us)) {  // ours only where none of the vendor's passed
     e.auto_us = e.vendor_best_us;
     return;
   }

@@ -75,6 +75,7 @@ struct ProblemEval {
   bool own_vendor_first = false;     // Selection::vendor_first of the whole-pool choice
   bool own_vendor_chosen = false;    // Selection::vendor_chosen: by the model's per-problem vendor choice
   bool dispatch_vendor = false;      // heuristic + vendor auto runs the vendor's heuristic kernel
+  bool auto_vendor_alone = false;    // auto's timed plan times the vendor's algorithms alone (auto_times_vendor_alone)
   bool dispatch_checks_vendor = false;  // ... after checking it (heuristic_checks_vendor)
   double best_known_us = kNaN;       // min(oracle_us, vendor_best_us): the fastest measured, ours or the vendor's
   // Defined where own_first_measured and a vendor heuristic row (ok or failed) is present; dispatch_us:
