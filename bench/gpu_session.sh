@@ -4,7 +4,8 @@
 #   setup_training
 START=$(date +%s)
 left() { echo $(( ${BUDGET_S:-560} - ($(date +%s) - START) )); }
-W="$OUT/w"; mkdir -p "$W"
+# $OUT should start empty, but lent machines have held other calls' files there: W starts empty regardless.
+W="$OUT/w"; rm -rf "$W"; mkdir -p "$W"
 finish() { tar czf "$OUT/results.tgz" -C "$W" . ; rm -rf "$W"; }
 trap finish EXIT
 # Builds the CLI, the Python module, the C library and the examples; exports the JIT cache and PYTHONPATH, sets T

@@ -56,6 +56,9 @@ PATIENCE = {"gemm": 300, "conv": 60}
 PATIENCE_OVERRIDE: int | None = None  # --patience: one value for every op trained
 NEAR_EFF = 0.8  # rows at least this efficient (oracle / time) get NEAR_WEIGHT
 PARAM_OVERRIDES: dict = {}  # --param KEY=VALUE: LightGBM settings over PARAMS, for every op trained
+# lambdarank's inner-split metric: NDCG at these cutoffs, early stopping when any stalls (--rank-stop-at K: only @K)
+RANK_EVAL_AT = DEFAULT_RANK_EVAL_AT = (1, 5)
+FIXED_ROUNDS: int | None = None  # --rounds N: every booster (CV and final) fits N rounds, no early stopping
 
 
 def dtype_family(problem: str) -> str:
@@ -132,7 +135,7 @@ def params_for(objective: str, seed: int, op: str = "gemm") -> dict:
     base = dict(PARAMS["gemm" if op == "gemm" else "conv"], **PARAM_OVERRIDES, seed=seed, deterministic=True,
                 force_row_wise=True, num_threads=THREADS, verbose=-1)
     if objective == "lambdarank":
-        base.update(objective="lambdarank", metric="ndcg", eval_at=[1, 5], lambdarank_truncation_level=40,
+        base.update(objective="lambdarank", metric="ndcg", eval_at=list(RANK_EVAL_AT), lambdarank_truncation_level=40,
                     label_gain=[float(i) for i in range(31)])
     else:
         base.update(objective="regression", metric="l2")
@@ -176,6 +179,7 @@ def fit(X, df, objective, seed, rounds=None, init_model=None):
     import lightgbm as lgb
 
     params = params_for(objective, seed, df["op"].iloc[0])
+    rounds = rounds if rounds is not None else FIXED_ROUNDS
     if rounds is not None:
         return lgb.train(params, dataset(X, df, objective, lgb), num_boost_round=rounds, init_model=init_model)
     groups = df["group"].unique()
@@ -227,7 +231,8 @@ _CV_DATA: tuple | None = None
 
 
 # The settings main() sets from its options: a spawned CV worker starts from the module's defaults.
-_SETTINGS = ("THREADS", "TARGET_CLIP", "NEAR_WEIGHT", "PARAM_OVERRIDES", "PATIENCE_OVERRIDE")
+_SETTINGS = ("THREADS", "TARGET_CLIP", "NEAR_WEIGHT", "PARAM_OVERRIDES", "PATIENCE_OVERRIDE", "RANK_EVAL_AT",
+             "FIXED_ROUNDS")
 
 
 def _cv_init(x_path: str, df_path: str, settings: dict) -> None:
@@ -414,7 +419,7 @@ def train_group(names, df, X, args, header, out_dir, val=None):
         init = str(out_dir / f".warm_start_{names[0]}.txt")
         out_dir.mkdir(parents=True, exist_ok=True)
         Path(init).write_text(read_model_text(Path(args.warm_start) / names[0]))
-    rounds = max(20, int(best_iter[best] * 1.1))
+    rounds = FIXED_ROUNDS or max(20, int(best_iter[best] * 1.1))
     text = merge_models([fit(X, df, best, args.seed + b, rounds=rounds, init_model=init).model_to_string()
                          for b in range(bag)])
     if score_sign(best) < 0:
@@ -445,7 +450,7 @@ def train_group(names, df, X, args, header, out_dir, val=None):
             "objective": best, "rounds": rounds, "bag": bag, "trees": text.count("\nTree="),
             "params": params_for(best, args.seed, op), "cv": {o: cv[o][op] for o in args.objectives},
             "target_clip": TARGET_CLIP, "near_weight": NEAR_WEIGHT, "problem_fraction": args.problem_fraction,
-            "patience": patience_for(op), "device": header.get("devices", [{}])[0].get("name", ""), "commit": git_commit(),
+            "patience": patience_for(op), "fixed_rounds": FIXED_ROUNDS, "device": header.get("devices", [{}])[0].get("name", ""), "commit": git_commit(),
             "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "warm_start": init is not None,
         }
@@ -477,6 +482,7 @@ def record_comparison(names, ops, cv, rounds, best, bag, args, out_dir: Path) ->
         manifest["cv_compared"] = {
             "objectives": list(args.objectives), "best": best, "model_objective": manifest.get("objective"),
             "folds": FOLDS, "bag": bag, "seed": args.seed, "patience": patience_for(op), "rounds": rounds,
+            "fixed_rounds": FIXED_ROUNDS, "rank_eval_at": list(RANK_EVAL_AT),
             "param_overrides": PARAM_OVERRIDES, "jobs": args.jobs, "threads": THREADS, "commit": git_commit(),
             "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
         if best != manifest.get("objective"):
@@ -608,7 +614,7 @@ def parse_param(text: str) -> tuple[str, float | int]:
 
 
 def main(argv=None) -> int:
-    global THREADS, TARGET_CLIP, NEAR_WEIGHT, PARAM_OVERRIDES, PATIENCE_OVERRIDE
+    global THREADS, TARGET_CLIP, NEAR_WEIGHT, PARAM_OVERRIDES, PATIENCE_OVERRIDE, RANK_EVAL_AT, FIXED_ROUNDS
     ap = argparse.ArgumentParser(prog="python -m tilepick.train", description=__doc__.split("\n")[0])
     ap.add_argument("records", nargs="*", help="training record files (.csv.gz)")
     ap.add_argument("--remeasured", nargs="*", default=[],
@@ -648,6 +654,11 @@ def main(argv=None) -> int:
                     help=f"reg_rel: weight of rows within {NEAR_EFF} efficiency of the problem's best")
     ap.add_argument("--patience", type=int, help="early stopping's patience in rounds for every op; default PATIENCE "
                                                   f"({PATIENCE})")
+    ap.add_argument("--rank-stop-at", type=int, metavar="K",
+                    help="lambdarank: early stopping watches the inner split's NDCG@K only (default: NDCG@1 and @5, "
+                         "stopping when either stalls)")
+    ap.add_argument("--rounds", type=int, metavar="N",
+                    help="every booster (cross-validation and final) fits N rounds, without early stopping")
     ap.add_argument("--param", type=parse_param, action="append", default=[], metavar="KEY=VALUE",
                     help="LightGBM setting over the per-op PARAMS (e.g. num_leaves=63), for hyperparameter studies")
     args = ap.parse_args(argv)
@@ -659,6 +670,11 @@ def main(argv=None) -> int:
     if args.patience is not None and args.patience < 1:
         ap.error(f"--patience must be at least 1, not {args.patience}")
     PATIENCE_OVERRIDE = args.patience
+    for flag, value in (("--rank-stop-at", args.rank_stop_at), ("--rounds", args.rounds)):
+        if value is not None and value < 1:
+            ap.error(f"{flag} must be at least 1, not {value}")
+    RANK_EVAL_AT = (args.rank_stop_at,) if args.rank_stop_at else DEFAULT_RANK_EVAL_AT
+    FIXED_ROUNDS = args.rounds
     if args.stamp_eval:
         stamp_eval(Path(args.out), args.stamp_eval)
         return 0

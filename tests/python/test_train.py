@@ -352,6 +352,30 @@ def test_early_stopping_uses_the_ops_patience(monkeypatch):
         train.main(["r.csv.gz", "--patience", "0"])
 
 
+def test_rank_stop_metric_and_fixed_rounds(monkeypatch):
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(9)
+    n = 600
+    X = rng.normal(size=(n, len(_core.feature_names())))
+    eff = rng.uniform(0.3, 1.0, size=n)
+    df = pd.DataFrame({"op": "gemm", "problem": [f"p{i // 20}" for i in range(n)], "group": [f"g{i // 40}" for i in range(n)],
+                       "y_rel": -np.log(eff), "y_tflops": 0.0, "y_rank": np.floor(30 * eff ** 4).astype(int), "eff": eff})
+    monkeypatch.setattr(train, "PATIENCE_OVERRIDE", 5)
+    # the default watches NDCG@1 and @5 of the inner split; --rank-stop-at 5 watches @5 alone
+    assert set(train.fit(X, df, "lambdarank", seed=3).best_score["valid_0"]) == {"ndcg@1", "ndcg@5"}
+    monkeypatch.setattr(train, "RANK_EVAL_AT", (5,))
+    assert train.params_for("lambdarank", 3)["eval_at"] == [5]
+    assert set(train.fit(X, df, "lambdarank", seed=3).best_score["valid_0"]) == {"ndcg@5"}
+    # fixed rounds: no inner split, no early stopping, exactly that many trees
+    monkeypatch.setattr(train, "FIXED_ROUNDS", 17)
+    monkeypatch.setattr(lgb, "early_stopping", lambda *a, **kw: pytest.fail("early stopping with fixed rounds"))
+    for objective in ("lambdarank", "reg_rel"):
+        assert train.fit(X, df, objective, seed=3).num_trees() == 17
+    for flag in ("--rounds", "--rank-stop-at"):
+        with pytest.raises(SystemExit):
+            train.main(["r.csv.gz", flag, "0"])
+
+
 def test_every_shipped_model_kept_the_best_of_three_objectives_compared_on_the_same_folds():
     """The shipped manifests hold each objective's grouped-CV numbers (tilepick.train --compare-only with the model's
     own data and recipe) and the model's objective is the one the trainer's rule keeps (mean, then P10)."""
