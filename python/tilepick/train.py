@@ -450,7 +450,8 @@ def train_group(names, df, X, args, header, out_dir, val=None):
             "objective": best, "rounds": rounds, "bag": bag, "trees": text.count("\nTree="),
             "params": params_for(best, args.seed, op), "cv": {o: cv[o][op] for o in args.objectives},
             "target_clip": TARGET_CLIP, "near_weight": NEAR_WEIGHT, "problem_fraction": args.problem_fraction,
-            "patience": patience_for(op), "fixed_rounds": FIXED_ROUNDS, "device": header.get("devices", [{}])[0].get("name", ""), "commit": git_commit(),
+            "patience": patience_for(op), "fixed_rounds": FIXED_ROUNDS,
+            "device": header.get("devices", [{}])[0].get("name", ""), "commit": git_commit(),
             "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "warm_start": init is not None,
         }
