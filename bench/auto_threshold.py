@@ -18,7 +18,7 @@ def main() -> None:
     ap.add_argument("eval_args", nargs=argparse.REMAINDER, help="after --: the tilepick eval arguments")
     a = ap.parse_args()
     args = [x for x in a.eval_args if x != "--"]
-    rows = []
+    header = False
     for t in a.thresholds:
         with tempfile.TemporaryDirectory() as out:
             env = dict(os.environ, TILEPICK_AUTO_TIME_US="off" if t == float("inf") else f"{t:g}")
@@ -27,14 +27,14 @@ def main() -> None:
             groups = {g["name"]: g for g in json.load(open(os.path.join(out, "eval.json")))["groups"]}
         ops = sorted(n for n, g in groups.items() if " " not in n and n != "all" and not n.startswith("source=")
                      and g["auto"]["count"])
-        if not rows:
+        if not header:
+            header = True
             print("T (us) | " + " | ".join(f"{op}: mean p10 min tw timed" for op in ops))
         cells = []
         for op in ops:
             s = groups[op]["auto"]
             cells.append(" ".join(f"{100 * s[k]:5.1f}" for k in ("mean", "p10", "min", "time_weighted"))
                          + f" {100 * groups[op]['auto_timed_share']:4.0f}%")
-        rows.append(t)
         print(f"{t:6g} | " + " | ".join(cells), flush=True)
 
 

@@ -404,8 +404,6 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
       break;
     case Strategy::top_k:
     case Strategy::exhaustive: {
-      std::vector<std::string> configs;
-      for (const auto& c : info.candidates) configs.push_back(c.kernel);
       const bool with_vendor = vendor_ok && vendor_can(p);
       std::vector<Candidate> timed;
       if (automatic && with_vendor && auto_times_vendor_alone(mode, sel)) {
@@ -415,7 +413,12 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
         else
           timed.clear();
       }
-      info.candidates = timed.empty() ? fastest_first(p, t, configs, with_vendor, false, info) : std::move(timed);
+      if (timed.empty()) {  // ours too: the shortlist (top_k) or every legal config (exhaustive)
+        std::vector<std::string> configs;
+        for (const auto& c : info.candidates) configs.push_back(c.kernel);
+        timed = fastest_first(p, t, configs, with_vendor, false, info);
+      }
+      info.candidates = std::move(timed);
       kernel = info.candidates.front().kernel, vendor = info.candidates.front().vendor;
       break;
     }

@@ -58,11 +58,11 @@ bool heuristic_runs_vendor(VendorMode mode, const Selection& sel) {
          (mode == VendorMode::automatic && (sel.top.empty() || !sel.from_model || sel.vendor_first));
 }
 
-// cuBLASLt's heuristic kernel under a vendor_first model never failed in 3,345 records: only the vendor choice.
 bool auto_times_vendor_alone(VendorMode mode, const Selection& sel) {
   return mode == VendorMode::automatic && sel.vendor_first && !sel.vendor_chosen;
 }
 
+// cuBLASLt's heuristic kernel under a vendor_first model never failed in 3,345 records: only the vendor choice.
 bool heuristic_checks_vendor(VendorMode mode, const Selection& sel) {
   return mode == VendorMode::automatic && sel.vendor_chosen && !sel.top.empty() && env::vendor_check();
 }
