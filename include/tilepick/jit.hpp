@@ -75,6 +75,8 @@ void init_device(int ordinal);  // retains the primary context and makes it curr
 std::string target_for_current_device();  // "sm_80", "sm_86", "sm_89", "sm_90a"
 // The ordinal of the device whose context is current on this thread, or -1 when none is.
 int current_device();
+// Multiprocessors of the current device (cached per device; persistent grids size themselves by it).
+int current_sm_count();
 
 // Where a pointer lives, from cuPointerGetAttribute: device memory (or managed) and its ordinal.
 struct PointerInfo {

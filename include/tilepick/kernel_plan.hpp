@@ -37,6 +37,7 @@ struct Launch {
   int kernel = 0;                        // index into KernelPlan::kernels
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
+  unsigned cluster[3] = {1, 1, 1};       // thread-block cluster (sm90); {1, 1, 1} = none
   unsigned smem_bytes = 0;               // dynamic shared memory
   std::vector<unsigned char> params;     // the kernel's single by-value parameter struct
   // Bytes of the workspace to zero before this launch (serial split-K counters); 0 = none.

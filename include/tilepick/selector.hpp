@@ -13,6 +13,8 @@
 //                                               selects for where no model of their own exists, each
 //                                               validated by measurements on that device (manifest
 //                                               "serves_eval"),
+//                                               optional "spaces": the config spaces the model was
+//                                               trained over (its pool; default: every space of op),
 //                                               optional "vendor_first": true (ModelSpec::vendor_first),
 //                                               optional "vendor_choice": {"model_file": a LightGBM text
 //                                               model relative to the folder (the conv directions may
@@ -27,7 +29,9 @@
 //                                               model.txt, feature_spec.json (+ "teacher_version",
 //                                               "rescore_top"), candidates.txt, manifest.json
 // op is op_name() (gemm, conv_fwd, conv_bwd_data, conv_bwd_weight), dtype_family is dtype_family()
-// below, arch the arch spec name (ArchSpec::name, e.g. "h200"); space_hash is config_space_hash(op).
+// below, arch the arch spec name (ArchSpec::name, e.g. "h200"); space_hash is config_space_hash(op)
+// over the model's spaces (a space added later, such as a new kernel family, leaves it valid and
+// outside its pool until it is retrained).
 // A folder whose schema hash, feature names or space hash differ from this build is refused; its
 // problems go to the fallback (heuristic_score) with one warning per (op, reason) per process.
 #pragma once
@@ -63,6 +67,9 @@ std::string dtype_family(const Problem& p);
 // `tilepick select --space-hash OP` prints it.
 std::string config_space_hash(const std::string& op);  // over default_spaces()
 std::string config_space_hash(const std::string& op, const std::vector<ConfigSpace>& spaces);
+// The hash over the default spaces named in `names` (all of op's when empty); an unknown name is a
+// NotFound naming it.
+std::string config_space_hash(const std::string& op, const std::vector<std::string>& names);
 
 // feature_spec "vendor_choice": a per-problem vendor_first. A LightGBM regressor over the problem
 // columns (feature_names = the first feature_schema().problem_columns names) predicts
@@ -88,6 +95,8 @@ struct ModelSpec {
   std::string model_file;       // feature_spec "model_file" (relative to dir; the conv directions of a
                                 // pooled model share one file) or dir/model.txt.gz, else dir/model.txt
   std::vector<std::string> serves;  // feature_spec "serves": arch spec names it also selects for
+  std::vector<std::string> spaces;  // feature_spec "spaces": the model's pool; empty = every space of op
+  bool covers(const std::string& space) const;
   // feature_spec "vendor_first": the vendor library's heuristic choice was measured faster than this model's
   // picks on its held-out problems, so dispatch's heuristic strategy (vendor auto) runs the vendor's choice;
   // the model still ranks for top_k / exhaustive (the vendor is timed beside it), vendor off, select and eval.

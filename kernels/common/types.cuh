@@ -7,6 +7,7 @@ namespace tp {
 typedef unsigned short u16;
 typedef unsigned int u32;
 typedef long long i64;
+typedef unsigned long long u64;
 
 struct f16 { u16 bits; };
 struct bf16 { u16 bits; };

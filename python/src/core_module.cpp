@@ -272,6 +272,13 @@ NB_MODULE(_core, m) {
         "Raw scores of a LightGBM text model (.txt or .txt.gz) on rows (n x num_features).");
   m.def("config_space_hash", &config_space_hash_py, "op"_a,
         "FNV-1a 64 of 'name=hash\\n' of the default spaces covering op (sorted by name); models record it.");
+  m.def("config_spaces", [](const std::string& op) {
+    std::vector<std::string> names;
+    for (const auto& s : default_spaces())
+      if (s.has_op(op)) names.push_back(s.name);
+    std::sort(names.begin(), names.end());
+    return names;
+  }, "op"_a, "Names of the default spaces covering op, sorted: a model's pool (feature_spec 'spaces').");
   m.def("arch_names", [] {
     std::vector<std::string> names;
     for (const auto& a : default_arch_specs()) names.push_back(a.name);

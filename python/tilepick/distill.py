@@ -344,6 +344,8 @@ def distill(folder: Path, args) -> dict:
                                         "dtype_family", "arch")},
                  "objective": "regression", "score": "higher_is_better",
                  "teacher_version": c.model_version(str(folder)), "rescore_top": args.rescore}
+    if "spaces" in spec:
+        fast_spec["spaces"] = spec["spaces"]
     (out / "feature_spec.json").write_text(json.dumps(fast_spec, indent=1) + "\n")
     command = "python -m tilepick.distill " + " ".join(args.argv)
     header = [f"# tilepick fast pool for {folder.name}: the student scores only the legal configs listed here",

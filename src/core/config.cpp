@@ -28,7 +28,7 @@ const FieldDesc kFields[] = {
      FieldKind::enumeration, 1, {&KC::family, kNone, kNone}, {"fam"}, kFamilyNames, 0, 2, false, kAll},
     {"tile", "block tile M x N x K of the GEMM view", FieldKind::integer, 3,
      {&KC::tile_m, &KC::tile_n, &KC::tile_k}, {"tile_m", "tile_n", "tile_k"}, {}, 16, 256, true, kIgemm},
-    {"warps", "warp layout M x N (warp tile = tile / warps)", FieldKind::integer, 2,
+    {"warps", "warp layout M x N (warp tile = tile / warps); sm90: consumer warpgroups M x N", FieldKind::integer, 2,
      {&KC::warps_m, &KC::warps_n, kNone}, {"warps_m", "warps_n"}, {}, 1, 8, true, kIgemm},
     {"stages", "shared-memory pipeline stages", FieldKind::integer, 1, {&KC::stages, kNone, kNone},
      {"stages"}, {}, 1, 8, false, kIgemm},
@@ -232,6 +232,7 @@ std::string config_hash(const KernelConfig& c) {
 
 int threads_per_block(const KernelConfig& c) {
   if (c.fam() == Family::dw) return (c.dw_tile_h * c.dw_tile_w / c.dw_ppt) * (c.dw_tile_c / c.dw_cpt);
+  if (c.fam() == Family::sm90) return 128 * (c.warps_m * c.warps_n + 1);  // + the producer warpgroup
   return 32 * c.warps_m * c.warps_n;
 }
 

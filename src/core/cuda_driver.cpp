@@ -73,6 +73,8 @@ Driver load() {
   resolve(lib, "cuGraphLaunch", d.graph_launch);
   resolve(lib, "cuGraphExecDestroy", d.graph_exec_destroy);
   resolve(lib, "cuGraphDestroy", d.graph_destroy);
+  resolve(lib, "cuTensorMapEncodeTiled", d.tensor_map_encode_tiled);
+  resolve(lib, "cuLaunchKernelEx", d.launch_kernel_ex);
   for (const auto& r : required)
     if (!r.found) {
       d.error = std::string("libcuda.so.1 has no symbol ") + r.symbol + " (driver too old?)";

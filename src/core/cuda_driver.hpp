@@ -53,6 +53,9 @@ struct Driver {
   decltype(&::cuGraphLaunch) graph_launch = nullptr;
   decltype(&::cuGraphExecDestroy) graph_exec_destroy = nullptr;
   decltype(&::cuGraphDestroy) graph_destroy = nullptr;
+  // Optional (CUDA 12+): Hopper tensor maps and cluster launches (fam=sm90).
+  decltype(&::cuTensorMapEncodeTiled) tensor_map_encode_tiled = nullptr;
+  decltype(&::cuLaunchKernelEx) launch_kernel_ex = nullptr;
 
   std::string error;  // empty when libcuda is loaded, every required symbol found and cuInit passed
   std::string name_of(CUresult r) const;  // "CUDA_ERROR_INVALID_VALUE"

@@ -105,12 +105,49 @@ Resources estimate_resources(const KernelConfig& c, const Problem& p) {
       r.smem_bytes = -1;  // no kernel for this pair
     }
     r.regs_per_thread = 32 + 2 * c.dw_ppt * c.dw_cpt;
+  } else if (c.fam() == Family::sm90) {
+    r.smem_bytes = sm90_smem_bytes(c);
+    r.regs_per_thread = 232;  // consumers after setmaxnreg
   } else {
     r.smem_bytes = igemm_smem(c, bytes);
     r.regs_per_thread = igemm_regs(c);
   }
   return r;
 }
+
+namespace {
+
+// fam=sm90 (kernels/gemm/sm90.cuh): warps = consumer warpgroups (M x N), tile_k = one 128-byte
+// swizzled row of K, accumulators of one consumer in registers after setmaxnreg.
+Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
+  if (!arch.wgmma) return no("family_arch", "fam=sm90 needs wgmma (sm_90a); " + arch.sm + " has none");
+  if (input != DType::f16 && input != DType::bf16)
+    return no("dtype", "fam=sm90 runs f16 and bf16 inputs (" + std::string(to_string(input)) + ": fam=sm80)");
+  if (c.tile_k != 64) return no("tile_k", "fam=sm90 loads K in 128-byte swizzled rows: tile_k must be 64 for 16-bit inputs");
+  if (c.warps_n != 1 || c.warps_m > 2)
+    return no("warps", "fam=sm90 runs 1 or 2 consumer warpgroups stacked along M (warps=1x1 or 2x1)");
+  const int rows = c.tile_m / c.warps_m;
+  if (rows != 64 && rows != 128)
+    return no("warp_tile", "fam=sm90: each consumer warpgroup owns tile_m / warps_m = " + std::to_string(rows) +
+                               " rows; wgmma needs 64 or 128");
+  if (c.tile_n < 64) return no("tile_n", "fam=sm90 runs tile_n 64, 128 or 256 (wgmma N)");
+  if (rows * c.tile_n / 128 > 128)
+    return no("registers", "fam=sm90: " + std::to_string(rows * c.tile_n / 128) +
+                               " accumulators per consumer thread exceed 128 (232 registers after setmaxnreg)");
+  if (c.stages < 2) return no("stages", "fam=sm90 needs at least 2 pipeline stages");
+  const int smem = sm90_smem_bytes(c);
+  if (smem > arch.smem_per_block_optin)
+    return no("smem", std::to_string(smem) + " bytes of shared memory (stages x (tile_m + tile_n) x 128 + barriers) exceed " +
+                          std::to_string(arch.smem_per_block_optin) + " per block on " + arch.name);
+  if (c.splitk != 1) return no("splitk", "fam=sm90 has no split-K yet");
+  if (c.epi != static_cast<int>(EpiVariant::direct)) return no("epi", "fam=sm90 implements epi=direct only");
+  if (c.cluster_m * c.cluster_n != 1) return no("cluster", "fam=sm90 runs without clusters yet (cluster=1x1)");
+  return {};
+}
+
+}  // namespace
+
+int sm90_smem_bytes(const KernelConfig& c) { return 1024 + c.stages * ((c.tile_m + c.tile_n) * 128 + 16); }
 
 Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
   if (auto err = config_error(c)) return no("config", *err);
@@ -119,15 +156,11 @@ Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) 
     return no("threads", std::to_string(threads) + " threads per block; needs a multiple of 32 in [32, " +
                              std::to_string(arch.max_threads_per_block) + "]");
   switch (c.fam()) {
-    case Family::sm80:
-    case Family::sm90: {
-      if (c.fam() == Family::sm80 && !arch.mma_sync) return no("family_arch", "fam=sm80 needs mma.sync (sm_80+)");
-      if (c.fam() == Family::sm80 && c.epi == static_cast<int>(EpiVariant::smem))
-        return no("epi", "fam=sm80 implements epi=direct only");
-      if (c.fam() == Family::sm90 && !arch.wgmma)
-        return no("family_arch", "fam=sm90 needs wgmma (sm_90a); " + arch.sm + " has none");
-      if (is_fp8(input) && (c.fam() != Family::sm90 || !arch.fp8_mma))
-        return no("dtype", "fp8 inputs need fam=sm90 with fp8 tensor cores");
+    case Family::sm90: return sm90_on_arch(c, arch, input);
+    case Family::sm80: {
+      if (!arch.mma_sync) return no("family_arch", "fam=sm80 needs mma.sync (sm_80+)");
+      if (c.epi == static_cast<int>(EpiVariant::smem)) return no("epi", "fam=sm80 implements epi=direct only");
+      if (is_fp8(input)) return no("dtype", "fp8 inputs need fam=sm90 with fp8 tensor cores");
       int wm = c.tile_m / c.warps_m, wn = c.tile_n / c.warps_n;
       if (wm < 16 || wn < 16 || c.tile_m % c.warps_m || c.tile_n % c.warps_n)
         return no("warp_tile", "warp tile " + std::to_string(wm) + "x" + std::to_string(wn) +
@@ -152,9 +185,6 @@ Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) 
       if (static_cast<std::int64_t>(regs) * threads > arch.regs_per_block)
         return no("registers", "about " + std::to_string(regs * threads) + " registers per block exceed " +
                                    std::to_string(arch.regs_per_block));
-      if (c.fam() == Family::sm90 && c.cluster_m * c.cluster_n > arch.max_cluster_size)
-        return no("cluster", "cluster " + std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n) +
-                                 " exceeds the portable size " + std::to_string(arch.max_cluster_size));
       int max_vec = 16 / size_bytes(input);
       for (int a : {c.align_a, c.align_b})
         if (a > max_vec)
@@ -238,6 +268,7 @@ Verdict ProblemLegality::check(const KernelConfig& c) const {
 
   // Implicit-GEMM families.
   if (gemm && gemm->acc != DType::f32) return fail<kExplain>("dtype", [] { return "the igemm families accumulate in f32"; });
+  if (c.fam() == Family::sm90) return check_sm90<kExplain>(c);
   if (conv) {
     DType a_t = conv->dir == ConvDir::fwd ? conv->x : conv->y;
     DType b_t = conv->dir == ConvDir::bwd_weight ? conv->x : conv->w;
@@ -286,6 +317,34 @@ Verdict ProblemLegality::check(const KernelConfig& c) const {
     return fail<kExplain>("splitk", [&] {
       return "splitk " + std::to_string(c.splitk) + " leaves " + std::to_string(chain) + " products per accumulator (at most " +
              std::to_string(kMaxAccumulationChain) + ": longer chains lose f32 precision)";
+    });
+  if (largest_ >= (std::int64_t{1} << 31))
+    return fail<kExplain>("index32", [&] {
+      return "an operand with " + std::to_string(largest_) + " elements needs 64-bit indexing";
+    });
+  return {};
+}
+
+// fam=sm90 reads A and B through TMA: K-major operands, 16-byte aligned strides.
+template <bool kExplain>
+Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
+  if (!gemm_) return fail<kExplain>("family_op", [] { return "fam=sm90 runs GEMM only (convolution: fam=sm80, dw)"; });
+  const GemmProblem& g = *gemm_;
+  if (g.a != g.b) return fail<kExplain>("dtype", [] { return "fam=sm90 needs A and B of one dtype"; });
+  if (g.layout_a != MatLayout::row || g.layout_b != MatLayout::col)
+    return fail<kExplain>("layout", [&] {
+      return "fam=sm90 reads K-major A and B (layout " + std::string(1, g.layout_a == MatLayout::row ? 'r' : 'c') +
+             std::string(1, g.layout_b == MatLayout::row ? 'r' : 'c') + "*: needs rc*); fam=sm80 serves the others";
+    });
+  if ((g.k * size_bytes(g.a)) % 16 != 0)
+    return fail<kExplain>("tma_stride", [&] {
+      return "TMA needs 16-byte row strides: K = " + std::to_string(g.k) + " elements of " + std::string(to_string(g.a)) +
+             " is not a multiple of 16 bytes (fam=sm80 serves it)";
+    });
+  if (c.align_c > allowed_[2])
+    return fail<kExplain>("align", [&] {
+      return "align " + std::to_string(c.align_c) + " on C: its contiguous extent " + std::to_string(extents_[2]) +
+             " allows at most " + std::to_string(allowed_[2]);
     });
   if (largest_ >= (std::int64_t{1} << 31))
     return fail<kExplain>("index32", [&] {

@@ -30,14 +30,15 @@ CfgText& CfgText::type(const char* name, const std::string& cpp) {
 
 KernelSource make_source(const std::string& prefix, const std::string& header, const CfgText& cfg,
                          const std::string& params_type, const std::string& call, const std::string& specialization,
-                         const std::string& config_text, int threads) {
+                         const std::string& config_text, int threads, const EntryOptions& entry) {
   KernelSource s;
   s.name = prefix + hex16(fnv1a64(specialization + "|" + config_text));
   s.specialization = specialization;
   s.threads = threads;
   s.code = "// " + specialization + (config_text.empty() ? "" : " | " + config_text) + "\n#include \"" + header +
-           "\"\n" + cfg.str() + "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ") " +
-           s.name + "(const " + params_type + " p) { " + call + "<Cfg>(p); }\n";
+           "\"\n" + cfg.str() + "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) +
+           (entry.min_blocks > 0 ? ", " + std::to_string(entry.min_blocks) : std::string()) + ") " + s.name + "(const " +
+           (entry.grid_constant ? "__grid_constant__ " : "") + params_type + " p) { " + call + "<Cfg>(p); }\n";
   return s;
 }
 

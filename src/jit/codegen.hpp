@@ -29,12 +29,20 @@ class CfgText {
   std::string body_;
 };
 
+// How the entry point is declared. Hopper kernels take their parameters as __grid_constant__ (TMA
+// reads tensor maps from parameter space) and cap registers at entry with one block per SM
+// (__launch_bounds__(threads, 1)), which setmaxnreg needs.
+struct EntryOptions {
+  bool grid_constant = false;
+  int min_blocks = 0;  // 0: no second __launch_bounds__ argument
+};
+
 // One program: #include <header>, the Cfg, and
 //   extern "C" __global__ void __launch_bounds__(threads) <name>(const <params> p) { <call><Cfg>(p); }
 // with name = prefix + hex16(fnv1a64(specialization + "|" + config_text)).
 KernelSource make_source(const std::string& prefix, const std::string& header, const CfgText& cfg,
                          const std::string& params_type, const std::string& call, const std::string& specialization,
-                         const std::string& config_text, int threads);
+                         const std::string& config_text, int threads, const EntryOptions& entry = {});
 
 // tp::FastDiv as the device expects it: q = (n * mul) >> shift for 0 <= n < 2^31.
 struct FastDivHost {

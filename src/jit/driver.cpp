@@ -71,6 +71,22 @@ std::string target_for_current_device() {
   return "sm_" + std::to_string(major) + std::to_string(minor) + (major == 9 && minor == 0 ? "a" : "");
 }
 
+int current_sm_count() {
+  detail::ensure_context("current_sm_count");
+  const auto& d = driver();
+  CUdevice dev = 0;
+  check(d.ctx_get_device(&dev), "cuCtxGetDevice");
+  static std::mutex mutex;
+  static std::map<CUdevice, int> counts;
+  std::lock_guard lock(mutex);
+  auto it = counts.find(dev);
+  if (it != counts.end()) return it->second;
+  int n = 0;
+  check(d.device_get_attribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
+  counts[dev] = n;
+  return n;
+}
+
 int current_device() {
   const auto& d = detail::require_driver("current_device");
   CUcontext ctx = nullptr;
@@ -209,6 +225,19 @@ void LoadedKernel::launch(const Launch& l, void* stream) const {
     }
   }
   void* args[] = {const_cast<unsigned char*>(l.params.data())};
+  if (l.cluster[0] * l.cluster[1] * l.cluster[2] > 1) {
+    if (!d.launch_kernel_ex) throw Error(Status::cuda_error, "launch of " + name_ + ": the driver has no cuLaunchKernelEx (clusters)");
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = l.cluster[0], attr.value.clusterDim.y = l.cluster[1], attr.value.clusterDim.z = l.cluster[2];
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = l.grid[0], cfg.gridDimY = l.grid[1], cfg.gridDimZ = l.grid[2];
+    cfg.blockDimX = l.block[0], cfg.blockDimY = l.block[1], cfg.blockDimZ = l.block[2];
+    cfg.sharedMemBytes = l.smem_bytes, cfg.hStream = static_cast<CUstream>(stream);
+    cfg.attrs = &attr, cfg.numAttrs = 1;
+    check(d.launch_kernel_ex(&cfg, fn, l.params.empty() ? nullptr : args, nullptr), "cuLaunchKernelEx", name_);
+    return;
+  }
   check(d.launch_kernel(fn, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.smem_bytes,
                         static_cast<CUstream>(stream), l.params.empty() ? nullptr : args, nullptr),
         "cuLaunchKernel", name_);

@@ -17,6 +17,7 @@ KernelPlan make_plan(const Problem& p, const KernelConfig& c) {
       if (conv) return family::plan_dw(*conv, c);
       break;
     case Family::sm90:
+      if (gemm) return family::plan_gemm_sm90(*gemm, c);
       break;
   }
   throw Unsupported("no kernel of family " + std::string(to_string(c.fam())) + " for '" + to_string(p) + "'");

@@ -50,7 +50,7 @@ FastModel load_fast_folder(const ModelSpec& teacher) {
   const nlohmann::json spec = read_json_file(spec_path);
   const FeatureSchema& schema = feature_schema();
   expect_equal(text_of(spec, "schema_hash", spec_path), schema.hash, "feature schema hash", spec_path);
-  expect_equal(text_of(spec, "space_hash", spec_path), config_space_hash(teacher.op), "config space hash", spec_path);
+  expect_equal(text_of(spec, "space_hash", spec_path), config_space_hash(teacher.op, teacher.spaces), "config space hash", spec_path);
   for (const char* key : {"op", "dtype_family", "arch"})
     expect_equal(text_of(spec, key, spec_path), key == std::string("op") ? teacher.op
                                                  : key == std::string("arch") ? teacher.arch : teacher.dtype_family,

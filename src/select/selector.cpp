@@ -108,6 +108,7 @@ ModelSpec parse_spec(const fs::path& dir) {
   if (fs::exists(dir / "manifest.json")) s.manifest = read_json_file(dir / "manifest.json");
   s.model_file = model_file_in(j, dir);
   s.serves = j.contains("serves") ? required<std::vector<std::string>>(j, "serves", path) : std::vector<std::string>{};
+  s.spaces = j.contains("spaces") ? required<std::vector<std::string>>(j, "spaces", path) : std::vector<std::string>{};
   s.vendor_first = j.contains("vendor_first") && required<bool>(j, "vendor_first", path);
   if (j.contains("vendor_choice")) s.vendor_choice = parse_vendor_choice(j, dir, path);
   for (const auto& arch : s.serves)
@@ -173,7 +174,12 @@ std::string mismatch(const ModelEntry& e) {
   } catch (const ModelMismatch& err) {
     return "model " + s.dir + ": " + err.what();
   }
-  const std::string space = config_space_hash(s.op);
+  std::string space;
+  try {
+    space = config_space_hash(s.op, s.spaces);
+  } catch (const Error& err) {
+    return "model " + s.dir + ": " + err.what();
+  }
   if (s.space_hash != space)
     return "model " + s.dir + ": config space hash " + s.space_hash + " != this build's " + space + " for " + s.op +
            " (the spaces changed since training)";
@@ -241,6 +247,17 @@ std::string config_space_hash(const std::string& op, const std::vector<ConfigSpa
 }
 
 std::string config_space_hash(const std::string& op) { return config_space_hash(op, default_spaces()); }
+
+std::string config_space_hash(const std::string& op, const std::vector<std::string>& names) {
+  if (names.empty()) return config_space_hash(op);
+  std::vector<ConfigSpace> chosen;
+  for (const auto& n : names) chosen.push_back(find_space(n));
+  return config_space_hash(op, chosen);
+}
+
+bool ModelSpec::covers(const std::string& space) const {
+  return spaces.empty() || std::find(spaces.begin(), spaces.end(), space) != spaces.end();
+}
 
 bool warn_fallback_once(const std::string& op, const std::string& reason) {
   static std::mutex mutex;
@@ -422,7 +439,8 @@ const std::vector<KernelConfig>& Selector::set_candidates(const ModelEntry& m, c
     slot = std::make_unique<PoolCache::Pool>();
     std::set<KernelConfig> forms;
     for (const auto& e : Registry::default_registry().candidates(m.spec.op, arch)) {
-      if ((set && !set->contains(e.config)) || !legal_on_arch(e.config, arch, input)) continue;
+      if (!m.spec.covers(e.space) || (set && !set->contains(e.config)) || !legal_on_arch(e.config, arch, input))
+        continue;
       slot->configs.push_back(e.config);
       slot->unique_pool_forms = forms.insert(pool_form(e.config)).second && slot->unique_pool_forms;
     }

@@ -1,0 +1,65 @@
+"""Side-by-side table of fam=sm90 against cuBLASLt from `tilepick sweep` record files of one run.
+
+For every problem: the fastest verified sm90 config, cuBLASLt's heuristic pick and the best of its
+heuristic list (each timed; `vendor=cublaslt:exhaustive`), TFLOPS, % of the arch's dense peak and
+speed-up = vendor best time / sm90 time; the last line is the geomean speed-up. Each row's
+`tilepick verify --time` command replays our kernel.
+
+  python3 bench/sm90_compare.py RECORDS.csv.gz [...] [--family sm90] [--peak 989.4]
+"""
+import argparse
+import csv
+import gzip
+import io
+import math
+from collections import defaultdict
+
+
+def read(path):
+    with gzip.open(path, "rt") as f:
+        lines = [ln for ln in f if not ln.startswith("#")]
+    return list(csv.DictReader(io.StringIO("".join(lines))))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("records", nargs="+")
+    ap.add_argument("--family", default="sm90")
+    ap.add_argument("--peak", type=float, default=989.4, help="dense bf16/f16 TFLOPS of the device (H100/H200 SXM)")
+    a = ap.parse_args()
+    ours, heur, best, bad = {}, {}, {}, defaultdict(int)
+    for path in a.records:
+        for r in read(path):
+            p, c = r["problem"], r["config"]
+            if r["status"] != "ok":
+                if c.startswith("fam=" + a.family):
+                    bad[p] += 1
+                continue
+            t = float(r["median_us"])
+            if c.startswith("fam=" + a.family):
+                if p not in ours or t < ours[p][0]:
+                    ours[p] = (t, c, float(r["tflops"]))
+            elif c.startswith("vendor=") and c.endswith(":heur"):
+                heur[p] = t
+            elif c.startswith("vendor="):
+                best[p] = min(t, best.get(p, math.inf))
+    logs = []
+    print(f"{'problem':44} {'ours us':>9} {'TFLOPS':>7} {'%peak':>6} {'heur us':>9} {'best us':>9} {'x best':>7}  config")
+    for p in sorted(ours, key=lambda s: (len(s), s)):
+        t, c, tf = ours[p]
+        vb = min(best.get(p, math.inf), heur.get(p, math.inf))
+        x = vb / t if vb < math.inf else float("nan")
+        if x == x:
+            logs.append(math.log(x))
+        print(f"{p:44} {t:9.1f} {tf:7.1f} {100 * tf / a.peak:6.1f} {heur.get(p, float('nan')):9.1f} {vb:9.1f} {x:7.3f}  {c}"
+              + (f"  ({bad[p]} not ok)" if bad[p] else ""))
+    for p in sorted(set(bad) - set(ours)):
+        print(f"{p:44} no {a.family} config ok ({bad[p]} not ok)")
+    if logs:
+        print(f"geomean speed-up over cuBLASLt's best: {math.exp(sum(logs) / len(logs)):.3f} on {len(logs)} problems")
+    for p in sorted(ours, key=lambda s: (len(s), s)):
+        print(f"replay: tilepick verify --time -p '{p}' -c '{ours[p][1]}'")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# fam=sm90 GEMM on the lent GPU (device tool; carry .deps), one call:
+#   verify   data/problems/sm90_check.txt x sampled sm90 configs against the fp64 CPU reference
+#            (random normal inputs, poisoned outputs); CHECK_N configs per problem (default 8)
+#   sanitize compute-sanitizer memcheck / racecheck / synccheck on 3 problems, 1 config each
+#   sass     HGMMA / UTMALDG / setmaxnreg counts in one compiled sm90 kernel (cuobjdump)
+#   perf     `tilepick sweep` of PERF_FILE (default data/problems/sm90_perf.txt) over the sm90 space
+#            (or SWEEP_ARGS) with the cuBLASLt rows of the same run; bench/sm90_compare.py table
+# STEPS selects steps (default "verify sanitize sass perf"). Results in $OUT/results.tgz.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source bench/gpu_session.sh
+build_cli
+$T arch show --device 0 > "$W/arch.txt" 2>&1; git log -1 --format='commit %H' > "$W/commit.txt" 2>/dev/null
+echo "sm90 configs in the space: $($T configs --space gemm_sm90 2>/dev/null | grep -c 'fam=sm90')"
+for step in ${STEPS:-verify sanitize sass perf}; do
+  case $step in
+    verify)
+      $T verify -f data/problems/sm90_check.txt --family sm90 -n "${CHECK_N:-8}" --csv "$W/verify.csv" >"$W/verify.txt" 2>&1
+      echo "verify rc=$?: $(tail -1 "$W/verify.txt")"; grep -A2 '^FAIL' "$W/verify.txt" | head -30 ;;
+    sanitize)
+      for tool in memcheck racecheck synccheck; do
+        timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 $T verify -n 1 --family sm90 \
+          -p 'gemm rcr m131 n232 k200 bf16 ep=bias+relu' -p 'gemm rcr batch3 m64 n80 k96 f16 beta=0.5' \
+          -p 'gemm rcr m1 n777 k136 bf16' >"$W/$tool.txt" 2>&1
+        echo "$tool exit $?: $(grep -m1 'ERROR SUMMARY' "$W/$tool.txt")"
+      done ;;
+    sass)
+      f=$(ls -S "$TILEPICK_CACHE_DIR"/*/*.cubin 2>/dev/null | head -1)
+      [ -z "$f" ] && f=$(find "$TILEPICK_CACHE_DIR" -name '*cubin*' | head -1)
+      if [ -n "$f" ]; then cuobjdump -sass "$f" > "$W/sass.txt" 2>&1
+        echo "sass $f: HGMMA $(grep -c HGMMA "$W/sass.txt") UTMALDG $(grep -c UTMALDG "$W/sass.txt") USETMAXREG $(grep -c SETMAXREG "$W/sass.txt") LDL $(grep -c 'LDL' "$W/sass.txt")"
+      else echo "sass: no cubin found under $TILEPICK_CACHE_DIR"; find "$TILEPICK_CACHE_DIR" | head -5; fi ;;
+    perf)
+      timed_sweep perf $(( $(left) - 15 )) -f "${PERF_FILE:-data/problems/sm90_perf.txt}" ${SWEEP_ARGS:---family sm90}
+      python3 bench/sm90_compare.py "$W/perf.csv.gz" | tee "$W/compare.txt" ;;
+  esac
+done

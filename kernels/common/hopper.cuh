@@ -1,0 +1,94 @@
+// Hopper (sm_90a) building blocks: mbarriers, TMA tensor copies, fences, register reallocation,
+// cluster helpers and wgmma shared-memory descriptors. Small named wrappers around one PTX
+// instruction each; the pipeline protocol that uses them is written once in gemm/sm90.cuh.
+#pragma once
+#include "common/cp_async.cuh"
+#include "common/types.cuh"
+
+namespace tp {
+
+// ---- mbarrier: a transaction-counting barrier in shared memory. Each use is a phase; waiters name
+// the parity (0/1) of the phase they wait for, so no barrier is ever re-initialized.
+__device__ __forceinline__ void mbar_init(u32 bar, int arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(arrivals));
+}
+// Arrive once and add `bytes` to the transactions the current phase waits for (the producer).
+__device__ __forceinline__ void mbar_arrive_expect_tx(u32 bar, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+// Arrive on the barrier at the same offset in CTA `cta` of the cluster.
+__device__ __forceinline__ void mbar_arrive_cluster(u32 bar, u32 cta) {
+  asm volatile(
+      "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(bar),
+      "r"(cta)
+      : "memory");
+}
+// Blocks until the phase of parity `parity` has completed.
+__device__ __forceinline__ void mbar_wait(u32 bar, int parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nwait_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra wait_%=;\n}" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+// Makes barrier initialization visible to the async proxy (TMA) and to the cluster.
+__device__ __forceinline__ void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+
+// ---- TMA: bulk tensor copies global -> shared completing on an mbarrier (coordinates innermost first).
+__device__ __forceinline__ void tma_load_3d(u32 dst, const void* map, u32 bar, int c0, int c1, int c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(
+          dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+// The same box written into the shared memory (same offset) of every CTA in `mask` of the cluster;
+// each destination CTA's barrier at offset `bar` receives the bytes.
+__device__ __forceinline__ void tma_load_3d_multicast(u32 dst, const void* map, u32 bar, int c0, int c1, int c2,
+                                                      unsigned short mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4, %5}], [%2], %6;" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(mask)
+      : "memory");
+}
+__device__ __forceinline__ void tma_prefetch_map(const void* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
+}
+
+// ---- Register reallocation between warpgroups (needs a register cap at entry: __launch_bounds__(t, 1)).
+template <int REGS> __device__ __forceinline__ void regs_release() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(REGS));
+}
+template <int REGS> __device__ __forceinline__ void regs_claim() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS));
+}
+
+// ---- Clusters.
+__device__ __forceinline__ u32 cluster_cta_rank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// Named barrier among `threads` threads (a multiple of 32) of the CTA; id 0 is __syncthreads.
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// ---- wgmma shared-memory matrix descriptor for a K-major operand in 128-byte swizzled rows
+// (TMA's CU_TENSOR_MAP_SWIZZLE_128B): rows of 128 bytes, 8-row groups 1024 bytes apart, tile base
+// 1024-byte aligned. Advancing along K inside the row adds the byte offset to the start address.
+__device__ __forceinline__ u64 smem_desc_k128(u32 addr) {
+  return (u64((addr & 0x3FFFF) >> 4)) | (u64(1) << 16) | (u64(1024 >> 4) << 32) | (u64(1) << 62);
+}
+
+}  // namespace tp

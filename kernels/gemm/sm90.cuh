@@ -1,0 +1,178 @@
+// sm90 GEMM: D[b] = act(alpha * A[b] x B[b] + beta * C[b] + bias) with TMA, an mbarrier pipeline and
+// warp-specialized wgmma, persistent over output tiles.
+//
+// Block: 1 producer warpgroup + Cfg::consumers consumer warpgroups (128 threads each).
+//   producer  one thread issues TMA loads of A (tile_m x 64) and B (tile_n x 64) into stage s of a
+//             ring of Cfg::stages, then moves on; the other producer threads idle with few registers.
+//   consumers each owns tile_m / consumers rows of the tile; wgmma m64nN k16 from shared memory,
+//             f32 accumulators in registers; then the epilogue stores from registers.
+// Grid: min(tiles, SMs) blocks; block b takes tiles b, b + grid, ... (raster order of sm80_core).
+//
+// Pipeline protocol (one pair of mbarriers per stage; `it` counts k-tiles over all tiles of the block,
+// stage s = it % stages, round r = it / stages, parity = r & 1):
+//   full[s]   1 arrival (producer's arrive.expect_tx) + the TMA bytes; consumers wait parity r & 1.
+//   empty[s]  one arrival per consumer warpgroup once its wgmmas reading stage s completed; the
+//             producer waits parity (r & 1) ^ 1, which a fresh barrier satisfies in round 0.
+// Consumers keep one k-tile of wgmma in flight: after issuing k-tile it they wait until at most one
+// group is pending, which completes it - 1, and release that stage.
+//
+// Cfg: tile_m, tile_n, stages, consumers, raster, swizzle, c_colmajor, has_beta, has_bias, act, TC,
+// bf16 (inputs bf16, else f16).
+#pragma once
+#include "common/hopper.cuh"
+#include "common/wgmma.cuh"
+#include "gemm/sm80_core.cuh"  // raster_tile, store1/store2, activate
+#include "gemm/sm90_params.cuh"
+
+namespace tp {
+
+template <class Cfg> struct Sm90Shape {
+  static constexpr int BK = 64;                         // K per stage: one 128-byte swizzled row of 16-bit
+  static constexpr int WM = Cfg::tile_m / Cfg::consumers;  // rows per consumer warpgroup
+  static constexpr int MI = WM / 64;                    // wgmma m64 blocks per consumer
+  static constexpr int A_BYTES = Cfg::tile_m * BK * 2;
+  static constexpr int B_BYTES = Cfg::tile_n * BK * 2;
+  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+  static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "consumer rows must be 64 or 128");
+  // Registers per thread after setmaxnreg (multiples of 8; 65536 per SM in total).
+  static constexpr int PRODUCER_REGS = 40;
+  static constexpr int CONSUMER_REGS = Cfg::consumers == 1 ? 232 : 232;
+};
+
+template <class Cfg> __device__ __forceinline__ void sm90_tile_coords(const GemmSm90Params& p, int tile, int& batch,
+                                                                      int& m0, int& n0) {
+  const int per_batch = p.tiles_m * p.tiles_n;
+  batch = tile / per_batch;
+  int tm, tn;
+  raster_tile<Cfg>(tile - batch * per_batch, p.tiles_m, p.tiles_n, tm, tn);
+  m0 = tm * Cfg::tile_m, n0 = tn * Cfg::tile_n;
+}
+
+// Stores one consumer's accumulators: D = act(alpha * acc + beta * C + bias), bounds-checked.
+template <class Cfg>
+__device__ __forceinline__ void sm90_store(const GemmSm90Params& p, const float (&acc)[Sm90Shape<Cfg>::MI][Cfg::tile_n / 2],
+                                           int batch, int row0, int n0) {
+  typedef typename Cfg::TC TC;
+  typedef Sm90Shape<Cfg> S;
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+  const long long base = batch * p.batch_stride_c;
+  TC* d = static_cast<TC*>(p.d);
+  const TC* c = static_cast<const TC*>(p.c);
+  const TC* bias = static_cast<const TC*>(p.bias);
+  const long long cs = Cfg::c_colmajor ? p.ldc : 1;
+  const bool pair = !Cfg::c_colmajor && Cfg::align_c >= 2;
+#pragma unroll
+  for (int mi = 0; mi < S::MI; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = row0 + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
+      if (m >= p.m) continue;
+      const long long ro = base + (Cfg::c_colmajor ? (long long)m : (long long)m * p.ldc);
+#pragma unroll
+      for (int j = 0; j < Cfg::tile_n / 8; ++j) {
+        const int n = n0 + j * 8 + (lane & 3) * 2;
+        if (n >= p.n) continue;
+        const bool two = pair || n + 1 < p.n;
+        float v0 = p.alpha * acc[mi][j * 4 + 2 * h], v1 = p.alpha * acc[mi][j * 4 + 2 * h + 1];
+        if (Cfg::has_beta) {
+          v0 += p.beta * to_float(c[ro + n * cs]);
+          if (two) v1 += p.beta * to_float(c[ro + (n + 1) * cs]);
+        }
+        if (Cfg::has_bias) {
+          v0 += to_float(bias[n]);
+          if (two) v1 += to_float(bias[n + 1]);
+        }
+        v0 = activate<Cfg::act>(v0), v1 = activate<Cfg::act>(v1);
+        if (pair) {
+          store2(d + ro + n, v0, v1);
+        } else {
+          store1(d + ro + n * cs, v0);
+          if (two) store1(d + ro + (n + 1) * cs, v1);
+        }
+      }
+    }
+}
+
+template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Params& p) {
+  typedef Sm90Shape<Cfg> S;
+  constexpr int ST = Cfg::stages, BN = Cfg::tile_n;
+  extern __shared__ unsigned char smem_raw[];
+  // Shared memory: stages x [A tile_m x 64 | B tile_n x 64] (1024-byte aligned for the 128-byte
+  // swizzle), then full[stages] and empty[stages] mbarriers.
+  const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
+  const u32 full = base + ST * S::STAGE_BYTES, empty = full + 8 * ST;
+  const int wg = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < ST; ++s) {
+      mbar_init(full + 8 * s, 1);
+      mbar_init(empty + 8 * s, Cfg::consumers);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+  const int ktiles = (p.k + S::BK - 1) / S::BK;
+
+  if (wg == 0) {  // ---- producer warpgroup
+    regs_release<S::PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      tma_prefetch_map(&p.map_a);
+      tma_prefetch_map(&p.map_b);
+      int it = 0;
+      for (int tile = blockIdx.x; tile < p.tiles_total; tile += gridDim.x) {
+        int batch, m0, n0;
+        sm90_tile_coords<Cfg>(p, tile, batch, m0, n0);
+        for (int kt = 0; kt < ktiles; ++kt, ++it) {
+          const int s = it % ST, parity = (it / ST) & 1;
+          mbar_wait(empty + 8 * s, parity ^ 1);
+          const u32 sa = base + s * S::STAGE_BYTES;
+          mbar_arrive_expect_tx(full + 8 * s, S::STAGE_BYTES);
+          tma_load_3d(sa, &p.map_a, full + 8 * s, kt * S::BK, m0, batch);
+          tma_load_3d(sa + S::A_BYTES, &p.map_b, full + 8 * s, kt * S::BK, n0, batch);
+        }
+      }
+    }
+    return;
+  }
+
+  // ---- consumer warpgroups
+  regs_claim<S::CONSUMER_REGS>();
+  const int cons = wg - 1;
+  const bool signal = threadIdx.x % 128 == 0;  // one arrival per warpgroup on empty[]
+  float acc[S::MI][BN / 2];
+  int it = 0;
+  for (int tile = blockIdx.x; tile < p.tiles_total; tile += gridDim.x) {
+    int batch, m0, n0;
+    sm90_tile_coords<Cfg>(p, tile, batch, m0, n0);
+#pragma unroll
+    for (int mi = 0; mi < S::MI; ++mi)
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.f;
+    for (int kt = 0; kt < ktiles; ++kt, ++it) {
+      const int s = it % ST, parity = (it / ST) & 1;
+      mbar_wait(full + 8 * s, parity);
+      const u32 sa = base + s * S::STAGE_BYTES + cons * S::WM * 128, sb = base + s * S::STAGE_BYTES + S::A_BYTES;
+#pragma unroll
+      for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < S::BK / 16; ++kk)
+#pragma unroll
+        for (int mi = 0; mi < S::MI; ++mi)
+          wgmma_m64<BN, Cfg::bf16, 0, 0>(acc[mi], smem_desc_k128(sa + mi * 64 * 128 + kk * 32),
+                                         smem_desc_k128(sb + kk * 32), 1);
+      wgmma_commit();
+#pragma unroll
+      for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
+      wgmma_wait<1>();  // k-tile it - 1 is done: its stage may be refilled
+      if (kt > 0 && signal) mbar_arrive(empty + 8 * ((it + ST - 1) % ST));
+    }
+    wgmma_wait<0>();
+#pragma unroll
+    for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
+    if (ktiles > 0 && signal) mbar_arrive(empty + 8 * ((it + ST - 1) % ST));
+    sm90_store<Cfg>(p, acc, batch, m0 + cons * S::WM, n0);
+  }
+}
+
+}  // namespace tp

@@ -1,0 +1,29 @@
+// Kernel parameters of the sm90 GEMM. Passed as one __grid_constant__ struct so that TMA can read
+// the tensor maps from parameter space; the host packs it byte for byte (and static_asserts its size).
+#pragma once
+
+namespace tp {
+
+// A CUtensorMap as kernels see it: 128 opaque bytes made on the host by cuTensorMapEncodeTiled and
+// passed inside the __grid_constant__ parameter struct, where TMA reads it.
+struct alignas(64) TensorMap {
+  unsigned long long opaque[16];
+};
+
+// D = act(alpha * A x B + beta * C + bias) for `batch` products. A is read through map_a as
+// (K, M, batch) and B through map_b as (K, N, batch): both K-major, boxes of 64 x tile rows.
+// C and D share a layout and leading dimension (elements); the persistent grid walks
+// tiles_m * tiles_n * batch output tiles.
+struct GemmSm90Params {
+  TensorMap map_a;
+  TensorMap map_b;
+  const void* c;
+  void* d;
+  const void* bias;       // N values, dtype of D
+  long long batch_stride_c;
+  int m, n, k, batch;
+  int ldc, tiles_m, tiles_n, tiles_total;
+  float alpha, beta;
+};
+
+}  // namespace tp

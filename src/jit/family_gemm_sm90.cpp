@@ -1,0 +1,102 @@
+// wgmma GEMM family (fam=sm90): plan builder. One program per (specialization, config) holding
+// tp::gemm_sm90<Cfg> (kernels/gemm/sm90.cuh); A and B reach it through TMA tensor maps, which are
+// encoded per call from the operand pointers (cuTensorMapEncodeTiled, no device work).
+#include <algorithm>
+#include <cstring>
+
+#include "../../kernels/gemm/sm90_params.cuh"
+#include "codegen.hpp"
+#include "core/cuda_driver.hpp"
+#include "families.hpp"
+#include "tilepick/error.hpp"
+#include "tilepick/jit.hpp"
+#include "tilepick/legality.hpp"
+
+namespace tilepick::family {
+
+static_assert(sizeof(tp::TensorMap) == sizeof(CUtensorMap), "TensorMap must match CUtensorMap");
+static_assert(sizeof(tp::GemmSm90Params) == 384, "GemmSm90Params must match the device layout");
+
+namespace {
+
+// A K-major operand (rows x K per batch, rows `ld` elements apart) as a 3-D tensor map read in
+// boxes of 64 (K) x box_rows, 128-byte swizzled; out-of-bounds elements read as zero.
+tp::TensorMap kmajor_map(const void* ptr, DType t, std::int64_t k, std::int64_t rows, std::int64_t batch,
+                         std::int64_t ld, std::int64_t batch_stride, int box_rows, const char* which) {
+  const auto& d = cuda::detail::require_driver("fam=sm90 tensor map");
+  if (!d.tensor_map_encode_tiled) throw Error(Status::cuda_error, "fam=sm90: the driver has no cuTensorMapEncodeTiled");
+  const std::int64_t e = size_bytes(t);
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld * e), static_cast<cuuint64_t>(batch_stride * e)};
+  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUtensorMapDataType dt = t == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  CUtensorMap map;
+  cuda::detail::check(d.tensor_map_encode_tiled(&map, dt, 3, const_cast<void*>(ptr), dims, strides, box, elem_strides,
+                                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                      "cuTensorMapEncodeTiled", std::string("fam=sm90 operand ") + which);
+  tp::TensorMap out;
+  std::memcpy(&out, &map, sizeof(out));
+  return out;
+}
+
+}  // namespace
+
+KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
+  using namespace codegen;
+  const std::string cs = to_string(c);
+  if (p.a != p.b || (p.a != DType::f16 && p.a != DType::bf16))
+    throw Unsupported("fam=sm90 gemm needs f16 or bf16 A and B of one dtype: '" + to_string(p) + "'");
+  if (p.layout_a != MatLayout::row || p.layout_b != MatLayout::col)
+    throw Unsupported("fam=sm90 gemm reads K-major A and B (layout rc*): '" + to_string(p) + "'");
+  if (c.align_c == 0) throw Unsupported("fam=sm90 gemm: config alignment not resolved");
+  if (c.tile_k != 64 || c.warps_n != 1 || (c.tile_m / c.warps_m != 64 && c.tile_m / c.warps_m != 128))
+    throw Unsupported("fam=sm90: config '" + cs + "' has no kernel (see legality)");
+  const bool c_row = p.layout_c == MatLayout::row, beta = p.beta != 0.0;
+
+  CfgText cfg;
+  cfg.i("tile_m", c.tile_m).i("tile_n", c.tile_n).i("stages", c.stages).i("consumers", c.warps_m);
+  cfg.i("raster", c.raster).i("swizzle", c.swizzle).i("align_c", c.align_c);
+  cfg.b("c_colmajor", !c_row).b("has_beta", beta).b("has_bias", p.epilogue.bias).i("act", static_cast<int>(p.epilogue.act));
+  cfg.b("bf16", p.a == DType::bf16).type("TC", device_type(p.c));
+  const std::string spec = "gemm.sm90 a=" + std::string(to_string(p.a)) + " c=" + std::string(to_string(p.c)) +
+                           " layout=" + p.layout_string() + " align_c=" + std::to_string(c.align_c) +
+                           " beta=" + (beta ? "1" : "0") + " ep=" + to_string(p.epilogue);
+  const int threads = threads_per_block(c);
+  KernelPlan plan;
+  plan.kernels.push_back(make_source("tp_gemm_sm90_", "gemm/sm90.cuh", cfg, "tp::GemmSm90Params", "tp::gemm_sm90", spec,
+                                     cs, threads, EntryOptions{true, 1}));
+
+  const std::int64_t tiles_m = ceil_div(p.m, c.tile_m), tiles_n = ceil_div(p.n, c.tile_n);
+  const std::int64_t tiles_total = tiles_m * tiles_n * p.batch;
+  if (tiles_total > 0x7fffffff) throw Unsupported("fam=sm90 gemm: more than 2^31 - 1 tiles");
+
+  tp::GemmSm90Params base{};
+  base.m = static_cast<int>(p.m), base.n = static_cast<int>(p.n), base.k = static_cast<int>(p.k);
+  base.batch = static_cast<int>(p.batch);
+  base.ldc = static_cast<int>(c_row ? p.n : p.m);
+  base.batch_stride_c = p.m * p.n;
+  base.tiles_m = static_cast<int>(tiles_m), base.tiles_n = static_cast<int>(tiles_n);
+  base.tiles_total = static_cast<int>(tiles_total);
+  base.alpha = static_cast<float>(p.alpha), base.beta = static_cast<float>(p.beta);
+
+  Launch main;
+  main.block[0] = static_cast<unsigned>(threads);
+  main.smem_bytes = static_cast<unsigned>(sm90_smem_bytes(c));
+  const GemmProblem prob = p;
+  const int box_m = c.tile_m, box_n = c.tile_n;
+  plan.launches = [base, main, prob, box_m, box_n, tiles_total](const Operands& o) {
+    tp::GemmSm90Params g = base;
+    g.map_a = kmajor_map(o.a, prob.a, prob.k, prob.m, prob.batch, prob.k, prob.m * prob.k, box_m, "A");
+    g.map_b = kmajor_map(o.b, prob.b, prob.k, prob.n, prob.batch, prob.k, prob.k * prob.n, box_n, "B");
+    g.c = o.c, g.d = o.d, g.bias = o.bias;
+    Launch l = main;
+    l.grid[0] = static_cast<unsigned>(std::clamp<std::int64_t>(tiles_total, 1, cuda::current_sm_count()));
+    l.params = pack(g);
+    return std::vector<Launch>{l};
+  };
+  return plan;
+}
+
+}  // namespace tilepick::family
