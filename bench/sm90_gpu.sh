@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
 build_cli
 $T arch show --device 0 > "$W/arch.txt" 2>&1; git log -1 --format='commit %H' > "$W/commit.txt" 2>/dev/null
-echo "sm90 configs in the space: $($T configs --space gemm_sm90 2>/dev/null | grep -c 'fam=sm90')"
+echo "sm90 pool: $($T configs count 2>/dev/null | grep gemm_sm90 | tr -s " ")"
 for step in ${STEPS:-verify sanitize sass perf}; do
   case $step in
     verify)

@@ -16,8 +16,16 @@
 // Consumers keep one k-tile of wgmma in flight: after issuing k-tile it they wait until at most one
 // group is pending, which completes it - 1, and release that stage.
 //
-// Cfg: tile_m, tile_n, stages, consumers, raster, swizzle, c_colmajor, has_beta, has_bias, act, TC,
-// bf16 (inputs bf16, else f16).
+// Clusters (cluster_m x cluster_n CTAs, at most 2): the CTAs of a cluster take neighbouring tiles
+// along M (cluster_m = 2, sharing B) or N (cluster_n = 2, sharing A). Each producer loads its own
+// half of the shared operand and multicasts it to both CTAs, so full[s] of a CTA receives bytes
+// from both producers, and a stage may be refilled only when the consumers of *both* CTAs released
+// it: every consumer warpgroup arrives on empty[s] of each CTA in the cluster (count consumers x 2).
+// A cluster sync after barrier init, and a producer that waits for the last releases before it
+// exits, keep remote writes inside live CTAs.
+//
+// Cfg: tile_m, tile_n, stages, consumers, cluster_m, cluster_n, raster, swizzle, c_colmajor,
+// has_beta, has_bias, act, TC, bf16 (inputs bf16, else f16).
 #pragma once
 #include "common/hopper.cuh"
 #include "common/wgmma.cuh"
@@ -34,18 +42,26 @@ template <class Cfg> struct Sm90Shape {
   static constexpr int B_BYTES = Cfg::tile_n * BK * 2;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
   static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "consumer rows must be 64 or 128");
+  static constexpr int CS = Cfg::cluster_m * Cfg::cluster_n;  // CTAs per cluster: 1 or 2
+  static_assert(CS <= 2, "clusters of at most 2 CTAs");
+  // Bytes of the shared operand each producer loads and multicasts (its half), and where.
+  static constexpr int A_LOAD_ROWS = Cfg::cluster_n == 2 ? Cfg::tile_m / 2 : Cfg::tile_m;
+  static constexpr int B_LOAD_ROWS = Cfg::cluster_m == 2 ? Cfg::tile_n / 2 : Cfg::tile_n;
   // Registers per thread after setmaxnreg (multiples of 8; 65536 per SM in total).
   static constexpr int PRODUCER_REGS = 40;
   static constexpr int CONSUMER_REGS = Cfg::consumers == 1 ? 232 : 232;
 };
 
-template <class Cfg> __device__ __forceinline__ void sm90_tile_coords(const GemmSm90Params& p, int tile, int& batch,
-                                                                      int& m0, int& n0) {
+// Cluster tile `tile` (tiles_m x tiles_n count cluster tiles of cluster_m x cluster_n CTA tiles) ->
+// this CTA's batch and output origin. A CTA tile past M or N reads zeros and stores nothing.
+template <class Cfg> __device__ __forceinline__ void sm90_tile_coords(const GemmSm90Params& p, int tile, u32 rank,
+                                                                      int& batch, int& m0, int& n0) {
   const int per_batch = p.tiles_m * p.tiles_n;
   batch = tile / per_batch;
   int tm, tn;
   raster_tile<Cfg>(tile - batch * per_batch, p.tiles_m, p.tiles_n, tm, tn);
-  m0 = tm * Cfg::tile_m, n0 = tn * Cfg::tile_n;
+  m0 = (tm * Cfg::cluster_m + (Cfg::cluster_m == 2 ? int(rank) : 0)) * Cfg::tile_m;
+  n0 = (tn * Cfg::cluster_n + (Cfg::cluster_n == 2 ? int(rank) : 0)) * Cfg::tile_n;
 }
 
 // Stores one consumer's accumulators: D = act(alpha * acc + beta * C + bias), bounds-checked.
@@ -106,12 +122,15 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
 #pragma unroll
     for (int s = 0; s < ST; ++s) {
       mbar_init(full + 8 * s, 1);
-      mbar_init(empty + 8 * s, Cfg::consumers);
+      mbar_init(empty + 8 * s, Cfg::consumers * S::CS);
     }
     fence_barrier_init();
   }
-  __syncthreads();
+  if (S::CS > 1) cluster_sync();
+  else __syncthreads();
   const int ktiles = (p.k + S::BK - 1) / S::BK;
+  const u32 rank = S::CS > 1 ? cluster_cta_rank() : 0;
+  const int cluster = blockIdx.x / S::CS, clusters = gridDim.x / S::CS;
 
   if (wg == 0) {  // ---- producer warpgroup
     regs_release<S::PRODUCER_REGS>();
@@ -119,18 +138,32 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
       tma_prefetch_map(&p.map_a);
       tma_prefetch_map(&p.map_b);
       int it = 0;
-      for (int tile = blockIdx.x; tile < p.tiles_total; tile += gridDim.x) {
+      for (int tile = cluster; tile < p.tiles_total; tile += clusters) {
         int batch, m0, n0;
-        sm90_tile_coords<Cfg>(p, tile, batch, m0, n0);
+        sm90_tile_coords<Cfg>(p, tile, rank, batch, m0, n0);
         for (int kt = 0; kt < ktiles; ++kt, ++it) {
           const int s = it % ST, parity = (it / ST) & 1;
           mbar_wait(empty + 8 * s, parity ^ 1);
-          const u32 sa = base + s * S::STAGE_BYTES;
-          mbar_arrive_expect_tx(full + 8 * s, S::STAGE_BYTES);
-          tma_load_3d(sa, &p.map_a, full + 8 * s, kt * S::BK, m0, batch);
-          tma_load_3d(sa + S::A_BYTES, &p.map_b, full + 8 * s, kt * S::BK, n0, batch);
+          const u32 sa = base + s * S::STAGE_BYTES, sb = sa + S::A_BYTES, bar = full + 8 * s;
+          mbar_arrive_expect_tx(bar, S::STAGE_BYTES);
+          if (Cfg::cluster_n == 2) {  // A shared along N: my half of its rows, to both CTAs
+            const int half = int(rank) * S::A_LOAD_ROWS;
+            tma_load_3d_multicast(sa + half * 128, &p.map_a, bar, kt * S::BK, m0 + half, batch, 3);
+          } else {
+            tma_load_3d(sa, &p.map_a, bar, kt * S::BK, m0, batch);
+          }
+          if (Cfg::cluster_m == 2) {  // B shared along M
+            const int half = int(rank) * S::B_LOAD_ROWS;
+            tma_load_3d_multicast(sb + half * 128, &p.map_b, bar, kt * S::BK, n0 + half, batch, 3);
+          } else {
+            tma_load_3d(sb, &p.map_b, bar, kt * S::BK, n0, batch);
+          }
         }
       }
+      // Cluster: wait until every stage was released by the consumers of both CTAs, so no remote
+      // arrival can reach this CTA's barriers after it exits.
+      if (S::CS > 1)
+        for (int i = 0; i < ST; ++i, ++it) mbar_wait(empty + 8 * (it % ST), ((it / ST) & 1) ^ 1);
     }
     return;
   }
@@ -138,12 +171,19 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   // ---- consumer warpgroups
   regs_claim<S::CONSUMER_REGS>();
   const int cons = wg - 1;
-  const bool signal = threadIdx.x % 128 == 0;  // one arrival per warpgroup on empty[]
+  // One arrival per warpgroup on empty[s] of every CTA in the cluster (thread c of the warpgroup
+  // signals CTA c).
+  const int lane_wg = threadIdx.x % 128;
+  const bool signal = lane_wg < S::CS;
+  auto release = [&](int s) {
+    if (S::CS == 1) mbar_arrive(empty + 8 * s);
+    else mbar_arrive_cluster(empty + 8 * s, u32(lane_wg));
+  };
   float acc[S::MI][BN / 2];
   int it = 0;
-  for (int tile = blockIdx.x; tile < p.tiles_total; tile += gridDim.x) {
+  for (int tile = cluster; tile < p.tiles_total; tile += clusters) {
     int batch, m0, n0;
-    sm90_tile_coords<Cfg>(p, tile, batch, m0, n0);
+    sm90_tile_coords<Cfg>(p, tile, rank, batch, m0, n0);
 #pragma unroll
     for (int mi = 0; mi < S::MI; ++mi)
 #pragma unroll
@@ -165,12 +205,12 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
 #pragma unroll
       for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
       wgmma_wait<1>();  // k-tile it - 1 is done: its stage may be refilled
-      if (kt > 0 && signal) mbar_arrive(empty + 8 * ((it + ST - 1) % ST));
+      if (kt > 0 && signal) release((it + ST - 1) % ST);
     }
     wgmma_wait<0>();
 #pragma unroll
     for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
-    if (ktiles > 0 && signal) mbar_arrive(empty + 8 * ((it + ST - 1) % ST));
+    if (ktiles > 0 && signal) release((it + ST - 1) % ST);
     sm90_store<Cfg>(p, acc, batch, m0 + cons * S::WM, n0);
   }
 }

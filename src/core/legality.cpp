@@ -141,7 +141,11 @@ Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
                           std::to_string(arch.smem_per_block_optin) + " per block on " + arch.name);
   if (c.splitk != 1) return no("splitk", "fam=sm90 has no split-K yet");
   if (c.epi != static_cast<int>(EpiVariant::direct)) return no("epi", "fam=sm90 implements epi=direct only");
-  if (c.cluster_m * c.cluster_n != 1) return no("cluster", "fam=sm90 runs without clusters yet (cluster=1x1)");
+  if (c.cluster_m * c.cluster_n > 2)
+    return no("cluster", "fam=sm90 runs clusters of at most 2 CTAs (cluster=1x1, 2x1 or 1x2)");
+  if (c.cluster_m * c.cluster_n > arch.max_cluster_size || (c.cluster_m * c.cluster_n > 1 && !arch.clusters))
+    return no("cluster", "cluster " + std::to_string(c.cluster_m) + "x" + std::to_string(c.cluster_n) + " exceeds " +
+                             arch.name + "'s cluster size " + std::to_string(arch.max_cluster_size));
   return {};
 }
 

@@ -45,18 +45,19 @@ tp::TensorMap kmajor_map(const void* ptr, DType t, std::int64_t k, std::int64_t 
 
 KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   using namespace codegen;
-  const std::string cs = to_string(c);
+  const std::string config_text = to_string(c);
   if (p.a != p.b || (p.a != DType::f16 && p.a != DType::bf16))
     throw Unsupported("fam=sm90 gemm needs f16 or bf16 A and B of one dtype: '" + to_string(p) + "'");
   if (p.layout_a != MatLayout::row || p.layout_b != MatLayout::col)
     throw Unsupported("fam=sm90 gemm reads K-major A and B (layout rc*): '" + to_string(p) + "'");
   if (c.align_c == 0) throw Unsupported("fam=sm90 gemm: config alignment not resolved");
   if (c.tile_k != 64 || c.warps_n != 1 || (c.tile_m / c.warps_m != 64 && c.tile_m / c.warps_m != 128))
-    throw Unsupported("fam=sm90: config '" + cs + "' has no kernel (see legality)");
+    throw Unsupported("fam=sm90: config '" + config_text + "' has no kernel (see legality)");
   const bool c_row = p.layout_c == MatLayout::row, beta = p.beta != 0.0;
 
   CfgText cfg;
   cfg.i("tile_m", c.tile_m).i("tile_n", c.tile_n).i("stages", c.stages).i("consumers", c.warps_m);
+  cfg.i("cluster_m", c.cluster_m).i("cluster_n", c.cluster_n);
   cfg.i("raster", c.raster).i("swizzle", c.swizzle).i("align_c", c.align_c);
   cfg.b("c_colmajor", !c_row).b("has_beta", beta).b("has_bias", p.epilogue.bias).i("act", static_cast<int>(p.epilogue.act));
   cfg.b("bf16", p.a == DType::bf16).type("TC", device_type(p.c));
@@ -66,9 +67,13 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   const int threads = threads_per_block(c);
   KernelPlan plan;
   plan.kernels.push_back(make_source("tp_gemm_sm90_", "gemm/sm90.cuh", cfg, "tp::GemmSm90Params", "tp::gemm_sm90", spec,
-                                     cs, threads, EntryOptions{true, 1}));
+                                     config_text, threads, EntryOptions{true, 1}));
 
-  const std::int64_t tiles_m = ceil_div(p.m, c.tile_m), tiles_n = ceil_div(p.n, c.tile_n);
+  // The persistent grid walks cluster tiles (cluster_m x cluster_n CTA tiles).
+  const int cs = c.cluster_m * c.cluster_n;
+  if (cs > 2) throw Unsupported("fam=sm90: clusters of more than 2 CTAs are not implemented: '" + to_string(c) + "'");
+  const std::int64_t tiles_m = ceil_div(p.m, std::int64_t{c.tile_m} * c.cluster_m);
+  const std::int64_t tiles_n = ceil_div(p.n, std::int64_t{c.tile_n} * c.cluster_n);
   const std::int64_t tiles_total = tiles_m * tiles_n * p.batch;
   if (tiles_total > 0x7fffffff) throw Unsupported("fam=sm90 gemm: more than 2^31 - 1 tiles");
 
@@ -84,15 +89,17 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   Launch main;
   main.block[0] = static_cast<unsigned>(threads);
   main.smem_bytes = static_cast<unsigned>(sm90_smem_bytes(c));
+  main.cluster[0] = static_cast<unsigned>(cs);
   const GemmProblem prob = p;
-  const int box_m = c.tile_m, box_n = c.tile_n;
-  plan.launches = [base, main, prob, box_m, box_n, tiles_total](const Operands& o) {
+  // Each producer loads half of the operand its cluster shares (multicast), all of the other.
+  const int box_m = c.cluster_n == 2 ? c.tile_m / 2 : c.tile_m, box_n = c.cluster_m == 2 ? c.tile_n / 2 : c.tile_n;
+  plan.launches = [base, main, prob, box_m, box_n, tiles_total, cs](const Operands& o) {
     tp::GemmSm90Params g = base;
     g.map_a = kmajor_map(o.a, prob.a, prob.k, prob.m, prob.batch, prob.k, prob.m * prob.k, box_m, "A");
     g.map_b = kmajor_map(o.b, prob.b, prob.k, prob.n, prob.batch, prob.k, prob.k * prob.n, box_n, "B");
     g.c = o.c, g.d = o.d, g.bias = o.bias;
     Launch l = main;
-    l.grid[0] = static_cast<unsigned>(std::clamp<std::int64_t>(tiles_total, 1, cuda::current_sm_count()));
+    l.grid[0] = static_cast<unsigned>(cs * std::clamp<std::int64_t>(tiles_total, 1, cuda::current_sm_count() / cs));
     l.params = pack(g);
     return std::vector<Launch>{l};
   };
