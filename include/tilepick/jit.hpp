@@ -126,6 +126,8 @@ class LoadedKernel {
   std::size_t param_bytes_ = 0;  // 0: unknown
   mutable std::mutex smem_mutex_;
   mutable unsigned smem_limit_ = 48 * 1024;
+  // Clusters co-resident on the device for the last (shared memory, cluster size) launched.
+  mutable unsigned cluster_fit_ = 0, cluster_fit_smem_ = 0, cluster_fit_size_ = 0;
 };
 
 // Compiles (cached), loads and runs a plan: zeroes workspace ranges as asked, issues every launch.

@@ -75,6 +75,7 @@ Driver load() {
   resolve(lib, "cuGraphDestroy", d.graph_destroy);
   resolve(lib, "cuTensorMapEncodeTiled", d.tensor_map_encode_tiled);
   resolve(lib, "cuLaunchKernelEx", d.launch_kernel_ex);
+  resolve(lib, "cuOccupancyMaxActiveClusters", d.occupancy_max_active_clusters);
   for (const auto& r : required)
     if (!r.found) {
       d.error = std::string("libcuda.so.1 has no symbol ") + r.symbol + " (driver too old?)";

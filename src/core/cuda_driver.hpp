@@ -56,6 +56,7 @@ struct Driver {
   // Optional (CUDA 12+): Hopper tensor maps and cluster launches (fam=sm90).
   decltype(&::cuTensorMapEncodeTiled) tensor_map_encode_tiled = nullptr;
   decltype(&::cuLaunchKernelEx) launch_kernel_ex = nullptr;
+  decltype(&::cuOccupancyMaxActiveClusters) occupancy_max_active_clusters = nullptr;
 
   std::string error;  // empty when libcuda is loaded, every required symbol found and cuInit passed
   std::string name_of(CUresult r) const;  // "CUDA_ERROR_INVALID_VALUE"

@@ -235,6 +235,16 @@ void LoadedKernel::launch(const Launch& l, void* stream) const {
     cfg.blockDimX = l.block[0], cfg.blockDimY = l.block[1], cfg.blockDimZ = l.block[2];
     cfg.sharedMemBytes = l.smem_bytes, cfg.hStream = static_cast<CUstream>(stream);
     cfg.attrs = &attr, cfg.numAttrs = 1;
+    if (l.persistent && d.occupancy_max_active_clusters) {
+      const unsigned size = l.cluster[0] * l.cluster[1] * l.cluster[2];
+      std::lock_guard lock(smem_mutex_);
+      if (cluster_fit_smem_ != l.smem_bytes || cluster_fit_size_ != size) {
+        int clusters = 0;
+        check(d.occupancy_max_active_clusters(&clusters, fn, &cfg), "cuOccupancyMaxActiveClusters", name_);
+        cluster_fit_ = static_cast<unsigned>(clusters), cluster_fit_smem_ = l.smem_bytes, cluster_fit_size_ = size;
+      }
+      if (cluster_fit_ > 0) cfg.gridDimX = std::min(cfg.gridDimX, cluster_fit_ * l.cluster[0]);
+    }
     check(d.launch_kernel_ex(&cfg, fn, l.params.empty() ? nullptr : args, nullptr), "cuLaunchKernelEx", name_);
     return;
   }

@@ -90,6 +90,7 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   main.block[0] = static_cast<unsigned>(threads);
   main.smem_bytes = static_cast<unsigned>(sm90_smem_bytes(c));
   main.cluster[0] = static_cast<unsigned>(cs);
+  main.persistent = true;
   const GemmProblem prob = p;
   // Each producer loads half of the operand its cluster shares (multicast), all of the other.
   const int box_m = c.cluster_n == 2 ? c.tile_m / 2 : c.tile_m, box_n = c.cluster_m == 2 ? c.tile_n / 2 : c.tile_n;
