@@ -38,8 +38,9 @@ DType input_dtype(const Problem& p);
 // clusters); `input` sets the element size for the shared-memory budget.
 Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input);
 Verdict legal(const Problem& p, const KernelConfig& c, const ArchSpec& arch);
-// Dynamic shared memory of a fam=sm90 GEMM block: alignment slack + stages x (A + B tiles + barriers).
-int sm90_smem_bytes(const KernelConfig& c);
+// Dynamic shared memory of a fam=sm90 GEMM block: alignment slack + stages x (A + B tiles + barriers)
+// + with epi=smem the output tile staged for the TMA store (out_bytes per element).
+int sm90_smem_bytes(const KernelConfig& c, int out_bytes);
 
 // legal() for many configs of one problem: the problem's terms (alignment, extents, GEMM K, largest
 // operand) computed once. check<false>(resolve(c)).ok == legal(problem, c, arch).ok for every c that

@@ -19,11 +19,13 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(u32 bar, int bytes) {
 __device__ __forceinline__ void mbar_arrive(u32 bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
-// Arrive on the barrier at the same offset in CTA `cta` of the cluster.
+// Arrive on the barrier at the same offset in CTA `cta` of the cluster. Default (.release.cta)
+// semantics: the arrival only says "done reading this stage"; a cluster-scope release would also
+// wait for this thread's earlier global stores (the epilogue's) to become visible.
 __device__ __forceinline__ void mbar_arrive_cluster(u32 bar, u32 cta) {
   asm volatile(
       "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}" ::"r"(bar),
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}" ::"r"(bar),
       "r"(cta)
       : "memory");
 }
@@ -57,6 +59,23 @@ __device__ __forceinline__ void tma_load_3d_multicast(u32 dst, const void* map, 
       "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(mask)
       : "memory");
 }
+// TMA store: a box of shared memory (this CTA) -> global; completion is tracked per thread in
+// bulk groups: commit after issuing, wait_read before the shared memory is written again.
+__device__ __forceinline__ void tma_store_3d(const void* map, u32 src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(map), "r"(src),
+               "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+template <int PENDING> __device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(PENDING) : "memory");
+}
+template <int PENDING> __device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(PENDING) : "memory");
+}
+// Orders this thread's ordinary shared-memory writes before later async-proxy (TMA, wgmma) reads.
+__device__ __forceinline__ void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
 __device__ __forceinline__ void tma_prefetch_map(const void* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
 }

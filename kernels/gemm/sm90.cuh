@@ -5,7 +5,8 @@
 //   producer  one thread issues TMA loads of A (tile_m x 64) and B (tile_n x 64) into stage s of a
 //             ring of Cfg::stages, then moves on; the other producer threads idle with few registers.
 //   consumers each owns tile_m / consumers rows of the tile; wgmma m64nN k16 from shared memory,
-//             f32 accumulators in registers; then the epilogue stores from registers.
+//             f32 accumulators in registers; then the epilogue stores from registers (epi=direct)
+//             or through shared memory and TMA store (epi=smem, row-major D).
 // Grid: min(tiles, SMs) blocks; block b takes tiles b, b + grid, ... (raster order of sm80_core).
 //
 // Pipeline protocol (one pair of mbarriers per stage; `it` counts k-tiles over all tiles of the block,
@@ -24,7 +25,7 @@
 // A cluster sync after barrier init, and a producer that waits for the last releases before it
 // exits, keep remote writes inside live CTAs.
 //
-// Cfg: tile_m, tile_n, stages, consumers, cluster_m, cluster_n, raster, swizzle, c_colmajor,
+// Cfg: tile_m, tile_n, stages, consumers, cluster_m, cluster_n, raster, swizzle, epi_smem, c_colmajor,
 // has_beta, has_bias, act, TC, bf16 (inputs bf16, else f16).
 #pragma once
 #include "common/hopper.cuh"
@@ -42,6 +43,8 @@ template <class Cfg> struct Sm90Shape {
   static constexpr int B_BYTES = Cfg::tile_n * BK * 2;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
   static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "consumer rows must be 64 or 128");
+  static constexpr int C_BYTES = sizeof(typename Cfg::TC);
+  static constexpr int EPI_BYTES = Cfg::epi_smem ? Cfg::tile_m * Cfg::tile_n * C_BYTES : 0;  // staging for TMA store
   static constexpr int CS = Cfg::cluster_m * Cfg::cluster_n;  // CTAs per cluster: 1 or 2
   static_assert(CS <= 2, "clusters of at most 2 CTAs");
   // Bytes of the shared operand each producer loads and multicasts (its half), and where.
@@ -62,6 +65,66 @@ template <class Cfg> __device__ __forceinline__ void sm90_tile_coords(const Gemm
   raster_tile<Cfg>(tile - batch * per_batch, p.tiles_m, p.tiles_n, tm, tn);
   m0 = (tm * Cfg::cluster_m + (Cfg::cluster_m == 2 ? int(rank) : 0)) * Cfg::tile_m;
   n0 = (tn * Cfg::cluster_n + (Cfg::cluster_n == 2 ? int(rank) : 0)) * Cfg::tile_n;
+}
+
+// One output value: act(alpha * acc + beta * C[at] + bias[n]); C is read only when `inside`.
+template <class Cfg>
+__device__ __forceinline__ float sm90_value(const GemmSm90Params& p, float acc, long long at, int n, bool inside) {
+  typedef typename Cfg::TC TC;
+  float v = p.alpha * acc;
+  if (Cfg::has_beta && inside) v += p.beta * to_float(static_cast<const TC*>(p.c)[at]);
+  if (Cfg::has_bias && inside) v += to_float(static_cast<const TC*>(p.bias)[n]);
+  return activate<Cfg::act>(v);
+}
+
+__device__ __forceinline__ void st_shared_pair(u32 addr, float a, float b, float*) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(a), "f"(b) : "memory");
+}
+template <class T> __device__ __forceinline__ void st_shared_pair(u32 addr, float a, float b, T*) {
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(pack2<T>(a, b)) : "memory");
+}
+
+// epi=smem: one consumer's tile rows go through shared memory and leave by TMA store, which runs
+// on while the consumer starts its next tile. The warpgroup's staging area (`stage`, rows x tile_n
+// of TC) is split into column blocks of 128 bytes, each rows x 128 bytes with the 128-byte swizzle
+// that map_d's boxes use (16-byte chunk c of row r at c ^ (r % 8): the 8 rows a warp writes at once
+// hit distinct banks). Rows or columns past D are dropped by the TMA store.
+template <class Cfg>
+__device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
+                                                  const float (&acc)[Sm90Shape<Cfg>::MI][Cfg::tile_n / 2], int batch,
+                                                  int row0, int n0, u32 stage, int cons) {
+  typedef typename Cfg::TC TC;
+  typedef Sm90Shape<Cfg> S;
+  constexpr int E = sizeof(TC), SUB = 128 / E;  // columns per block
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+  const long long base = batch * p.batch_stride_c;
+  // Named barriers 1 and 2, one per consumer warpgroup (constant ids: a variable id reserves all 16).
+  auto sync_warpgroup = [&] { cons == 0 ? named_barrier(1, 128) : named_barrier(2, 128); };
+  if (t == 0) bulk_wait_read<0>();  // the previous tile's store has read the staging area
+  sync_warpgroup();
+#pragma unroll
+  for (int mi = 0; mi < S::MI; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = mi * 64 + warp * 16 + (lane >> 2) + h * 8, m = row0 + r;
+#pragma unroll
+      for (int j = 0; j < Cfg::tile_n / 8; ++j) {
+        const int col = j * 8 + (lane & 3) * 2, n = n0 + col;
+        const long long at = base + (long long)m * p.ldc + n;
+        const float v0 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h], at, n, m < p.m && n < p.n);
+        const float v1 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h + 1], at + 1, n + 1, m < p.m && n + 1 < p.n);
+        const int cb = (col % SUB) * E;  // byte within the block's row
+        const u32 addr = stage + (col / SUB) * (S::WM * 128) + r * 128 + ((((cb >> 4) ^ (r & 7))) << 4) + (cb & 15);
+        st_shared_pair(addr, v0, v1, (TC*)nullptr);
+      }
+    }
+  fence_proxy_async_shared();
+  sync_warpgroup();
+  if (t == 0) {
+#pragma unroll
+    for (int b = 0; b < Cfg::tile_n / SUB; ++b) tma_store_3d(&p.map_d, stage + b * (S::WM * 128), n0 + b * SUB, row0, batch);
+    bulk_commit();
+  }
 }
 
 // Stores one consumer's accumulators: D = act(alpha * acc + beta * C + bias), bounds-checked.
@@ -116,7 +179,8 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   // Shared memory: stages x [A tile_m x 64 | B tile_n x 64] (1024-byte aligned for the 128-byte
   // swizzle), then full[stages] and empty[stages] mbarriers.
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
-  const u32 full = base + ST * S::STAGE_BYTES, empty = full + 8 * ST;
+  const u32 cstage = base + ST * S::STAGE_BYTES;  // epi=smem: tile_m x tile_n of TC
+  const u32 full = cstage + S::EPI_BYTES, empty = full + 8 * ST;
   const int wg = threadIdx.x / 128;
   if (threadIdx.x == 0) {
 #pragma unroll
@@ -211,8 +275,12 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
 #pragma unroll
     for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
     if (ktiles > 0 && signal) release((it + ST - 1) % ST);
-    sm90_store<Cfg>(p, acc, batch, m0 + cons * S::WM, n0);
+    if (Cfg::epi_smem)
+      sm90_store_staged<Cfg>(p, acc, batch, m0 + cons * S::WM, n0, cstage + cons * S::WM * BN * S::C_BYTES, cons);
+    else
+      sm90_store<Cfg>(p, acc, batch, m0 + cons * S::WM, n0);
   }
+  if (Cfg::epi_smem && threadIdx.x % 128 == 0) bulk_wait<0>();  // stores done before the CTA exits
 }
 
 }  // namespace tp

@@ -17,6 +17,7 @@ struct alignas(64) TensorMap {
 struct GemmSm90Params {
   TensorMap map_a;
   TensorMap map_b;
+  TensorMap map_d;        // epi=smem: D as (N, M, batch), boxes of 128 bytes x rows per consumer
   const void* c;
   void* d;
   const void* bias;       // N values, dtype of D

@@ -106,7 +106,7 @@ Resources estimate_resources(const KernelConfig& c, const Problem& p) {
     }
     r.regs_per_thread = 32 + 2 * c.dw_ppt * c.dw_cpt;
   } else if (c.fam() == Family::sm90) {
-    r.smem_bytes = sm90_smem_bytes(c);
+    r.smem_bytes = sm90_smem_bytes(c, operand_bytes(p)[2]);
     r.regs_per_thread = 232;  // consumers after setmaxnreg
   } else {
     r.smem_bytes = igemm_smem(c, bytes);
@@ -135,12 +135,12 @@ Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
     return no("registers", "fam=sm90: " + std::to_string(rows * c.tile_n / 128) +
                                " accumulators per consumer thread exceed 128 (232 registers after setmaxnreg)");
   if (c.stages < 2) return no("stages", "fam=sm90 needs at least 2 pipeline stages");
-  const int smem = sm90_smem_bytes(c);
+  const int smem = sm90_smem_bytes(c, 2);  // the problem's output size is checked per problem
   if (smem > arch.smem_per_block_optin)
-    return no("smem", std::to_string(smem) + " bytes of shared memory (stages x (tile_m + tile_n) x 128 + barriers) exceed " +
+    return no("smem", std::to_string(smem) + " bytes of shared memory (stages x (tile_m + tile_n) x 128 + barriers" +
+                          (c.epi == static_cast<int>(EpiVariant::smem) ? " + 16-bit output tile" : "") + ") exceed " +
                           std::to_string(arch.smem_per_block_optin) + " per block on " + arch.name);
   if (c.splitk != 1) return no("splitk", "fam=sm90 has no split-K yet");
-  if (c.epi != static_cast<int>(EpiVariant::direct)) return no("epi", "fam=sm90 implements epi=direct only");
   if (c.cluster_m * c.cluster_n > 2)
     return no("cluster", "fam=sm90 runs clusters of at most 2 CTAs (cluster=1x1, 2x1 or 1x2)");
   if (c.cluster_m * c.cluster_n > arch.max_cluster_size || (c.cluster_m * c.cluster_n > 1 && !arch.clusters))
@@ -151,7 +151,10 @@ Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
 
 }  // namespace
 
-int sm90_smem_bytes(const KernelConfig& c) { return 1024 + c.stages * ((c.tile_m + c.tile_n) * 128 + 16); }
+int sm90_smem_bytes(const KernelConfig& c, int out_bytes) {
+  const int staging = c.epi == static_cast<int>(EpiVariant::smem) ? c.tile_m * c.tile_n * out_bytes : 0;
+  return 1024 + c.stages * ((c.tile_m + c.tile_n) * 128 + 16) + staging;
+}
 
 Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
   if (auto err = config_error(c)) return no("config", *err);
@@ -350,6 +353,21 @@ Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
       return "align " + std::to_string(c.align_c) + " on C: its contiguous extent " + std::to_string(extents_[2]) +
              " allows at most " + std::to_string(allowed_[2]);
     });
+  if (c.epi == static_cast<int>(EpiVariant::smem)) {
+    if (g.layout_c != MatLayout::row)
+      return fail<kExplain>("epi", [] { return "fam=sm90 epi=smem stores row-major D by TMA (epi=direct serves rc c)"; });
+    if ((g.n * size_bytes(g.c)) % 16 != 0)
+      return fail<kExplain>("tma_stride", [&] {
+        return "epi=smem: TMA needs 16-byte rows of D; N = " + std::to_string(g.n) + " elements of " +
+               std::string(to_string(g.c)) + " is not a multiple of 16 bytes (epi=direct serves it)";
+      });
+    const int smem = sm90_smem_bytes(c, size_bytes(g.c));
+    if (smem > arch_.smem_per_block_optin)
+      return fail<kExplain>("smem", [&] {
+        return std::to_string(smem) + " bytes of shared memory with the " + std::string(to_string(g.c)) +
+               " output tile staged exceed " + std::to_string(arch_.smem_per_block_optin) + " per block on " + arch_.name;
+      });
+  }
   if (largest_ >= (std::int64_t{1} << 31))
     return fail<kExplain>("index32", [&] {
       return "an operand with " + std::to_string(largest_) + " elements needs 64-bit indexing";

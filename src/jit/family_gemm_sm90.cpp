@@ -15,22 +15,25 @@
 namespace tilepick::family {
 
 static_assert(sizeof(tp::TensorMap) == sizeof(CUtensorMap), "TensorMap must match CUtensorMap");
-static_assert(sizeof(tp::GemmSm90Params) == 384, "GemmSm90Params must match the device layout");
+static_assert(sizeof(tp::GemmSm90Params) == 512, "GemmSm90Params must match the device layout");
 
 namespace {
 
-// A K-major operand (rows x K per batch, rows `ld` elements apart) as a 3-D tensor map read in
-// boxes of 64 (K) x box_rows, 128-byte swizzled; out-of-bounds elements read as zero.
-tp::TensorMap kmajor_map(const void* ptr, DType t, std::int64_t k, std::int64_t rows, std::int64_t batch,
-                         std::int64_t ld, std::int64_t batch_stride, int box_rows, const char* which) {
+// A row-major 3-D tensor (cols contiguous, rows `ld` elements apart, `batch` of them) as a tensor
+// map with boxes of box_cols x box_rows, 128-byte swizzled; reads out of bounds give zeros, writes
+// out of bounds are dropped.
+tp::TensorMap rowmajor_map(const void* ptr, DType t, std::int64_t cols, std::int64_t rows, std::int64_t batch,
+                           std::int64_t ld, std::int64_t batch_stride, int box_cols, int box_rows, const char* which) {
   const auto& d = cuda::detail::require_driver("fam=sm90 tensor map");
   if (!d.tensor_map_encode_tiled) throw Error(Status::cuda_error, "fam=sm90: the driver has no cuTensorMapEncodeTiled");
   const std::int64_t e = size_bytes(t);
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(batch)};
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(batch)};
   const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld * e), static_cast<cuuint64_t>(batch_stride * e)};
-  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows), 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
-  const CUtensorMapDataType dt = t == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const CUtensorMapDataType dt = t == DType::bf16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                 : t == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                   : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   CUtensorMap map;
   cuda::detail::check(d.tensor_map_encode_tiled(&map, dt, 3, const_cast<void*>(ptr), dims, strides, box, elem_strides,
                                                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
@@ -51,13 +54,15 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   if (p.layout_a != MatLayout::row || p.layout_b != MatLayout::col)
     throw Unsupported("fam=sm90 gemm reads K-major A and B (layout rc*): '" + to_string(p) + "'");
   if (c.align_c == 0) throw Unsupported("fam=sm90 gemm: config alignment not resolved");
+  const bool c_row = p.layout_c == MatLayout::row, beta = p.beta != 0.0;
   if (c.tile_k != 64 || c.warps_n != 1 || (c.tile_m / c.warps_m != 64 && c.tile_m / c.warps_m != 128))
     throw Unsupported("fam=sm90: config '" + config_text + "' has no kernel (see legality)");
-  const bool c_row = p.layout_c == MatLayout::row, beta = p.beta != 0.0;
-
   CfgText cfg;
   cfg.i("tile_m", c.tile_m).i("tile_n", c.tile_n).i("stages", c.stages).i("consumers", c.warps_m);
   cfg.i("cluster_m", c.cluster_m).i("cluster_n", c.cluster_n);
+  const bool staged = c.epi == static_cast<int>(EpiVariant::smem);
+  if (staged && !c_row) throw Unsupported("fam=sm90 epi=smem stores row-major D only: '" + to_string(p) + "'");
+  cfg.b("epi_smem", staged);
   cfg.i("raster", c.raster).i("swizzle", c.swizzle).i("align_c", c.align_c);
   cfg.b("c_colmajor", !c_row).b("has_beta", beta).b("has_bias", p.epilogue.bias).i("act", static_cast<int>(p.epilogue.act));
   cfg.b("bf16", p.a == DType::bf16).type("TC", device_type(p.c));
@@ -88,16 +93,21 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
 
   Launch main;
   main.block[0] = static_cast<unsigned>(threads);
-  main.smem_bytes = static_cast<unsigned>(sm90_smem_bytes(c));
+  main.smem_bytes = static_cast<unsigned>(sm90_smem_bytes(c, size_bytes(p.c)));
   main.cluster[0] = static_cast<unsigned>(cs);
   main.persistent = true;
   const GemmProblem prob = p;
   // Each producer loads half of the operand its cluster shares (multicast), all of the other.
   const int box_m = c.cluster_n == 2 ? c.tile_m / 2 : c.tile_m, box_n = c.cluster_m == 2 ? c.tile_n / 2 : c.tile_n;
-  plan.launches = [base, main, prob, box_m, box_n, tiles_total, cs](const Operands& o) {
+  const int rows_per_consumer = c.tile_m / c.warps_m;
+  plan.launches = [base, main, prob, box_m, box_n, tiles_total, cs, staged, rows_per_consumer](const Operands& o) {
     tp::GemmSm90Params g = base;
-    g.map_a = kmajor_map(o.a, prob.a, prob.k, prob.m, prob.batch, prob.k, prob.m * prob.k, box_m, "A");
-    g.map_b = kmajor_map(o.b, prob.b, prob.k, prob.n, prob.batch, prob.k, prob.k * prob.n, box_n, "B");
+    g.map_a = rowmajor_map(o.a, prob.a, prob.k, prob.m, prob.batch, prob.k, prob.m * prob.k, 64, box_m, "A");
+    g.map_b = rowmajor_map(o.b, prob.b, prob.k, prob.n, prob.batch, prob.k, prob.k * prob.n, 64, box_n, "B");
+    // D row-major as (N, M, batch), boxes of 128 bytes of columns x the rows of one consumer.
+    if (staged)
+      g.map_d = rowmajor_map(o.d, prob.c, prob.n, prob.m, prob.batch, prob.n, prob.m * prob.n,
+                             128 / size_bytes(prob.c), rows_per_consumer, "D");
     g.c = o.c, g.d = o.d, g.bias = o.bias;
     Launch l = main;
     l.grid[0] = static_cast<unsigned>(cs * std::clamp<std::int64_t>(tiles_total, 1, cuda::current_sm_count() / cs));
