@@ -5,7 +5,8 @@
 #   sanitize compute-sanitizer memcheck / racecheck / synccheck on 3 problems, 1 config each
 #   sass     HGMMA / UTMALDG / setmaxnreg counts in one compiled sm90 kernel (cuobjdump)
 #   perf     `tilepick sweep` of PERF_FILE (default data/problems/sm90_perf.txt) over the sm90 space
-#            (or SWEEP_ARGS) with the cuBLASLt rows of the same run; bench/sm90_compare.py table
+#            (or SWEEP_ARGS, or the configs matching every regexp of PERF_GREP) with the cuBLASLt
+#            rows of the same run; bench/sm90_compare.py table
 # STEPS selects steps (default "verify sanitize sass perf"). Results in $OUT/results.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +33,18 @@ for step in ${STEPS:-verify sanitize sass perf}; do
         echo "sass $f: HGMMA $(grep -c HGMMA "$W/sass.txt") UTMALDG $(grep -c UTMALDG "$W/sass.txt") USETMAXREG $(grep -c SETMAXREG "$W/sass.txt") LDL $(grep -c 'LDL' "$W/sass.txt")"
       else echo "sass: no cubin found under $TILEPICK_CACHE_DIR"; find "$TILEPICK_CACHE_DIR" | head -5; fi ;;
     perf)
-      timed_sweep perf $(( $(left) - 15 )) -f "${PERF_FILE:-data/problems/sm90_perf.txt}" ${SWEEP_ARGS:---family sm90}
+      # PERF_GREP: only sm90 configs matching these extended regexps (all of them must match), each
+      # paired with every problem of PERF_FILE; default: the whole space.
+      if [ -n "${PERF_GREP:-}" ]; then
+        $T configs list --space gemm_sm90 > "$W/configs.txt"
+        for re in $PERF_GREP; do grep -E "$re" "$W/configs.txt" > "$W/c.tmp"; mv "$W/c.tmp" "$W/configs.txt"; done
+        grep -v '^#' "${PERF_FILE:-data/problems/sm90_perf.txt}" | sed 's/^[^:]*: //' | while read -r prob; do
+          sed "s/^/$prob|/" "$W/configs.txt"; done > "$W/pairs.txt"
+        echo "perf: $(wc -l < "$W/configs.txt") configs, $(wc -l < "$W/pairs.txt") pairs"
+        timed_sweep perf $(( $(left) - 15 )) --pairs "$W/pairs.txt"
+      else
+        timed_sweep perf $(( $(left) - 15 )) -f "${PERF_FILE:-data/problems/sm90_perf.txt}" ${SWEEP_ARGS:---family sm90}
+      fi
       python3 bench/sm90_compare.py "$W/perf.csv.gz" | tee "$W/compare.txt" ;;
   esac
 done

@@ -103,11 +103,18 @@ __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
-// ---- wgmma shared-memory matrix descriptor for a K-major operand in 128-byte swizzled rows
-// (TMA's CU_TENSOR_MAP_SWIZZLE_128B): rows of 128 bytes, 8-row groups 1024 bytes apart, tile base
-// 1024-byte aligned. Advancing along K inside the row adds the byte offset to the start address.
+// ---- wgmma shared-memory matrix descriptors for operands in 128-byte swizzled rows (TMA's
+// CU_TENSOR_MAP_SWIZZLE_128B; tiles 1024-byte aligned).
+// K-major: rows of 64 K (128 bytes) per M/N index, 8-row groups 1024 bytes apart (stride offset);
+//   the leading offset is unused. Advancing along K inside the row adds the byte offset.
 __device__ __forceinline__ u64 smem_desc_k128(u32 addr) {
   return (u64((addr & 0x3FFFF) >> 4)) | (u64(1) << 16) | (u64(1024 >> 4) << 32) | (u64(1) << 62);
+}
+// M/N-major (16-bit only, wgmma's transpose bit): blocks of 64 M/N (128 bytes) x 64 K rows, one K
+// row per 128 bytes; 8-K-row groups 1024 bytes apart (stride offset), the next block of 64 M/N
+// 8192 bytes on (leading offset). Advancing along K adds 128 bytes per K row.
+__device__ __forceinline__ u64 smem_desc_mn128(u32 addr) {
+  return (u64((addr & 0x3FFFF) >> 4)) | (u64(8192 >> 4) << 16) | (u64(1024 >> 4) << 32) | (u64(1) << 62);
 }
 
 }  // namespace tp

@@ -25,7 +25,10 @@
 // A cluster sync after barrier init, and a producer that waits for the last releases before it
 // exits, keep remote writes inside live CTAs.
 //
-// Cfg: tile_m, tile_n, stages, consumers, cluster_m, cluster_n, raster, swizzle, epi_smem, c_colmajor,
+// Layouts: A and B K-major, or M/N-major (a_mn: A column-major, b_mn: B row-major) through wgmma's
+// transpose bits; shared memory holds 8192 bytes per 64 rows of an operand either way.
+//
+// Cfg: tile_m, tile_n, stages, consumers, cluster_m, cluster_n, raster, swizzle, epi_smem, a_mn, b_mn, c_colmajor,
 // has_beta, has_bias, act, TC, bf16 (inputs bf16, else f16).
 #pragma once
 #include "common/hopper.cuh"
@@ -172,6 +175,30 @@ __device__ __forceinline__ void sm90_store(const GemmSm90Params& p, const float 
     }
 }
 
+// Producer: one operand's rows [mn0, mn0 + ROWS) x K [k0, k0 + 64) into `dst`, to this CTA or (mask
+// != 0) to every CTA in `mask`. Either layout fills 8192 bytes per 64 rows: K-major, one box of
+// ROWS x 128-byte rows; M/N-major, boxes of 64 K rows x 64 M/N (128 bytes) per 64 rows.
+template <bool MN_MAJOR, int ROWS>
+__device__ __forceinline__ void load_operand(u32 dst, const void* map, u32 bar, int k0, int mn0, int batch,
+                                             unsigned short mask) {
+  if (!MN_MAJOR) {
+    if (mask) tma_load_3d_multicast(dst, map, bar, k0, mn0, batch, mask);
+    else tma_load_3d(dst, map, bar, k0, mn0, batch);
+    return;
+  }
+  static_assert(!MN_MAJOR || ROWS % 64 == 0, "M/N-major loads come in blocks of 64 rows");
+#pragma unroll
+  for (int i = 0; i < ROWS / 64; ++i) {
+    if (mask) tma_load_3d_multicast(dst + i * 8192, map, bar, mn0 + 64 * i, k0, batch, mask);
+    else tma_load_3d(dst + i * 8192, map, bar, mn0 + 64 * i, k0, batch);
+  }
+}
+
+// wgmma descriptor of k16 step `kk` of an operand tile at `addr` (its first row).
+template <bool MN_MAJOR> __device__ __forceinline__ u64 operand_desc(u32 addr, int kk) {
+  return MN_MAJOR ? smem_desc_mn128(addr + kk * 16 * 128) : smem_desc_k128(addr + kk * 32);
+}
+
 template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Params& p) {
   typedef Sm90Shape<Cfg> S;
   constexpr int ST = Cfg::stages, BN = Cfg::tile_n;
@@ -210,18 +237,13 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
           mbar_wait(empty + 8 * s, parity ^ 1);
           const u32 sa = base + s * S::STAGE_BYTES, sb = sa + S::A_BYTES, bar = full + 8 * s;
           mbar_arrive_expect_tx(bar, S::STAGE_BYTES);
-          if (Cfg::cluster_n == 2) {  // A shared along N: my half of its rows, to both CTAs
-            const int half = int(rank) * S::A_LOAD_ROWS;
-            tma_load_3d_multicast(sa + half * 128, &p.map_a, bar, kt * S::BK, m0 + half, batch, 3);
-          } else {
-            tma_load_3d(sa, &p.map_a, bar, kt * S::BK, m0, batch);
-          }
-          if (Cfg::cluster_m == 2) {  // B shared along M
-            const int half = int(rank) * S::B_LOAD_ROWS;
-            tma_load_3d_multicast(sb + half * 128, &p.map_b, bar, kt * S::BK, n0 + half, batch, 3);
-          } else {
-            tma_load_3d(sb, &p.map_b, bar, kt * S::BK, n0, batch);
-          }
+          // The operand a cluster shares: my half of its rows, to both CTAs (mask 3).
+          const int half_a = Cfg::cluster_n == 2 ? int(rank) * S::A_LOAD_ROWS : 0;
+          const int half_b = Cfg::cluster_m == 2 ? int(rank) * S::B_LOAD_ROWS : 0;
+          load_operand<Cfg::a_mn, S::A_LOAD_ROWS>(sa + half_a * 128, &p.map_a, bar, kt * S::BK, m0 + half_a, batch,
+                                                  Cfg::cluster_n == 2 ? 3 : 0);
+          load_operand<Cfg::b_mn, S::B_LOAD_ROWS>(sb + half_b * 128, &p.map_b, bar, kt * S::BK, n0 + half_b, batch,
+                                                  Cfg::cluster_m == 2 ? 3 : 0);
         }
       }
       // Cluster: wait until every stage was released by the consumers of both CTAs, so no remote
@@ -263,8 +285,8 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
       for (int kk = 0; kk < S::BK / 16; ++kk)
 #pragma unroll
         for (int mi = 0; mi < S::MI; ++mi)
-          wgmma_m64<BN, Cfg::bf16, 0, 0>(acc[mi], smem_desc_k128(sa + mi * 64 * 128 + kk * 32),
-                                         smem_desc_k128(sb + kk * 32), 1);
+          wgmma_m64<BN, Cfg::bf16, Cfg::a_mn, Cfg::b_mn>(acc[mi], operand_desc<Cfg::a_mn>(sa + mi * 64 * 128, kk),
+                                                         operand_desc<Cfg::b_mn>(sb, kk), 1);
       wgmma_commit();
 #pragma unroll
       for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);

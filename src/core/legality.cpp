@@ -338,15 +338,19 @@ Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
   if (!gemm_) return fail<kExplain>("family_op", [] { return "fam=sm90 runs GEMM only (convolution: fam=sm80, dw)"; });
   const GemmProblem& g = *gemm_;
   if (g.a != g.b) return fail<kExplain>("dtype", [] { return "fam=sm90 needs A and B of one dtype"; });
-  if (g.layout_a != MatLayout::row || g.layout_b != MatLayout::col)
-    return fail<kExplain>("layout", [&] {
-      return "fam=sm90 reads K-major A and B (layout " + std::string(1, g.layout_a == MatLayout::row ? 'r' : 'c') +
-             std::string(1, g.layout_b == MatLayout::row ? 'r' : 'c') + "*: needs rc*); fam=sm80 serves the others";
-    });
-  if ((g.k * size_bytes(g.a)) % 16 != 0)
-    return fail<kExplain>("tma_stride", [&] {
-      return "TMA needs 16-byte row strides: K = " + std::to_string(g.k) + " elements of " + std::string(to_string(g.a)) +
-             " is not a multiple of 16 bytes (fam=sm80 serves it)";
+  // Each operand's contiguous extent (K when K-major, M or N when M/N-major) is TMA's row stride.
+  for (int i = 0; i < 2; ++i)
+    if ((extents_[i] * size_bytes(g.a)) % 16 != 0)
+      return fail<kExplain>("tma_stride", [&] {
+        return std::string("TMA needs 16-byte row strides: ") + (i == 0 ? "A" : "B") + "'s contiguous extent " +
+               std::to_string(extents_[i]) + " elements of " + std::string(to_string(g.a)) +
+               " is not a multiple of 16 bytes (fam=sm80 serves it)";
+      });
+  const bool a_mn = g.layout_a == MatLayout::col, b_mn = g.layout_b == MatLayout::row;
+  if ((a_mn && c.cluster_n == 2 && c.tile_m < 128) || (b_mn && c.cluster_m == 2 && c.tile_n < 128))
+    return fail<kExplain>("cluster", [] {
+      return "an M/N-major operand shared by a cluster is loaded in halves of whole 64-row blocks: its tile "
+             "dimension must be at least 128";
     });
   if (c.align_c > allowed_[2])
     return fail<kExplain>("align", [&] {

@@ -51,8 +51,6 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   const std::string config_text = to_string(c);
   if (p.a != p.b || (p.a != DType::f16 && p.a != DType::bf16))
     throw Unsupported("fam=sm90 gemm needs f16 or bf16 A and B of one dtype: '" + to_string(p) + "'");
-  if (p.layout_a != MatLayout::row || p.layout_b != MatLayout::col)
-    throw Unsupported("fam=sm90 gemm reads K-major A and B (layout rc*): '" + to_string(p) + "'");
   if (c.align_c == 0) throw Unsupported("fam=sm90 gemm: config alignment not resolved");
   const bool c_row = p.layout_c == MatLayout::row, beta = p.beta != 0.0;
   if (c.tile_k != 64 || c.warps_n != 1 || (c.tile_m / c.warps_m != 64 && c.tile_m / c.warps_m != 128))
@@ -63,6 +61,8 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   const bool staged = c.epi == static_cast<int>(EpiVariant::smem);
   if (staged && !c_row) throw Unsupported("fam=sm90 epi=smem stores row-major D only: '" + to_string(p) + "'");
   cfg.b("epi_smem", staged);
+  const bool a_mn = p.layout_a == MatLayout::col, b_mn = p.layout_b == MatLayout::row;  // M/N-major operands
+  cfg.b("a_mn", a_mn).b("b_mn", b_mn);
   cfg.i("raster", c.raster).i("swizzle", c.swizzle).i("align_c", c.align_c);
   cfg.b("c_colmajor", !c_row).b("has_beta", beta).b("has_bias", p.epilogue.bias).i("act", static_cast<int>(p.epilogue.act));
   cfg.b("bf16", p.a == DType::bf16).type("TC", device_type(p.c));
@@ -100,10 +100,15 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   // Each producer loads half of the operand its cluster shares (multicast), all of the other.
   const int box_m = c.cluster_n == 2 ? c.tile_m / 2 : c.tile_m, box_n = c.cluster_m == 2 ? c.tile_n / 2 : c.tile_n;
   const int rows_per_consumer = c.tile_m / c.warps_m;
-  plan.launches = [base, main, prob, box_m, box_n, tiles_total, cs, staged, rows_per_consumer](const Operands& o) {
+  plan.launches = [base, main, prob, box_m, box_n, tiles_total, cs, staged, rows_per_consumer, a_mn,
+                   b_mn](const Operands& o) {
     tp::GemmSm90Params g = base;
-    g.map_a = rowmajor_map(o.a, prob.a, prob.k, prob.m, prob.batch, prob.k, prob.m * prob.k, 64, box_m, "A");
-    g.map_b = rowmajor_map(o.b, prob.b, prob.k, prob.n, prob.batch, prob.k, prob.k * prob.n, 64, box_n, "B");
+    // K-major operands as (K, rows, batch) in boxes of 64 K x the rows one producer loads; M/N-major
+    // ones as (rows, K, batch) in boxes of 64 x 64 (kernels/gemm/sm90.cuh, load_operand).
+    g.map_a = a_mn ? rowmajor_map(o.a, prob.a, prob.m, prob.k, prob.batch, prob.m, prob.m * prob.k, 64, 64, "A")
+                   : rowmajor_map(o.a, prob.a, prob.k, prob.m, prob.batch, prob.k, prob.m * prob.k, 64, box_m, "A");
+    g.map_b = b_mn ? rowmajor_map(o.b, prob.b, prob.n, prob.k, prob.batch, prob.n, prob.k * prob.n, 64, 64, "B")
+                   : rowmajor_map(o.b, prob.b, prob.k, prob.n, prob.batch, prob.k, prob.k * prob.n, 64, box_n, "B");
     // D row-major as (N, M, batch), boxes of 128 bytes of columns x the rows of one consumer.
     if (staged)
       g.map_d = rowmajor_map(o.d, prob.c, prob.n, prob.m, prob.batch, prob.n, prob.m * prob.n,
