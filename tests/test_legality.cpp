@@ -41,7 +41,7 @@ Verdict check(const std::string& problem, const std::string& config, const std::
 
 const std::string kGemm = "gemm rcr m1024 n1024 k1024 bf16";
 const std::string kSm80 = "fam=sm80 tile=128x128x32 warps=2x2 stages=3";
-const std::string kSm90 = "fam=sm90 tile=128x128x64 warps=2x2 stages=3";
+const std::string kSm90 = "fam=sm90 tile=128x128x64 warps=2x1 stages=3";
 const std::string kFp8 = "gemm rcr m1024 n1024 k1024 e4m3:e4m3:bf16";
 const std::string kDwConv = "fwd g64 mb1 ic64 ih56 iw56 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16";
 
@@ -75,7 +75,9 @@ TEST(LegalityRule, FamilyArch) {
 
 TEST(LegalityRule, Dtype) {
   EXPECT_TRUE(violates(check(kFp8, kSm80, "h100_sxm"), "dtype", {"fp8", "sm90"}));
-  EXPECT_TRUE(ok(check(kFp8, kSm90, "h100_sxm")));
+  EXPECT_TRUE(violates(check(kFp8, kSm90, "h100_sxm"), "dtype", {"f16 and bf16", "e4m3"}));
+  EXPECT_TRUE(violates(check("gemm rcr m256 n256 k256 f32", kSm90, "h100_sxm"), "dtype", {"f32", "sm80"}));
+  EXPECT_TRUE(ok(check(kGemm, kSm90, "h100_sxm")));
   EXPECT_TRUE(violates(check("gemm rcr m256 n256 k256 f16 acc=f16", kSm80), "dtype", {"f32"}));
   EXPECT_TRUE(ok(check("gemm rcr m256 n256 k256 f16", kSm80)));
   EXPECT_TRUE(violates(legal_on_arch(parse_config("fam=dw"), arch("h100_sxm"), DType::e4m3), "dtype", {"fp8"}));
@@ -88,9 +90,35 @@ TEST(LegalityRule, WarpTile) {
 }
 
 TEST(LegalityRule, TileK) {
-  // fp8 mma K step is 32.
-  EXPECT_TRUE(violates(check(kFp8, "fam=sm90 tile=128x128x16", "h100_sxm"), "tile_k", {"tile_k 16", "32", "e4m3"}));
-  EXPECT_TRUE(ok(check(kFp8, "fam=sm90 tile=128x128x32", "h100_sxm")));
+  // sm90: one 128-byte swizzled row of K per stage.
+  EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=128x128x32 warps=2x1", "h100_sxm"), "tile_k", {"64"}));
+  EXPECT_TRUE(ok(check(kGemm, "fam=sm90 tile=128x128x64 warps=2x1", "h100_sxm")));
+}
+
+// fam=sm90: consumer warpgroups (warps) stacked along M, each owning 64 or 128 rows, at most 128
+// accumulators per thread; wgmma N of at least 64.
+TEST(LegalityRule, Sm90Warpgroups) {
+  EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=128x128x64 warps=2x2", "h100_sxm"), "warps", {"2x1"}));
+  EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=256x64x64 warps=1x1", "h100_sxm"), "warp_tile", {"256 rows"}));
+  EXPECT_TRUE(ok(check(kGemm, "fam=sm90 tile=256x64x64 warps=2x1", "h100_sxm")));
+  EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=128x256x64 warps=1x1", "h100_sxm"), "registers", {"256 accumulators"}));
+  EXPECT_TRUE(ok(check(kGemm, "fam=sm90 tile=128x256x64 warps=2x1", "h100_sxm")));
+  EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=64x32x64 warps=1x1", "h100_sxm"), "tile_n", {"64"}));
+  EXPECT_EQ(threads_per_block(parse_config("fam=sm90 tile=128x256x64 warps=2x1")), 384);  // + the producer
+}
+
+// fam=sm90 reads A and B by TMA: each operand's contiguous extent is a row stride of 16-byte multiples;
+// K is free when both operands are M/N-major.
+TEST(LegalityRule, Sm90TmaStrides) {
+  EXPECT_TRUE(violates(check("gemm rcr m64 n64 k36 bf16", kSm90, "h100_sxm"), "tma_stride", {"A", "36"}));
+  EXPECT_TRUE(violates(check("gemm rrr m64 n66 k64 bf16", kSm90, "h100_sxm"), "tma_stride", {"B", "66"}));
+  EXPECT_TRUE(violates(check("gemm crr m68 n64 k64 f16", kSm90, "h100_sxm"), "tma_stride", {"A", "68"}));
+  EXPECT_TRUE(ok(check("gemm crr m64 n64 k37 bf16", kSm90, "h100_sxm")));
+  EXPECT_TRUE(ok(check("gemm rcr m77 n1001 k40 bf16", kSm90, "h100_sxm")));  // D's extent is free with epi=direct
+  EXPECT_TRUE(violates(check("gemm rcr m77 n1001 k40 bf16", kSm90 + " epi=smem", "h100_sxm"), "tma_stride", {"1001"}));
+  EXPECT_TRUE(violates(check("gemm rcc m64 n64 k64 bf16", kSm90 + " epi=smem", "h100_sxm"), "epi", {"row-major"}));
+  EXPECT_TRUE(violates(check("fwd g1 mb8 ic64 ih28 iw28 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16", kSm90, "h100_sxm"), "family_op",
+                       {"GEMM"}));
 }
 
 TEST(LegalityRule, Smem) {
@@ -99,9 +127,20 @@ TEST(LegalityRule, Smem) {
   EXPECT_TRUE(violates(check(kGemm, big), "smem", {"393216", "166912", "a100_sxm"}));
   EXPECT_EQ(estimate_resources(parse_config(big), parse_problem(kGemm)).smem_bytes, 393216);
   EXPECT_TRUE(ok(check(kGemm, "fam=sm80 tile=256x128x64 warps=4x2 stages=3")));
-  // The smem epilogue (sm90 family; sm80 has none) stages a 256x256 f32 tile: 262144 > 232448 on H100.
-  EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=256x256x16 warps=4x4 stages=1 epi=smem", "h100_sxm"), "smem",
-                       {"262144", "232448"}));
+  // sm90: 1024 alignment + stages x ((128 + 256) x 128 + 16 barrier bytes) + the staged output columns,
+  // halved while over 232448: 3 stages stage all 256 bf16 columns (214064), 4 stages 128 (230464), f32
+  // outputs 128 at 3 stages; 5 stages exceed it even with one 128-byte column block (263248).
+  const std::string sm90 = "fam=sm90 tile=128x256x64 warps=2x1 epi=smem";
+  const std::string f32_out = "gemm rcr m1024 n1024 k1024 bf16:bf16:f32";
+  EXPECT_EQ(estimate_resources(parse_config(sm90 + " stages=3"), parse_problem(kGemm)).smem_bytes, 214064);
+  EXPECT_EQ(sm90_epi_cols(parse_config(sm90 + " stages=3"), 2), 256);
+  EXPECT_EQ(estimate_resources(parse_config(sm90 + " stages=4"), parse_problem(kGemm)).smem_bytes, 230464);
+  EXPECT_EQ(sm90_epi_cols(parse_config(sm90 + " stages=4"), 2), 128);
+  EXPECT_EQ(sm90_epi_cols(parse_config(sm90 + " stages=3"), 4), 128);
+  EXPECT_EQ(sm90_epi_cols(parse_config("fam=sm90 tile=128x256x64 warps=2x1 stages=3"), 2), 0);  // epi=direct
+  EXPECT_TRUE(ok(check(kGemm, sm90 + " stages=4", "h100_sxm")));
+  EXPECT_TRUE(ok(check(f32_out, sm90 + " stages=3", "h100_sxm")));
+  EXPECT_TRUE(violates(check(kGemm, sm90 + " stages=5", "h100_sxm"), "smem", {"263248", "232448"}));
   EXPECT_NE(check(kGemm, "fam=sm80 tile=256x256x16 warps=4x4 stages=1", "h100_sxm").rule, "smem");
 }
 
@@ -116,8 +155,14 @@ TEST(LegalityRule, Registers) {
 }
 
 TEST(LegalityRule, Cluster) {
-  EXPECT_TRUE(violates(check(kGemm, kSm90 + " cluster=4x4", "h100_sxm"), "cluster", {"4x4", "8"}));
-  EXPECT_TRUE(ok(check(kGemm, kSm90 + " cluster=2x4", "h100_sxm")));
+  EXPECT_TRUE(violates(check(kGemm, kSm90 + " cluster=2x2", "h100_sxm"), "cluster", {"at most 2"}));
+  EXPECT_TRUE(ok(check(kGemm, kSm90 + " cluster=2x1", "h100_sxm")));
+  EXPECT_TRUE(ok(check(kGemm, kSm90 + " cluster=1x2", "h100_sxm")));
+  // An M/N-major operand shared by the cluster is multicast in halves of whole 64-row blocks.
+  const std::string rrr = "gemm rrr m1024 n1024 k1024 bf16";
+  EXPECT_TRUE(violates(check(rrr, "fam=sm90 tile=128x64x64 warps=2x1 cluster=2x1", "h100_sxm"), "cluster", {"128"}));
+  EXPECT_TRUE(ok(check(rrr, "fam=sm90 tile=128x128x64 warps=2x1 cluster=2x1", "h100_sxm")));
+  EXPECT_TRUE(ok(check(rrr, "fam=sm90 tile=128x64x64 warps=2x1 cluster=1x2", "h100_sxm")));  // B is not shared
 }
 
 TEST(LegalityRule, AlignVectorWidth) {

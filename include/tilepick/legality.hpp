@@ -39,8 +39,12 @@ DType input_dtype(const Problem& p);
 Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input);
 Verdict legal(const Problem& p, const KernelConfig& c, const ArchSpec& arch);
 // Dynamic shared memory of a fam=sm90 GEMM block: alignment slack + stages x (A + B tiles + barriers)
-// + with epi=smem the output tile staged for the TMA store (out_bytes per element).
+// + with epi=smem the staged output columns (out_bytes per element).
 int sm90_smem_bytes(const KernelConfig& c, int out_bytes);
+// epi=smem: columns of the output tile staged at once: tile_n, halved while the block would exceed
+// kSm90SmemPerBlock (down to one 128-byte column block; the rest goes out in turns). 0 for epi=direct.
+inline constexpr int kSm90SmemPerBlock = 232448;  // sm_90's opt-in limit, H100 and H200 alike
+int sm90_epi_cols(const KernelConfig& c, int out_bytes);
 
 // legal() for many configs of one problem: the problem's terms (alignment, extents, GEMM K, largest
 // operand) computed once. check<false>(resolve(c)).ok == legal(problem, c, arch).ok for every c that

@@ -28,7 +28,7 @@
 // Layouts: A and B K-major, or M/N-major (a_mn: A column-major, b_mn: B row-major) through wgmma's
 // transpose bits; shared memory holds 8192 bytes per 64 rows of an operand either way.
 //
-// Cfg: tile_m, tile_n, stages, consumers, cluster_m, cluster_n, raster, swizzle, epi_smem, a_mn, b_mn, c_colmajor,
+// Cfg: tile_m, tile_n, stages, consumers, cluster_m, cluster_n, raster, swizzle, epi_smem, epi_cols, a_mn, b_mn, c_colmajor,
 // has_beta, has_bias, act, TC, bf16 (inputs bf16, else f16).
 #pragma once
 #include "common/hopper.cuh"
@@ -47,7 +47,7 @@ template <class Cfg> struct Sm90Shape {
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
   static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "consumer rows must be 64 or 128");
   static constexpr int C_BYTES = sizeof(typename Cfg::TC);
-  static constexpr int EPI_BYTES = Cfg::epi_smem ? Cfg::tile_m * Cfg::tile_n * C_BYTES : 0;  // staging for TMA store
+  static constexpr int EPI_BYTES = Cfg::epi_smem ? Cfg::tile_m * Cfg::epi_cols * C_BYTES : 0;  // staging for TMA store
   static constexpr int CS = Cfg::cluster_m * Cfg::cluster_n;  // CTAs per cluster: 1 or 2
   static_assert(CS <= 2, "clusters of at most 2 CTAs");
   // Bytes of the shared operand each producer loads and multicasts (its half), and where.
@@ -88,10 +88,11 @@ template <class T> __device__ __forceinline__ void st_shared_pair(u32 addr, floa
 }
 
 // epi=smem: one consumer's tile rows go through shared memory and leave by TMA store, which runs
-// on while the consumer starts its next tile. The warpgroup's staging area (`stage`, rows x tile_n
-// of TC) is split into column blocks of 128 bytes, each rows x 128 bytes with the 128-byte swizzle
-// that map_d's boxes use (16-byte chunk c of row r at c ^ (r % 8): the 8 rows a warp writes at once
-// hit distinct banks). Rows or columns past D are dropped by the TMA store.
+// on while the consumer starts its next tile. The warpgroup's staging area (`stage`, rows x
+// Cfg::epi_cols of TC: the whole tile_n, or a part of it when shared memory is short, which then
+// goes out in turns) is split into column blocks of 128 bytes, each rows x 128 bytes with the
+// 128-byte swizzle that map_d's boxes use (16-byte chunk c of row r at c ^ (r % 8): the 8 rows a
+// warp writes at once hit distinct banks). Rows or columns past D are dropped by the TMA store.
 template <class Cfg>
 __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
                                                   const float (&acc)[Sm90Shape<Cfg>::MI][Cfg::tile_n / 2], int batch,
@@ -103,30 +104,36 @@ __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
   const long long base = batch * p.batch_stride_c;
   // Named barriers 1 and 2, one per consumer warpgroup (constant ids: a variable id reserves all 16).
   auto sync_warpgroup = [&] { cons == 0 ? named_barrier(1, 128) : named_barrier(2, 128); };
-  if (t == 0) bulk_wait_read<0>();  // the previous tile's store has read the staging area
-  sync_warpgroup();
+  constexpr int COLS = Cfg::epi_cols;
+  static_assert(Cfg::tile_n % COLS == 0 && COLS % SUB == 0, "staging holds whole 128-byte column blocks");
 #pragma unroll
-  for (int mi = 0; mi < S::MI; ++mi)
+  for (int part = 0; part < Cfg::tile_n / COLS; ++part) {
+    if (t == 0) bulk_wait_read<0>();  // the previous store has read the staging area
+    sync_warpgroup();
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = mi * 64 + warp * 16 + (lane >> 2) + h * 8, m = row0 + r;
+    for (int mi = 0; mi < S::MI; ++mi)
 #pragma unroll
-      for (int j = 0; j < Cfg::tile_n / 8; ++j) {
-        const int col = j * 8 + (lane & 3) * 2, n = n0 + col;
-        const long long at = base + (long long)m * p.ldc + n;
-        const float v0 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h], at, n, m < p.m && n < p.n);
-        const float v1 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h + 1], at + 1, n + 1, m < p.m && n + 1 < p.n);
-        const int cb = (col % SUB) * E;  // byte within the block's row
-        const u32 addr = stage + (col / SUB) * (S::WM * 128) + r * 128 + ((((cb >> 4) ^ (r & 7))) << 4) + (cb & 15);
-        st_shared_pair(addr, v0, v1, (TC*)nullptr);
+      for (int h = 0; h < 2; ++h) {
+        const int r = mi * 64 + warp * 16 + (lane >> 2) + h * 8, m = row0 + r;
+#pragma unroll
+        for (int j = part * COLS / 8; j < (part + 1) * COLS / 8; ++j) {
+          const int col = j * 8 + (lane & 3) * 2, n = n0 + col, scol = col - part * COLS;
+          const long long at = base + (long long)m * p.ldc + n;
+          const float v0 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h], at, n, m < p.m && n < p.n);
+          const float v1 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h + 1], at + 1, n + 1, m < p.m && n + 1 < p.n);
+          const int cb = (scol % SUB) * E;  // byte within the block's row
+          const u32 addr = stage + (scol / SUB) * (S::WM * 128) + r * 128 + ((((cb >> 4) ^ (r & 7))) << 4) + (cb & 15);
+          st_shared_pair(addr, v0, v1, (TC*)nullptr);
+        }
       }
-    }
-  fence_proxy_async_shared();
-  sync_warpgroup();
-  if (t == 0) {
+    fence_proxy_async_shared();
+    sync_warpgroup();
+    if (t == 0) {
 #pragma unroll
-    for (int b = 0; b < Cfg::tile_n / SUB; ++b) tma_store_3d(&p.map_d, stage + b * (S::WM * 128), n0 + b * SUB, row0, batch);
-    bulk_commit();
+      for (int b = 0; b < COLS / SUB; ++b)
+        tma_store_3d(&p.map_d, stage + b * (S::WM * 128), n0 + part * COLS + b * SUB, row0, batch);
+      bulk_commit();
+    }
   }
 }
 
@@ -298,7 +305,7 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
     for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
     if (ktiles > 0 && signal) release((it + ST - 1) % ST);
     if (Cfg::epi_smem)
-      sm90_store_staged<Cfg>(p, acc, batch, m0 + cons * S::WM, n0, cstage + cons * S::WM * BN * S::C_BYTES, cons);
+      sm90_store_staged<Cfg>(p, acc, batch, m0 + cons * S::WM, n0, cstage + cons * S::WM * Cfg::epi_cols * S::C_BYTES, cons);
     else
       sm90_store<Cfg>(p, acc, batch, m0 + cons * S::WM, n0);
   }

@@ -107,7 +107,9 @@ Resources estimate_resources(const KernelConfig& c, const Problem& p) {
     r.regs_per_thread = 32 + 2 * c.dw_ppt * c.dw_cpt;
   } else if (c.fam() == Family::sm90) {
     r.smem_bytes = sm90_smem_bytes(c, operand_bytes(p)[2]);
-    r.regs_per_thread = 232;  // consumers after setmaxnreg
+    // __launch_bounds__(threads, 1): the block takes the whole register file at launch (setmaxnreg
+    // then moves registers from the producer to the consumers), so one block per SM.
+    r.regs_per_thread = std::min(255, 65536 / r.threads / 8 * 8);
   } else {
     r.smem_bytes = igemm_smem(c, bytes);
     r.regs_per_thread = igemm_regs(c);
@@ -151,9 +153,16 @@ Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
 
 }  // namespace
 
+int sm90_epi_cols(const KernelConfig& c, int out_bytes) {
+  if (c.epi != static_cast<int>(EpiVariant::smem)) return 0;
+  const int pipeline = 1024 + c.stages * ((c.tile_m + c.tile_n) * 128 + 16);
+  int cols = c.tile_n;
+  while (cols * out_bytes > 128 && pipeline + c.tile_m * cols * out_bytes > kSm90SmemPerBlock) cols /= 2;
+  return cols;
+}
+
 int sm90_smem_bytes(const KernelConfig& c, int out_bytes) {
-  const int staging = c.epi == static_cast<int>(EpiVariant::smem) ? c.tile_m * c.tile_n * out_bytes : 0;
-  return 1024 + c.stages * ((c.tile_m + c.tile_n) * 128 + 16) + staging;
+  return 1024 + c.stages * ((c.tile_m + c.tile_n) * 128 + 16) + c.tile_m * sm90_epi_cols(c, out_bytes) * out_bytes;
 }
 
 Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {

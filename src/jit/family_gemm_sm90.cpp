@@ -60,7 +60,7 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   cfg.i("cluster_m", c.cluster_m).i("cluster_n", c.cluster_n);
   const bool staged = c.epi == static_cast<int>(EpiVariant::smem);
   if (staged && !c_row) throw Unsupported("fam=sm90 epi=smem stores row-major D only: '" + to_string(p) + "'");
-  cfg.b("epi_smem", staged);
+  cfg.b("epi_smem", staged).i("epi_cols", staged ? sm90_epi_cols(c, size_bytes(p.c)) : c.tile_n);
   const bool a_mn = p.layout_a == MatLayout::col, b_mn = p.layout_b == MatLayout::row;  // M/N-major operands
   cfg.b("a_mn", a_mn).b("b_mn", b_mn);
   cfg.i("raster", c.raster).i("swizzle", c.swizzle).i("align_c", c.align_c);
