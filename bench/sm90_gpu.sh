@@ -18,7 +18,11 @@ for step in ${STEPS:-verify sanitize sass perf}; do
   case $step in
     verify)
       $T verify -f data/problems/sm90_check.txt --family sm90 -n "${CHECK_N:-8}" --csv "$W/verify.csv" >"$W/verify.txt" 2>&1
-      echo "verify rc=$?: $(tail -1 "$W/verify.txt")"; grep -A2 '^FAIL' "$W/verify.txt" | head -30 ;;
+      echo "verify rc=$?: $(tail -1 "$W/verify.txt")"; grep -A2 '^FAIL' "$W/verify.txt" | head -30
+      # Split-K on every check problem (the sample above draws few of them).
+      $T verify -f data/problems/sm90_check.txt -c "fam=sm90 tile=64x128x64 warps=1x1 stages=4 splitk=4 skmode=parallel" \
+        -c "fam=sm90 tile=128x128x64 warps=2x1 stages=4 splitk=3 skmode=parallel" --csv "$W/verify_splitk.csv" >"$W/verify_splitk.txt" 2>&1
+      echo "verify split-K rc=$?: $(tail -1 "$W/verify_splitk.txt")"; grep -A2 '^FAIL' "$W/verify_splitk.txt" | head -20 ;;
     sanitize)
       for tool in memcheck racecheck synccheck; do
         timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 $T verify -n 1 --family sm90 \

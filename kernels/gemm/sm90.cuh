@@ -28,7 +28,11 @@
 // Layouts: A and B K-major, or M/N-major (a_mn: A column-major, b_mn: B row-major) through wgmma's
 // transpose bits; shared memory holds 8192 bytes per 64 rows of an operand either way.
 //
-// Cfg: tile_m, tile_n, stages, consumers, cluster_m, cluster_n, raster, swizzle, epi_smem, epi_cols, a_mn, b_mn, c_colmajor,
+// Split-K (Cfg::splitk, parallel mode): the grid walks (slice, tile) units; each stores its fp32
+// partial tile to the workspace and gemm/splitk_reduce.cuh sums the slices in order.
+//
+// Cfg: tile_m, tile_n, stages, consumers, cluster_m, cluster_n, raster, swizzle, epi_smem, epi_cols,
+// splitk (parallel split-K on), a_mn, b_mn, c_colmajor,
 // has_beta, has_bias, act, TC, bf16 (inputs bf16, else f16).
 #pragma once
 #include "common/hopper.cuh"
@@ -137,6 +141,36 @@ __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
   }
 }
 
+// Split-K: one consumer's raw fp32 partial sums into slice `slice` of the workspace, at D's indices.
+template <class Cfg>
+__device__ __forceinline__ void sm90_store_partial(const GemmSm90Params& p,
+                                                   const float (&acc)[Sm90Shape<Cfg>::MI][Cfg::tile_n / 2], int batch,
+                                                   int row0, int n0, int slice) {
+  typedef Sm90Shape<Cfg> S;
+  const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
+  float* w = p.workspace + slice * p.slice_stride + batch * p.batch_stride_c;
+  const long long cs = Cfg::c_colmajor ? p.ldc : 1;
+#pragma unroll
+  for (int mi = 0; mi < S::MI; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = row0 + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
+      if (m >= p.m) continue;
+      const long long ro = Cfg::c_colmajor ? (long long)m : (long long)m * p.ldc;
+#pragma unroll
+      for (int j = 0; j < Cfg::tile_n / 8; ++j) {
+        const int n = n0 + j * 8 + (lane & 3) * 2;
+        const float v0 = acc[mi][j * 4 + 2 * h], v1 = acc[mi][j * 4 + 2 * h + 1];
+        if (!Cfg::c_colmajor && n + 1 < p.n && (p.n & 1) == 0) {
+          *reinterpret_cast<float2*>(w + ro + n) = make_float2(v0, v1);
+        } else {
+          if (n < p.n) w[ro + n * cs] = v0;
+          if (n + 1 < p.n) w[ro + (n + 1) * cs] = v1;
+        }
+      }
+    }
+}
+
 // Stores one consumer's accumulators: D = act(alpha * acc + beta * C + bias), bounds-checked.
 template <class Cfg>
 __device__ __forceinline__ void sm90_store(const GemmSm90Params& p, const float (&acc)[Sm90Shape<Cfg>::MI][Cfg::tile_n / 2],
@@ -229,6 +263,10 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   const int ktiles = (p.k + S::BK - 1) / S::BK;
   const u32 rank = S::CS > 1 ? cluster_cta_rank() : 0;
   const int cluster = blockIdx.x / S::CS, clusters = gridDim.x / S::CS;
+  // Work units: slice-major (unit = slice x tiles_total + tile), so neighbouring blocks share a slice
+  // of K; slice s covers k-tiles [k_begin(s), k_begin(s + 1)).
+  const int units = p.tiles_total * p.splitk;
+  auto k_begin = [&](int slice) { return int((long long)ktiles * slice / p.splitk); };
 
   if (wg == 0) {  // ---- producer warpgroup
     regs_release<S::PRODUCER_REGS>();
@@ -236,10 +274,11 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
       tma_prefetch_map(&p.map_a);
       tma_prefetch_map(&p.map_b);
       int it = 0;
-      for (int tile = cluster; tile < p.tiles_total; tile += clusters) {
+      for (int unit = cluster; unit < units; unit += clusters) {
         int batch, m0, n0;
-        sm90_tile_coords<Cfg>(p, tile, rank, batch, m0, n0);
-        for (int kt = 0; kt < ktiles; ++kt, ++it) {
+        sm90_tile_coords<Cfg>(p, unit % p.tiles_total, rank, batch, m0, n0);
+        const int slice = unit / p.tiles_total, kt0 = k_begin(slice), kt1 = k_begin(slice + 1);
+        for (int kt = kt0; kt < kt1; ++kt, ++it) {
           const int s = it % ST, parity = (it / ST) & 1;
           mbar_wait(empty + 8 * s, parity ^ 1);
           const u32 sa = base + s * S::STAGE_BYTES, sb = sa + S::A_BYTES, bar = full + 8 * s;
@@ -274,14 +313,15 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   };
   float acc[S::MI][BN / 2];
   int it = 0;
-  for (int tile = cluster; tile < p.tiles_total; tile += clusters) {
+  for (int unit = cluster; unit < units; unit += clusters) {
     int batch, m0, n0;
-    sm90_tile_coords<Cfg>(p, tile, rank, batch, m0, n0);
+    sm90_tile_coords<Cfg>(p, unit % p.tiles_total, rank, batch, m0, n0);
+    const int slice = unit / p.tiles_total, kt0 = k_begin(slice), kt1 = k_begin(slice + 1);
 #pragma unroll
     for (int mi = 0; mi < S::MI; ++mi)
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.f;
-    for (int kt = 0; kt < ktiles; ++kt, ++it) {
+    for (int kt = kt0; kt < kt1; ++kt, ++it) {
       const int s = it % ST, parity = (it / ST) & 1;
       mbar_wait(full + 8 * s, parity);
       const u32 sa = base + s * S::STAGE_BYTES + cons * S::WM * 128, sb = base + s * S::STAGE_BYTES + S::A_BYTES;
@@ -298,13 +338,15 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
 #pragma unroll
       for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
       wgmma_wait<1>();  // k-tile it - 1 is done: its stage may be refilled
-      if (kt > 0 && signal) release((it + ST - 1) % ST);
+      if (kt > kt0 && signal) release((it + ST - 1) % ST);
     }
     wgmma_wait<0>();
 #pragma unroll
     for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
-    if (ktiles > 0 && signal) release((it + ST - 1) % ST);
-    if (Cfg::epi_smem)
+    if (kt1 > kt0 && signal) release((it + ST - 1) % ST);
+    if (Cfg::splitk)
+      sm90_store_partial<Cfg>(p, acc, batch, m0 + cons * S::WM, n0, slice);
+    else if (Cfg::epi_smem)
       sm90_store_staged<Cfg>(p, acc, batch, m0 + cons * S::WM, n0, cstage + cons * S::WM * Cfg::epi_cols * S::C_BYTES, cons);
     else
       sm90_store<Cfg>(p, acc, batch, m0 + cons * S::WM, n0);

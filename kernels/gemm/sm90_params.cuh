@@ -13,7 +13,8 @@ struct alignas(64) TensorMap {
 // D = act(alpha * A x B + beta * C + bias) for `batch` products. A is read through map_a as
 // (K, M, batch) and B through map_b as (K, N, batch): both K-major, boxes of 64 x tile rows.
 // C and D share a layout and leading dimension (elements); the persistent grid walks
-// tiles_m * tiles_n * batch output tiles.
+// tiles_m * tiles_n * batch output tiles, each split into `splitk` slices of K when splitk > 1
+// (fp32 partials in the workspace, summed in order with the epilogue by gemm/splitk_reduce.cuh).
 struct GemmSm90Params {
   TensorMap map_a;
   TensorMap map_b;
@@ -21,9 +22,12 @@ struct GemmSm90Params {
   const void* c;
   void* d;
   const void* bias;       // N values, dtype of D
+  float* workspace;       // split-K: splitk fp32 slices of D, slice_stride elements apart
   long long batch_stride_c;
+  long long slice_stride;
   int m, n, k, batch;
   int ldc, tiles_m, tiles_n, tiles_total;
+  int splitk;             // slices of K; work units = tiles_total x splitk
   float alpha, beta;
 };
 

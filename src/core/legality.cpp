@@ -142,7 +142,8 @@ Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
     return no("smem", std::to_string(smem) + " bytes of shared memory (stages x (tile_m + tile_n) x 128 + barriers" +
                           (c.epi == static_cast<int>(EpiVariant::smem) ? " + 16-bit output tile" : "") + ") exceed " +
                           std::to_string(arch.smem_per_block_optin) + " per block on " + arch.name);
-  if (c.splitk != 1) return no("splitk", "fam=sm90 has no split-K yet");
+  if (c.splitk > 1 && (c.splitk_mode != static_cast<int>(SplitKMode::parallel) || c.epi != static_cast<int>(EpiVariant::direct)))
+    return no("splitk", "fam=sm90 splits K with skmode=parallel and epi=direct only (fp32 partials, then the reduce kernel)");
   if (c.cluster_m * c.cluster_n > 2)
     return no("cluster", "fam=sm90 runs clusters of at most 2 CTAs (cluster=1x1, 2x1 or 1x2)");
   if (c.cluster_m * c.cluster_n > arch.max_cluster_size || (c.cluster_m * c.cluster_n > 1 && !arch.clusters))
@@ -380,6 +381,15 @@ Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
         return std::to_string(smem) + " bytes of shared memory with the " + std::string(to_string(g.c)) +
                " output tile staged exceed " + std::to_string(arch_.smem_per_block_optin) + " per block on " + arch_.name;
       });
+  }
+  if (c.splitk > 1) {
+    const std::int64_t k_tiles = (g.k + 63) / 64;
+    if (c.splitk > k_tiles)
+      return fail<kExplain>("splitk", [&] {
+        return "splitk " + std::to_string(c.splitk) + " exceeds the " + std::to_string(k_tiles) + " K tiles of 64";
+      });
+    if (g.m * g.n * g.batch * c.splitk >= (std::int64_t{1} << 31))
+      return fail<kExplain>("index32", [&] { return "split-K partials of 2^31 or more elements need 64-bit indexing"; });
   }
   if (largest_ >= (std::int64_t{1} << 31))
     return fail<kExplain>("index32", [&] {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "../../kernels/gemm/params.cuh"
 #include "../../kernels/gemm/sm90_params.cuh"
 #include "codegen.hpp"
 #include "core/cuda_driver.hpp"
@@ -63,12 +64,16 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   cfg.b("epi_smem", staged).i("epi_cols", staged ? sm90_epi_cols(c, size_bytes(p.c)) : c.tile_n);
   const bool a_mn = p.layout_a == MatLayout::col, b_mn = p.layout_b == MatLayout::row;  // M/N-major operands
   cfg.b("a_mn", a_mn).b("b_mn", b_mn);
+  const bool split = c.splitk > 1;  // parallel split-K: fp32 partials + the reduction kernel
+  if (split && (c.splitk_mode != static_cast<int>(SplitKMode::parallel) || staged))
+    throw Unsupported("fam=sm90: config '" + config_text + "': split-K runs with skmode=parallel and epi=direct only");
+  cfg.b("splitk", split);
   cfg.i("raster", c.raster).i("swizzle", c.swizzle).i("align_c", c.align_c);
   cfg.b("c_colmajor", !c_row).b("has_beta", beta).b("has_bias", p.epilogue.bias).i("act", static_cast<int>(p.epilogue.act));
   cfg.b("bf16", p.a == DType::bf16).type("TC", device_type(p.c));
   const std::string spec = "gemm.sm90 a=" + std::string(to_string(p.a)) + " c=" + std::string(to_string(p.c)) +
                            " layout=" + p.layout_string() + " align_c=" + std::to_string(c.align_c) +
-                           " beta=" + (beta ? "1" : "0") + " ep=" + to_string(p.epilogue);
+                           " beta=" + (beta ? "1" : "0") + " ep=" + to_string(p.epilogue) + (split ? " splitk" : "");
   const int threads = threads_per_block(c);
   KernelPlan plan;
   plan.kernels.push_back(make_source("tp_gemm_sm90_", "gemm/sm90.cuh", cfg, "tp::GemmSm90Params", "tp::gemm_sm90", spec,
@@ -80,7 +85,7 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   const std::int64_t tiles_m = ceil_div(p.m, std::int64_t{c.tile_m} * c.cluster_m);
   const std::int64_t tiles_n = ceil_div(p.n, std::int64_t{c.tile_n} * c.cluster_n);
   const std::int64_t tiles_total = tiles_m * tiles_n * p.batch;
-  if (tiles_total > 0x7fffffff) throw Unsupported("fam=sm90 gemm: more than 2^31 - 1 tiles");
+  if (tiles_total * c.splitk > 0x7fffffff) throw Unsupported("fam=sm90 gemm: more than 2^31 - 1 work units");
 
   tp::GemmSm90Params base{};
   base.m = static_cast<int>(p.m), base.n = static_cast<int>(p.n), base.k = static_cast<int>(p.k);
@@ -90,6 +95,10 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   base.tiles_m = static_cast<int>(tiles_m), base.tiles_n = static_cast<int>(tiles_n);
   base.tiles_total = static_cast<int>(tiles_total);
   base.alpha = static_cast<float>(p.alpha), base.beta = static_cast<float>(p.beta);
+  base.splitk = c.splitk;
+  const std::int64_t out_elems = p.m * p.n * p.batch;
+  base.slice_stride = out_elems;
+  if (split) plan.workspace_bytes = round256(static_cast<std::size_t>(out_elems) * 4 * c.splitk);
 
   Launch main;
   main.block[0] = static_cast<unsigned>(threads);
@@ -100,8 +109,21 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   // Each producer loads half of the operand its cluster shares (multicast), all of the other.
   const int box_m = c.cluster_n == 2 ? c.tile_m / 2 : c.tile_m, box_n = c.cluster_m == 2 ? c.tile_n / 2 : c.tile_n;
   const int rows_per_consumer = c.tile_m / c.warps_m;
-  plan.launches = [base, main, prob, box_m, box_n, tiles_total, cs, staged, rows_per_consumer, a_mn,
-                   b_mn](const Operands& o) {
+  // Split-K: the sm80 family's reduction kernel sums the slices in order and applies the epilogue.
+  Launch reduce;
+  tp::ReduceParams rbase{};
+  if (split) {
+    plan.kernels.push_back(splitk_reduce_source(p.c, c.align_c, beta, p.epilogue));
+    rbase.total = out_elems, rbase.slice_stride = out_elems, rbase.splitk = c.splitk;
+    rbase.bias_div = static_cast<int>(c_row ? 1 : p.m), rbase.bias_mod = static_cast<int>(p.n);
+    rbase.alpha = base.alpha, rbase.beta = base.beta;
+    reduce.kernel = 1;
+    reduce.block[0] = 256;
+    reduce.grid[0] = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(out_elems / c.align_c, 256), 1, 1 << 20));
+  }
+  const std::int64_t units = tiles_total * c.splitk;
+  plan.launches = [base, main, prob, box_m, box_n, units, cs, staged, rows_per_consumer, a_mn, b_mn, split, rbase,
+                   reduce](const Operands& o) {
     tp::GemmSm90Params g = base;
     // K-major operands as (K, rows, batch) in boxes of 64 K x the rows one producer loads; M/N-major
     // ones as (rows, K, batch) in boxes of 64 x 64 (kernels/gemm/sm90.cuh, load_operand).
@@ -113,11 +135,17 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
     if (staged)
       g.map_d = rowmajor_map(o.d, prob.c, prob.n, prob.m, prob.batch, prob.n, prob.m * prob.n,
                              128 / size_bytes(prob.c), rows_per_consumer, "D");
-    g.c = o.c, g.d = o.d, g.bias = o.bias;
-    Launch l = main;
-    l.grid[0] = static_cast<unsigned>(cs * std::clamp<std::int64_t>(tiles_total, 1, cuda::current_sm_count() / cs));
-    l.params = pack(g);
-    return std::vector<Launch>{l};
+    g.c = o.c, g.d = o.d, g.bias = o.bias, g.workspace = static_cast<float*>(o.workspace);
+    std::vector<Launch> out{main};
+    out[0].grid[0] = static_cast<unsigned>(cs * std::clamp<std::int64_t>(units, 1, cuda::current_sm_count() / cs));
+    out[0].params = pack(g);
+    if (split) {
+      tp::ReduceParams r = rbase;
+      r.ws = static_cast<const float*>(o.workspace), r.c = o.c, r.d = o.d, r.bias = o.bias;
+      out.push_back(reduce);
+      out.back().params = pack(r);
+    }
+    return out;
   };
   return plan;
 }

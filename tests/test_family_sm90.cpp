@@ -1,0 +1,96 @@
+// The sm90 GEMM family's plan builder: programs, entry declaration, specialization, split-K
+// reduction and workspace, over every legal registry config of a few problems. No GPU needed (the
+// launches encode TMA tensor maps through the driver and are exercised on the GPU by
+// bench/sm90_gpu.sh); NVRTC compiles of the space run in ctest jit_compile_sm_90a.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "tilepick/arch.hpp"
+#include "tilepick/error.hpp"
+#include "tilepick/kernel_plan.hpp"
+#include "tilepick/legality.hpp"
+#include "tilepick/registry.hpp"
+
+#include "test_util.hpp"
+
+using namespace tilepick;
+
+namespace {
+
+const ArchSpec& h100() { return test::arch("h100_sxm"); }
+
+}  // namespace
+
+TEST(Sm90Plan, EveryLegalConfigPlans) {
+  const char* problems[] = {
+      "gemm rcr m4096 n4096 k4096 bf16",
+      "gemm rrr m131 n232 k200 f16 ep=bias+relu beta=0.5",
+      "gemm crc batch3 m520 n96 k1000 bf16:bf16:f32 alpha=0.5",
+      "gemm ccr m16 n6144 k4096 bf16 ep=bias+gelu_erf",
+  };
+  std::size_t planned = 0, split = 0;
+  std::set<std::string> names;
+  for (const char* text : problems) {
+    SCOPED_TRACE(text);
+    const Problem p = parse_problem(text);
+    const auto& g = std::get<GemmProblem>(p);
+    for (const auto& e : Registry::default_registry().lookup(p, h100())) {
+      if (e.config.fam() != Family::sm90) continue;
+      SCOPED_TRACE(to_string(e.config));
+      const KernelPlan plan = make_plan(p, e.config);
+      const KernelSource& k = plan.kernels.at(0);
+      const int threads = 128 * (e.config.warps_m + 1);
+      EXPECT_EQ(k.name.rfind("tp_gemm_sm90_", 0), 0u);
+      EXPECT_EQ(k.threads, threads);
+      EXPECT_NE(k.code.find("__launch_bounds__(" + std::to_string(threads) + ", 1)"), std::string::npos);
+      EXPECT_NE(k.code.find("(const __grid_constant__ tp::GemmSm90Params p)"), std::string::npos);
+      EXPECT_NE(k.code.find("#include \"gemm/sm90.cuh\""), std::string::npos);
+      // Layouts reach the kernel as its operands' majorness.
+      EXPECT_NE(k.code.find(std::string("a_mn = ") + (g.layout_a == MatLayout::col ? "true" : "false")), std::string::npos);
+      EXPECT_NE(k.code.find(std::string("b_mn = ") + (g.layout_b == MatLayout::row ? "true" : "false")), std::string::npos);
+      if (e.config.splitk > 1) {
+        ++split;
+        ASSERT_EQ(plan.kernels.size(), 2u);
+        EXPECT_EQ(plan.kernels[1].name.rfind("tp_splitk_reduce_", 0), 0u);
+        EXPECT_EQ(plan.workspace_bytes % 256, 0u);
+        EXPECT_GE(plan.workspace_bytes, static_cast<std::size_t>(g.m * g.n * g.batch * 4 * e.config.splitk));
+      } else {
+        EXPECT_EQ(plan.kernels.size(), 1u);
+        EXPECT_EQ(plan.workspace_bytes, 0u);
+      }
+      names.insert(k.name);
+      ++planned;
+    }
+  }
+  EXPECT_GT(planned, 1000u);
+  EXPECT_GT(split, 100u);
+  EXPECT_EQ(names.size(), planned);  // every (problem, config) pair is its own program
+}
+
+TEST(Sm90Plan, RefusesWhatLegalityRefuses) {
+  const Problem f32 = parse_problem("gemm rcr m256 n256 k256 f32");
+  const KernelConfig c = resolve(parse_config("fam=sm90 tile=128x128x64 warps=2x1 stages=3"), f32);
+  EXPECT_FALSE(legal(f32, c, h100()).ok);
+  EXPECT_THROW(make_plan(f32, c), Unsupported);
+  const Problem col = parse_problem("gemm rcc m256 n256 k256 bf16");
+  const KernelConfig staged = resolve(parse_config("fam=sm90 tile=128x128x64 warps=2x1 stages=3 epi=smem"), col);
+  EXPECT_EQ(legal(col, staged, h100()).rule, "epi");
+  EXPECT_THROW(make_plan(col, staged), Unsupported);
+}
+
+TEST(LegalityRule, Sm90SplitK) {
+  const Problem p = parse_problem("gemm rcr m16 n6144 k4096 bf16");
+  auto check = [&](const std::string& c) { return legal(p, parse_config(c), h100()); };
+  const std::string base = "fam=sm90 tile=64x128x64 warps=1x1 stages=4 ";
+  EXPECT_TRUE(check(base + "splitk=4 skmode=parallel").ok);
+  EXPECT_EQ(check(base + "splitk=4 skmode=serial").rule, "splitk");
+  EXPECT_EQ(check(base + "splitk=4 skmode=parallel epi=smem").rule, "splitk");
+  // 4096 / 64 = 64 K tiles: splitk 64 is the most.
+  EXPECT_TRUE(check(base + "splitk=64 skmode=parallel").ok);
+  const Problem short_k = parse_problem("gemm rcr m16 n6144 k128 bf16");
+  const Verdict v = legal(short_k, parse_config(base + "splitk=4 skmode=parallel"), h100());
+  EXPECT_EQ(v.rule, "splitk");
+  EXPECT_NE(v.reason.find("2 K tiles"), std::string::npos) << v.reason;
+}
