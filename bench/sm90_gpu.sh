@@ -2,12 +2,13 @@
 # fam=sm90 GEMM on the lent GPU (device tool; carry .deps), one call:
 #   verify   data/problems/sm90_check.txt x sampled sm90 configs against the fp64 CPU reference
 #            (random normal inputs, poisoned outputs); CHECK_N configs per problem (default 8)
+#   random   data/problems/verify_random_sm90.txt (520 random sm90 GEMMs) x 1 sampled config each
 #   sanitize compute-sanitizer memcheck / racecheck / synccheck on 3 problems, 1 config each
 #   sass     HGMMA / UTMALDG / setmaxnreg counts in one compiled sm90 kernel (cuobjdump)
 #   perf     `tilepick sweep` of PERF_FILE (default data/problems/sm90_perf.txt) over the sm90 space
 #            (or SWEEP_ARGS, or the configs matching every regexp of PERF_GREP) with the cuBLASLt
 #            rows of the same run; bench/sm90_compare.py table
-# STEPS selects steps (default "verify sanitize sass perf"). Results in $OUT/results.tgz.
+# STEPS selects steps (default "verify sanitize sass perf"; random on request). Results in $OUT/results.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
@@ -23,6 +24,10 @@ for step in ${STEPS:-verify sanitize sass perf}; do
       $T verify -f data/problems/sm90_check.txt -c "fam=sm90 tile=64x128x64 warps=1x1 stages=4 splitk=4 skmode=parallel" \
         -c "fam=sm90 tile=128x128x64 warps=2x1 stages=4 splitk=3 skmode=parallel" --csv "$W/verify_splitk.csv" >"$W/verify_splitk.txt" 2>&1
       echo "verify split-K rc=$?: $(tail -1 "$W/verify_splitk.txt")"; grep -A2 '^FAIL' "$W/verify_splitk.txt" | head -20 ;;
+    random)  # one sampled sm90 config for each of 520 random problems (bench/random_problems.py --sm90)
+      $T verify -f data/problems/verify_random_sm90.txt --family sm90 -n 1 --seed 2 --csv "$W/verify_random.csv" \
+        >"$W/verify_random.txt" 2>&1
+      echo "verify random rc=$?: $(tail -1 "$W/verify_random.txt")"; grep -A2 '^FAIL' "$W/verify_random.txt" | head -20 ;;
     sanitize)
       for tool in memcheck racecheck synccheck; do
         timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 $T verify -n 1 --family sm90 \
