@@ -22,14 +22,8 @@ def odd_size(r, hi):
     return r.randint(1, hi) | 1
 
 
-def gemm(r):
-    m = 1 if r.random() < 0.15 else odd_size(r, 300)
-    n, k = odd_size(r, 300), odd_size(r, 400)
-    layout = r.choice(["rcr", "rrr", "crr", "ccr", "rcc", "crc"])
-    din = r.choice(["f16", "bf16", "f32"])
-    dout = r.choice([din, din, "f32", "bf16" if din != "bf16" else "f16"])
-    dt = din if dout == din else f"{din}:{din}:{dout}"
-    toks = ["gemm", layout, f"m{m}", f"n{n}", f"k{k}", dt]
+def gemm_extras(r, toks):
+    """Batch, alpha, beta and an epilogue, each sometimes, on the tokens of a GEMM."""
     if r.random() < 0.2:
         toks.insert(2, f"batch{r.randint(2, 4)}")
     if r.random() < 0.25:
@@ -40,6 +34,17 @@ def gemm(r):
         act = r.choice(["", "relu", "gelu_tanh", "gelu_erf", "silu", "sigmoid", "tanh"])
         toks.append("ep=" + ("bias+" + act if act else "bias") if r.random() < 0.7 else "ep=" + (act or "relu"))
     return " ".join(toks)
+
+
+def gemm(r):
+    m = 1 if r.random() < 0.15 else odd_size(r, 300)
+    n, k = odd_size(r, 300), odd_size(r, 400)
+    layout = r.choice(["rcr", "rrr", "crr", "ccr", "rcc", "crc"])
+    din = r.choice(["f16", "bf16", "f32"])
+    dout = r.choice([din, din, "f32", "bf16" if din != "bf16" else "f16"])
+    dt = din if dout == din else f"{din}:{din}:{dout}"
+    toks = ["gemm", layout, f"m{m}", f"n{n}", f"k{k}", dt]
+    return gemm_extras(r, toks)
 
 
 def gemm_sm90(r):
@@ -58,16 +63,7 @@ def gemm_sm90(r):
     dout = r.choice([din, din, "f32", "bf16" if din == "f16" else "f16"])
     dt = din if dout == din else f"{din}:{din}:{dout}"
     toks = ["gemm", layout, f"m{m}", f"n{n}", f"k{k}", dt]
-    if r.random() < 0.2:
-        toks.insert(2, f"batch{r.randint(2, 4)}")
-    if r.random() < 0.25:
-        toks.append(f"alpha={r.choice([0.5, 2, -1.25])}")
-    if r.random() < 0.25:
-        toks.append(f"beta={r.choice([1, 0.5, -2])}")
-    if r.random() < 0.4:
-        act = r.choice(["", "relu", "gelu_tanh", "gelu_erf", "silu", "sigmoid", "tanh"])
-        toks.append("ep=" + ("bias+" + act if act else "bias") if r.random() < 0.7 else "ep=" + (act or "relu"))
-    return " ".join(toks)
+    return gemm_extras(r, toks)
 
 
 def conv(r):

@@ -1,5 +1,6 @@
 #include "codegen.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "tilepick/error.hpp"
@@ -40,6 +41,26 @@ KernelSource make_source(const std::string& prefix, const std::string& header, c
            (entry.min_blocks > 0 ? ", " + std::to_string(entry.min_blocks) : std::string()) + ") " + s.name + "(const " +
            (entry.grid_constant ? "__grid_constant__ " : "") + params_type + " p) { " + call + "<Cfg>(p); }\n";
   return s;
+}
+
+GemmSplitkReduce::GemmSplitkReduce(KernelPlan& plan, const GemmProblem& p, const KernelConfig& c) {
+  const bool c_row = p.layout_c == MatLayout::row;
+  const std::int64_t out_elems = p.m * p.n * p.batch;
+  plan.kernels.push_back(splitk_reduce_source(p.c, c.align_c, p.beta != 0.0, p.epilogue));
+  params_.total = out_elems, params_.slice_stride = out_elems, params_.splitk = c.splitk;
+  params_.bias_div = static_cast<int>(c_row ? 1 : p.m), params_.bias_mod = static_cast<int>(p.n);
+  params_.alpha = static_cast<float>(p.alpha), params_.beta = static_cast<float>(p.beta);
+  launch_.kernel = 1;
+  launch_.block[0] = 256;
+  launch_.grid[0] = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(out_elems / c.align_c, 256), 1, 1 << 20));
+}
+
+Launch GemmSplitkReduce::for_operands(const Operands& o) const {
+  tp::ReduceParams r = params_;
+  r.ws = static_cast<const float*>(o.workspace), r.c = o.c, r.d = o.d, r.bias = o.bias;
+  Launch l = launch_;
+  l.params = pack(r);
+  return l;
 }
 
 FastDivHost make_fastdiv(std::int64_t d) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "../../kernels/gemm/params.cuh"
 #include "core/hash.hpp"
 #include "tilepick/dtype.hpp"
 #include "tilepick/kernel_plan.hpp"
@@ -65,6 +66,18 @@ inline std::size_t round256(std::size_t n) { return (n + 255) / 256 * 256; }
 // The parallel split-K reduction kernel (gemm/splitk_reduce.cuh) for an output dtype, vector
 // width and epilogue; its name depends on that specialization only, so configs share it.
 KernelSource splitk_reduce_source(DType out, int vec, bool beta, const Epilogue& ep);
+
+// A GEMM's parallel split-K reduction (both GEMM families): the constructor appends its program to
+// the plan (kernel 1); for_operands() gives its launch. The fp32 slices are D-shaped, out_elems apart.
+class GemmSplitkReduce {
+ public:
+  GemmSplitkReduce(KernelPlan& plan, const GemmProblem& p, const KernelConfig& c);
+  Launch for_operands(const Operands& o) const;
+
+ private:
+  Launch launch_;
+  tp::ReduceParams params_{};
+};
 
 }  // namespace tilepick::codegen
 

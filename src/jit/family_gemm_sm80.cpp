@@ -2,6 +2,7 @@
 // tp::gemm_sm80<Cfg> (kernels/gemm/sm80.cuh); parallel split-K adds the reduction program
 // (kernels/gemm/splitk_reduce.cuh).
 #include <algorithm>
+#include <optional>
 
 #include "../../kernels/gemm/params.cuh"
 #include "codegen.hpp"
@@ -63,30 +64,16 @@ KernelPlan plan_gemm_sm80(const GemmProblem& p, const KernelConfig& c) {
   main.smem_bytes = static_cast<unsigned>(sm80_smem_bytes(c, p.a));
   if (mode == 1) main.zero_workspace_bytes = round256(static_cast<std::size_t>(tiles_total) * 8);
 
-  Launch reduce;
-  tp::ReduceParams rbase{};
-  if (mode == 2) {
-    plan.kernels.push_back(splitk_reduce_source(p.c, c.align_c, beta, p.epilogue));
-    rbase.total = out_elems, rbase.slice_stride = out_elems, rbase.splitk = c.splitk;
-    rbase.bias_div = static_cast<int>(c_row ? 1 : p.m), rbase.bias_mod = static_cast<int>(p.n);
-    rbase.alpha = base.alpha, rbase.beta = base.beta;
-    reduce.kernel = 1;
-    reduce.block[0] = 256;
-    reduce.grid[0] = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(out_elems / c.align_c, 256), 1, 1 << 20));
-  }
+  std::optional<GemmSplitkReduce> reduce;
+  if (mode == 2) reduce.emplace(plan, p, c);
 
-  plan.launches = [base, main, rbase, reduce, mode](const Operands& o) {
+  plan.launches = [base, main, reduce](const Operands& o) {
     std::vector<Launch> out;
     tp::GemmParams g = base;
     g.a = o.a, g.b = o.b, g.c = o.c, g.d = o.d, g.bias = o.bias, g.workspace = o.workspace;
     out.push_back(main);
     out.back().params = pack(g);
-    if (mode == 2) {
-      tp::ReduceParams r = rbase;
-      r.ws = static_cast<const float*>(o.workspace), r.c = o.c, r.d = o.d, r.bias = o.bias;
-      out.push_back(reduce);
-      out.back().params = pack(r);
-    }
+    if (reduce) out.push_back(reduce->for_operands(o));
     return out;
   };
   return plan;

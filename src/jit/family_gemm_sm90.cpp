@@ -3,6 +3,7 @@
 // encoded per call from the operand pointers (cuTensorMapEncodeTiled, no device work).
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "../../kernels/gemm/params.cuh"
 #include "../../kernels/gemm/sm90_params.cuh"
@@ -109,20 +110,11 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   // Each producer loads half of the operand its cluster shares (multicast), all of the other.
   const int box_m = c.cluster_n == 2 ? c.tile_m / 2 : c.tile_m, box_n = c.cluster_m == 2 ? c.tile_n / 2 : c.tile_n;
   const int rows_per_consumer = c.tile_m / c.warps_m;
-  // Split-K: the sm80 family's reduction kernel sums the slices in order and applies the epilogue.
-  Launch reduce;
-  tp::ReduceParams rbase{};
-  if (split) {
-    plan.kernels.push_back(splitk_reduce_source(p.c, c.align_c, beta, p.epilogue));
-    rbase.total = out_elems, rbase.slice_stride = out_elems, rbase.splitk = c.splitk;
-    rbase.bias_div = static_cast<int>(c_row ? 1 : p.m), rbase.bias_mod = static_cast<int>(p.n);
-    rbase.alpha = base.alpha, rbase.beta = base.beta;
-    reduce.kernel = 1;
-    reduce.block[0] = 256;
-    reduce.grid[0] = static_cast<unsigned>(std::clamp<std::int64_t>(ceil_div(out_elems / c.align_c, 256), 1, 1 << 20));
-  }
+  // Split-K: the reduction kernel sums the slices in order and applies the epilogue.
+  std::optional<GemmSplitkReduce> reduce;
+  if (split) reduce.emplace(plan, p, c);
   const std::int64_t units = tiles_total * c.splitk;
-  plan.launches = [base, main, prob, box_m, box_n, units, cs, staged, rows_per_consumer, a_mn, b_mn, split, rbase,
+  plan.launches = [base, main, prob, box_m, box_n, units, cs, staged, rows_per_consumer, a_mn, b_mn,
                    reduce](const Operands& o) {
     tp::GemmSm90Params g = base;
     // K-major operands as (K, rows, batch) in boxes of 64 K x the rows one producer loads; M/N-major
@@ -139,12 +131,7 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
     std::vector<Launch> out{main};
     out[0].grid[0] = static_cast<unsigned>(cs * std::clamp<std::int64_t>(units, 1, cuda::current_sm_count() / cs));
     out[0].params = pack(g);
-    if (split) {
-      tp::ReduceParams r = rbase;
-      r.ws = static_cast<const float*>(o.workspace), r.c = o.c, r.d = o.d, r.bias = o.bias;
-      out.push_back(reduce);
-      out.back().params = pack(r);
-    }
+    if (reduce) out.push_back(reduce->for_operands(o));
     return out;
   };
   return plan;
