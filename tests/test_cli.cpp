@@ -3,6 +3,9 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include "test_util.hpp"
 
@@ -72,6 +75,38 @@ TEST(Cli, ConfigsListWithFilterAndProblem) {
   auto bad = tilepick::test::run_cli("configs list --filter 'tile_q > 1'");
   EXPECT_EQ(bad.code, 1);
   EXPECT_TRUE(has(bad.out, "tile_q")) << bad.out;
+  // A misspelled value is an error, not a filter that quietly matches nothing.
+  auto typo = tilepick::test::run_cli("configs list --space gemm_sm80 --filter 'skmode == paralel'");
+  EXPECT_EQ(typo.code, 1);
+  EXPECT_TRUE(has(typo.out, "'paralel'")) << typo.out;
+}
+
+TEST(Cli, SelectWithNoLegalConfigFailsWithTheReason) {
+  auto r = tilepick::test::run_cli("select -p 'gemm rcr m100000 n100000 k8 bf16' -k 1");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(has(r.out, "no legal config")) << r.out;
+  EXPECT_TRUE(has(r.out, "index32")) << r.out;
+  EXPECT_EQ(tilepick::test::run_cli("select -p 'gemm rcr m100 n100 k8 bf16' -k 1").code, 0);
+}
+
+TEST(Cli, EvalOfNoScoredProblemFails) {
+  const std::string empty = (std::filesystem::temp_directory_path() / "tilepick_cli_empty.csv.gz").string();
+  { std::ofstream(empty, std::ios::binary).put('\x1f'); }  // not even a gzip header
+  auto r = tilepick::test::run_cli("eval --records " + empty + " --min-mean 0.99 --min-p10 0.97");
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "not a sweep record file")) << r.out;
+  std::filesystem::remove(empty);
+  // A record file cut short (a shipped one, its last 50 bytes gone) is refused, not read in part.
+  const std::string src = std::string(TILEPICK_TEST_GOLDEN_DIR) + "/../../data/sweeps/h200-graph/gemm_lr_val.csv.gz";
+  std::ifstream in(src, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 1000u) << src;
+  const std::string cut = (std::filesystem::temp_directory_path() / "tilepick_cli_cut.csv.gz").string();
+  std::ofstream(cut, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size() - 50));
+  auto t = tilepick::test::run_cli("eval --records " + cut);
+  EXPECT_NE(t.code, 0) << t.out;
+  EXPECT_TRUE(has(t.out, "truncated")) << t.out;
+  std::filesystem::remove(cut);
 }
 
 TEST(Cli, RegistryExportAndArch) {

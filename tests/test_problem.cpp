@@ -189,6 +189,13 @@ TEST(ProblemErrors, Grammar) {
   expect_parse_error("gemm rcr m1 n1 k1 f16 beta=x", {"beta=x", "number"});
   expect_parse_error("gemm rcr m1 n1 k1 f16 acc=f99", {"f99", "unknown dtype"});
   expect_parse_error("gemm rcx m1 n1 k1 f16", {"rcx", "unknown token"});
+  // No silent defaults: non-finite scalars and repeated keys are refused (the last one does not win).
+  expect_parse_error("gemm rcr m8 n8 k8 bf16 alpha=nan", {"alpha=nan", "finite"});
+  expect_parse_error("gemm rcr m8 n8 k8 bf16 beta=inf", {"beta=inf", "finite"});
+  expect_parse_error("gemm rcr m8 n8 k8 bf16 beta=-inf", {"beta=-inf", "finite"});
+  expect_parse_error("gemm rcr m8 n8 k8 bf16 ep=bias ep=relu", {"ep=relu", "given twice"});
+  expect_parse_error("gemm rcr m8 n8 k8 bf16 alpha=2 alpha=2", {"alpha", "given twice"});
+  expect_parse_error("fwd g1 mb1 ic3 ih5 iw5 oc3 kh3 kw3 bf16 acc=f32 acc=f32", {"acc", "given twice"});
 }
 
 TEST(ProblemErrors, Rules) {
@@ -205,6 +212,8 @@ TEST(ProblemErrors, Rules) {
   invalid("fwd g1 mb1 ic3 ih5 iw5 oc3 kh7 kw3 bf16", {"empty output", "h"});
   invalid("fwd g1 mb1 ic3 ih5 iw5 oc3 kh3 kw3 dh3 bf16", {"empty output"});
   invalid("fwd g1 mb1 ic3 ih5 iw5 oc3 kh3 kw3 sh1 sw1 ph1 pw1 oh4 bf16", {"oh4", "output size is 5"});
+  invalid("fwd g1 mb1 ic3 ih5 iw5 oc3 kh3 kw3 sh1 sw1 ph1 pw1 oh0 ow0 bf16", {"oh0", "output size is 5"});  // not "not given"
+  EXPECT_NO_THROW(parse_problem("fwd g1 mb1 ic3 ih5 iw5 oc3 kh3 kw3 sh1 sw1 ph1 pw1 oh5 ow5 bf16"));
   auto unsupported = [](const std::string& s, std::initializer_list<std::string> frag) {
     expect_error([&] { parse_problem(s); }, frag, Status::unsupported);
   };

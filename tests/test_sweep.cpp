@@ -173,6 +173,27 @@ TEST(SweepRecords, CsvRowRoundTripsAndStaysCommentFree) {
   EXPECT_EQ(back.detail, sanitize_field(r.detail));
   EXPECT_NE(back.detail.find("\"quoted\""), std::string::npos);
   EXPECT_THROW(parse_csv_row("a,b,c"), ParseError);
+  // Times of ok rows are finite and positive; statuses are the sweep's own.
+  for (const char* bad : {"-5", "0", "inf", "nan"}) {
+    Record x = sample_record(1);
+    x.status = "ok";
+    std::string text = to_csv_row(x);
+    const auto at = text.find(",ok,") + 4;
+    text.replace(at, text.find(',', at) - at, bad);
+    EXPECT_THROW(parse_csv_row(text), ParseError) << bad;
+    x.status = "crash";  // a failed row carries no time
+    std::string failed = to_csv_row(x);
+    failed.replace(failed.find(",crash,") + 7, failed.find(',', failed.find(",crash,") + 7) - failed.find(",crash,") - 7, bad);
+    EXPECT_NO_THROW(parse_csv_row(failed)) << bad;
+  }
+  Record odd = sample_record(2);
+  odd.status = "fine";
+  try {
+    parse_csv_row(to_csv_row(odd));
+    ADD_FAILURE() << "status 'fine' accepted";
+  } catch (const ParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("'fine'"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(SweepTest, WriterAppendsMembersAndRepairsATruncatedTail) {

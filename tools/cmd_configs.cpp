@@ -32,7 +32,7 @@ std::vector<ConfigSpace> chosen_spaces(const ConfigsArgs& a) {
 
 std::vector<expr::Expr> parse_filters(const ConfigsArgs& a) {
   std::vector<expr::Expr> out;
-  for (const auto& f : a.filters) out.push_back(expr::Expr::parse(f));
+  for (const auto& f : a.filters) out.push_back(parse_config_filter(f));
   return out;
 }
 

@@ -157,6 +157,15 @@ void run(const EvalArgs& a) {
   std::string arch_name = a.arch;
   for (const auto& f : a.records) {
     auto file = sweep::read_record_file(f);
+    // Scores come from whole files only: a file that is not a record file, or whose gzip data stops
+    // or breaks partway, is refused rather than read in part.
+    if (file.header.is_null())
+      throw ParseError(f, f + ": not a sweep record file: no complete gzip member with a header (empty, not gzip, "
+                              "truncated or corrupt from the start, or a Git LFS pointer?)");
+    if (file.truncated_tail)
+      throw ParseError(f, f + ": the gzip data is truncated or corrupt after byte " + std::to_string(file.good_bytes) +
+                              " (" + std::to_string(file.records.size()) +
+                              " records before it); resuming the sweep into it repairs the file");
     if (arch_name.empty()) arch_name = header_arch(file.header);
     records.insert(records.end(), std::make_move_iterator(file.records.begin()),
                    std::make_move_iterator(file.records.end()));
@@ -202,6 +211,12 @@ void run(const EvalArgs& a) {
   const eval::EvalReport report = eval::evaluate(selector, records, arch, tags, a.timed_k,
                                                      a.repeats == "median" ? eval::Repeats::median : eval::Repeats::fastest);
   std::cout << "arch " << arch.name << ", " << records.size() << " records\n" << eval::format_table(report);
+  // A quality gate must not pass on no data (an empty or unreadable file, a Git LFS pointer).
+  if (report.problems.empty())
+    throw Error(Status::invalid_argument, "eval: no problem could be scored (" + std::to_string(records.size()) +
+                                              " records, " + std::to_string(report.skipped) +
+                                              " problems without an ok tilepick timing, " +
+                                              std::to_string(report.unparsed) + " unparsed records)");
 
   if (!a.out.empty()) {
     fs::create_directories(a.out);

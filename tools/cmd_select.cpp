@@ -1,5 +1,6 @@
 // tilepick select: the ranked legal candidates of a problem (model or analytic fallback), with
 // measured times from sweep records when given.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "tilepick/env.hpp"
 #include "tilepick/features.hpp"
 #include "tilepick/legality.hpp"
+#include "tilepick/registry.hpp"
 #include "tilepick/selector.hpp"
 
 namespace tilepick::cli {
@@ -77,7 +79,25 @@ void print_vendor_choice(const ModelEntry* m, const Selection& s) {
     std::cout << "#   vendor choice off (TILEPICK_VENDOR_CHOICE=off): the pick runs\n";
 }
 
-void print_problem(const SelectArgs& a, const Selector& selector, const NamedProblem& np, const ArchSpec& arch,
+// Why a problem has no legal config: the rule that rejects most of the registry's candidates, with
+// the reason it gave the first of them.
+std::string no_config_reason(const Problem& p, const ArchSpec& arch) {
+  std::map<std::string, std::pair<int, std::string>> rules;
+  for (const auto& e : Registry::default_registry().candidates(op_name(p), arch)) {
+    const Verdict v = legal(p, e.config, arch);
+    if (v) continue;
+    auto& [count, reason] = rules[v.rule];
+    if (count++ == 0) reason = v.reason;
+  }
+  if (rules.empty()) return "no config space covers " + op_name(p) + " on " + arch.sm;
+  auto most = std::max_element(rules.begin(), rules.end(),
+                               [](const auto& x, const auto& y) { return x.second.first < y.second.first; });
+  return "rule " + most->first + " rejects " + std::to_string(most->second.first) + " candidates, e.g. " +
+         most->second.second;
+}
+
+// Prints one problem's ranking; false when it has no legal candidate.
+bool print_problem(const SelectArgs& a, const Selector& selector, const NamedProblem& np, const ArchSpec& arch,
                    const Measurements& measured) {
   const Problem& p = np.problem;
   const std::string key = to_string(p);
@@ -135,6 +155,7 @@ void print_problem(const SelectArgs& a, const Selector& selector, const NamedPro
     }
     std::cout << r.text << "\n";
   }
+  return s.pool_size > 0;
 }
 
 void run(const SelectArgs& a) {
@@ -152,10 +173,15 @@ void run(const SelectArgs& a) {
                                      a.select == "fast" ? ScoreMode::fast : ScoreMode::automatic);
   const Selector& selector = own ? *own : Selector::default_selector();
   const Measurements measured = read_measurements(a.records);
+  std::vector<std::string> none;
   for (std::size_t i = 0; i < problems.size(); ++i) {
     if (i) std::cout << "\n";
-    print_problem(a, selector, problems[i], arch, measured);
+    if (!print_problem(a, selector, problems[i], arch, measured))
+      none.push_back("'" + to_string(problems[i].problem) + "': " + no_config_reason(problems[i].problem, arch));
   }
+  if (!none.empty())
+    throw Error(Status::unsupported, "select: no legal config on " + arch.name + " for " + std::to_string(none.size()) +
+                                         " problem(s); first " + none.front());
 }
 
 }  // namespace

@@ -50,6 +50,10 @@ ConfigSpace find_space(const std::string& name_or_path);
 // Loaded once from env::data_dir()/spaces.
 const std::vector<ConfigSpace>& default_spaces();
 
+// A config filter expression: parsed, and every name in it a config variable or an enum value
+// (`skmode == paralel` is an error, not a filter that matches nothing). Throws ParseError naming it.
+expr::Expr parse_config_filter(const std::string& text);
+
 // Filter checks a config against expressions (variables from config_var); throws on eval errors.
 bool passes(const KernelConfig& c, const std::vector<expr::Expr>& filters);
 

@@ -1,5 +1,7 @@
 // Problem strings: tokenizer, parsers and canonical printers (see the grammar in problem.hpp).
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -35,6 +37,7 @@ double parse_double(std::string_view tok, std::string_view value) {
   auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
   if (ec != std::errc() || p != value.data() + value.size() || value.empty())
     throw ParseError(str(tok), "token '" + str(tok) + "': expected a number after '='");
+  if (!std::isfinite(v)) throw ParseError(str(tok), "token '" + str(tok) + "': the value must be a finite number");
   return v;
 }
 
@@ -72,11 +75,16 @@ std::string fmt_double(double v) {
   return std::string(buf, p);
 }
 
-// Handles the key=value tokens shared by both grammars; returns false when `tok` is not one.
-bool parse_common_kv(std::string_view tok, DType& acc, Epilogue& ep, double* alpha, double* beta) {
+// Handles the key=value tokens shared by both grammars; returns false when `tok` is not one. `seen`
+// collects the keys given so far: a key given twice is an error (no silent last-one-wins).
+bool parse_common_kv(std::string_view tok, DType& acc, Epilogue& ep, double* alpha, double* beta,
+                     std::vector<std::string_view>& seen) {
   auto eq = tok.find('=');
   if (eq == std::string_view::npos) return false;
   std::string_view key = tok.substr(0, eq), value = tok.substr(eq + 1);
+  if (std::find(seen.begin(), seen.end(), key) != seen.end())
+    throw ParseError(str(tok), "token '" + str(tok) + "': '" + str(key) + "=' given twice");
+  seen.push_back(key);
   if (key == "acc") {
     acc = parse_dtype_token(tok, value);
   } else if (key == "ep") {
@@ -101,9 +109,10 @@ GemmProblem parse_gemm(std::string_view text) {
   GemmProblem p;
   bool have_m = false, have_n = false, have_k = false, have_layout = false, have_dt = false,
        have_batch = false;
+  std::vector<std::string_view> keys;
   for (std::size_t i = 1; i < toks.size(); ++i) {
     std::string_view tok = toks[i];
-    if (parse_common_kv(tok, p.acc, p.epilogue, &p.alpha, &p.beta)) continue;
+    if (parse_common_kv(tok, p.acc, p.epilogue, &p.alpha, &p.beta, keys)) continue;
     if (tok.size() == 3 && tok.find_first_not_of("rc") == std::string_view::npos) {
       if (have_layout) throw ParseError(str(tok), "token '" + str(tok) + "': layout given twice");
       auto l = [](char ch) { return ch == 'r' ? MatLayout::row : MatLayout::col; };
@@ -168,9 +177,10 @@ ConvProblem parse_conv(std::string_view text) {
   bool seen[kSlots] = {};
   bool have_dt = false, depth = false;
   std::optional<std::string> layout;
+  std::vector<std::string_view> keys;
   for (std::size_t i = 1; i < toks.size(); ++i) {
     std::string_view tok = toks[i];
-    if (parse_common_kv(tok, p.acc, p.epilogue, nullptr, nullptr)) continue;
+    if (parse_common_kv(tok, p.acc, p.epilogue, nullptr, nullptr, keys)) continue;
     if (auto dt = parse_dtypes_text(tok)) {
       if (have_dt) throw ParseError(str(tok), "token '" + str(tok) + "': dtype given twice");
       p.x = (*dt)[0], p.w = (*dt)[1], p.y = (*dt)[2];
@@ -211,8 +221,14 @@ ConvProblem parse_conv(std::string_view text) {
   validate(p);
   auto o = p.out();
   static const char* axes = "dhw";
+  auto given = [&](std::string_view key) {
+    for (std::size_t s = 0; s < kSlots; ++s)
+      if (slots[s].key == key) return seen[s];
+    return false;
+  };
+  const std::string_view out_keys[3] = {"od", "oh", "ow"};
   for (int a = 0; a < 3; ++a)
-    if (outs[a] != 0 && outs[a] != o[a])
+    if (given(out_keys[a]) && outs[a] != o[a])
       throw InvalidProblem(std::string("o") + axes[a] + std::to_string(outs[a]) + ": the output size is " +
                            std::to_string(o[a]) + " for these input, filter, stride, padding and dilation");
   return p;

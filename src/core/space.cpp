@@ -146,13 +146,10 @@ ConfigSpace parse_space(const std::string& json_text, const std::string& path) {
     for (const auto& f : j["filters"]) {
       if (!f.is_string()) fail(path, "filters", "'filters' must be a list of strings");
       try {
-        s.filters.push_back(expr::Expr::parse(f.get<std::string>()));
+        s.filters.push_back(parse_config_filter(f.get<std::string>()));
       } catch (const ParseError& e) {
         fail(path, e.token(), e.what());
       }
-      for (const auto& v : s.filters.back().variables())
-        if (!config_var(KernelConfig{}, v) && !is_enum_value(v))
-          fail(path, v, "filter '" + f.get<std::string>() + "': unknown variable '" + v + "'");
     }
   }
   std::vector<Family> families{Family::sm80};
@@ -201,6 +198,15 @@ std::vector<KernelConfig> ConfigSpace::enumerate(const std::vector<expr::Expr>& 
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+expr::Expr parse_config_filter(const std::string& text) {
+  expr::Expr e = expr::Expr::parse(text);
+  for (const auto& v : e.variables())
+    if (!config_var(KernelConfig{}, v) && !is_enum_value(v))
+      throw ParseError(v, "filter '" + text + "': unknown variable '" + v +
+                              "' (not a config variable or value; tilepick configs fields lists them)");
+  return e;
 }
 
 ConfigSpace load_space(const std::string& path) {

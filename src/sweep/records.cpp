@@ -5,7 +5,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -167,6 +169,12 @@ Record parse_csv_row(std::string_view line) {
   r.gpu = static_cast<int>(to_double(f[15], "gpu"));
   r.time_unix = to_double(f[16], "time_unix");
   r.detail = f[17];
+  static const char* const kStatuses[] = {"ok", "wrong", "crash", "timeout", "error", "unsupported"};
+  if (std::find(std::begin(kStatuses), std::end(kStatuses), r.status) == std::end(kStatuses))
+    throw ParseError(r.status, "record status '" + r.status + "' is not one of ok, wrong, crash, timeout, error, unsupported");
+  if (r.status == "ok" && !(std::isfinite(r.median_us) && r.median_us > 0))
+    throw ParseError(std::string(f[3]), "record with status ok has median_us " + std::string(f[3]) +
+                                            " (a time must be finite and positive)");
   return r;
 }
 
@@ -237,7 +245,11 @@ RecordFile read_record_file(const std::string& path) {
       continue;
     }
     if (line.empty() || line[0] == '#') continue;
-    f.records.push_back(parse_csv_row(line));
+    try {
+      f.records.push_back(parse_csv_row(line));
+    } catch (const ParseError& e) {
+      throw ParseError(e.token(), path + ":" + std::to_string(line_no) + ": " + e.what());
+    }
   }
   // Rows still in the journal: complete lines only (a row cut by a kill is dropped and re-measured).
   bool jexists = false;
