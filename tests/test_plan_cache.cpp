@@ -116,6 +116,24 @@ TEST(PlanCache, MalformedFileIsReplaced) {
   EXPECT_EQ(read_json(f.path)["entries"].size(), 1u);
 }
 
+// A cache path that cannot be written (here a directory) costs the file, never the plan: the plan is
+// returned, kept in memory, and the failure counted (it used to surface as std::future_error).
+TEST(PlanCache, AFailedSaveKeepsThePlan) {
+  TempFile f;
+  fs::create_directories(f.path);
+  Dispatcher d(Selector::default_selector(), f.path.string());
+  const Problem p = parse_problem("gemm rcr m64 n64 k64 bf16");
+  auto plan = d.plan(p, offline());
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->info().cache, "new");
+  EXPECT_EQ(d.stats().save_failures, 1u);
+  EXPECT_FALSE(d.stats().last_save_error.empty());
+  EXPECT_EQ(d.plan(p, offline()).get(), plan.get());  // served from memory
+  EXPECT_EQ(d.stats().memory_hits, 1u);
+  EXPECT_TRUE(fs::is_directory(f.path));  // nothing written over it
+  fs::remove_all(f.path);
+}
+
 TEST(PlanCache, FixedPlansAreNotPersisted) {
   TempFile f;
   Dispatcher d(Selector::default_selector(), f.path.string());

@@ -179,6 +179,8 @@ struct Applicability {
 struct PlanCacheStats {
   std::size_t new_plans = 0, memory_hits = 0, file_hits = 0;
   std::size_t file_entries = 0, rejected_entries = 0;  // from the file at load time
+  std::size_t save_failures = 0;  // plans made but not written to the file (each warned about; the plan is kept)
+  std::string last_save_error;
 };
 
 class Dispatcher {

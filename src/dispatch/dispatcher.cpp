@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <future>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -489,22 +490,33 @@ std::shared_ptr<const Plan> Dispatcher::plan(const Problem& p, const PlanOptions
         entry = it->second;
     }
   }
+  std::shared_ptr<const Plan> plan;
   try {
     auto impl = s.build(p, opt, t, mode, model_version, entry ? &*entry : nullptr);
-    auto plan = std::make_shared<const Plan>(impl);
-    promise.set_value(plan);
-    std::lock_guard lock(s.mutex);
-    if (entry) ++s.stats.file_hits;
-    else ++s.stats.new_plans;
-    if (persist && !entry) s.disk.entries[file_key] = make_entry(file_key, impl->info, p);
-    if (persist && !entry && !s.file.empty()) s.disk.save(s.file);
-    return plan;
+    plan = std::make_shared<const Plan>(impl);
   } catch (...) {
     promise.set_exception(std::current_exception());
     std::lock_guard lock(s.mutex);
     s.plans.erase(key);  // a later call may try again
     throw;
   }
+  promise.set_value(plan);
+  std::lock_guard lock(s.mutex);
+  if (entry) ++s.stats.file_hits;
+  else ++s.stats.new_plans;
+  if (persist && !entry) s.disk.entries[file_key] = make_entry(file_key, plan->info(), p);
+  if (persist && !entry && !s.file.empty()) {
+    // The plan stands even when the file cannot take it (unwritable, a directory, a full disk).
+    try {
+      s.disk.save(s.file);
+    } catch (const std::exception& e) {
+      ++s.stats.save_failures;
+      s.stats.last_save_error = e.what();
+      if (env::log_level() >= 1 && s.stats.save_failures == 1)
+        std::cerr << "tilepick: warning: plan cache not saved: " << e.what() << " (plans stay in memory)\n";
+    }
+  }
+  return plan;
 }
 
 Applicability Dispatcher::check(const Problem& p, const PlanOptions& opt) const {
