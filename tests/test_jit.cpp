@@ -248,6 +248,26 @@ INSTANTIATE_TEST_SUITE_P(Defects, JitCorrupt,
                          ::testing::Values("truncate", "flip", "garbage_meta", "wrong_key_meta", "missing_cubin",
                                            "missing_meta"));
 
+// An entry whose cubin and meta.json come from another kernel, with only the key rewritten, passes
+// every checksum: the loader still refuses it because it names another kernel, and rebuilds.
+TEST_F(Jit, ForeignEntryUnderTheKeyIsRebuilt) {
+  const jit::CompiledKernel a = jit::compile(tiny("mine"), "sm_80");
+  const jit::CompiledKernel b = jit::compile(tiny("other", "x[i] = x[i];"), "sm_80");
+  ASSERT_NE(a.cubin, b.cubin);
+  std::string meta = read_bytes(entry(b.key) / "meta.json");
+  meta.replace(meta.find(b.key), b.key.size(), a.key);
+  write_bytes(entry(a.key) / "meta.json", meta);
+  write_bytes(entry(a.key) / "kernel.cubin", read_bytes(entry(b.key) / "kernel.cubin"));
+  jit::clear_memory_cache();
+  auto s0 = jit::jit_stats();
+  const jit::CompiledKernel again = jit::compile(tiny("mine"), "sm_80");
+  auto s1 = jit::jit_stats();
+  EXPECT_EQ(again.name, a.name);
+  EXPECT_EQ(again.cubin, a.cubin);
+  EXPECT_FALSE(again.from_cache);
+  EXPECT_EQ(s1.corrupt_removed - s0.corrupt_removed, 1u);
+}
+
 TEST_F(Jit, DisabledMissNamesTheKernel) {
   setenv("TILEPICK_JIT_DISABLE", "1", 1);
   try {

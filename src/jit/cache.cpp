@@ -197,13 +197,20 @@ std::string cache_key(const KeyInputs& in) {
   return s.hex();
 }
 
-std::optional<CompiledKernel> load_entry(const std::string& dir, const std::string& key, bool* was_corrupt) {
+std::optional<CompiledKernel> load_entry(const std::string& dir, const std::string& key, const KernelSource& src,
+                                         const std::string& target, bool* was_corrupt) {
   *was_corrupt = false;
   fs::path p = entry_path(dir, key);
   std::error_code ec;
   if (!fs::is_directory(p, ec)) return std::nullopt;
   std::string why;
-  if (auto k = read_entry(p, key, nullptr, &why)) return k;
+  nlohmann::json meta;
+  if (auto k = read_entry(p, key, &meta, &why)) {
+    if (k->name == src.name && k->target == target && meta.value("specialization", "") == src.specialization) return k;
+    if (env::log_level() >= 1)
+      std::cerr << "tilepick: warning: JIT cache entry " << p.string() << " holds " << k->name << " (" << k->target
+                << "), not the requested " << src.name << " (" << target << "): rebuilt\n";
+  }
   *was_corrupt = true;
   fs::remove_all(p, ec);  // rebuilt by the caller
   return std::nullopt;

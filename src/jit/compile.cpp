@@ -44,7 +44,7 @@ CompiledKernel copy_hit(const KernelPtr& p) {
 CompiledKernel build(const KernelSource& src, const std::string& target, const std::string& key) {
   const std::string dir = cache_dir();
   bool corrupt = false;
-  if (auto k = detail::load_entry(dir, key, &corrupt)) {
+  if (auto k = detail::load_entry(dir, key, src, target, &corrupt)) {
     count(&JitStats::disk_hits);
     return *k;
   }

@@ -39,7 +39,10 @@ void parse_ptxas_log(const std::string& log, CompiledKernel& k);
 
 // Disk entries (cache.cpp). load_entry removes a corrupt entry and reports it in *was_corrupt;
 // store_entry never throws (an unwritable cache only costs a warning).
-std::optional<CompiledKernel> load_entry(const std::string& dir, const std::string& key, bool* was_corrupt);
+// The entry must be the requested kernel: its meta.json names `src`'s kernel, specialization and `target`
+// (an entry copied from another kernel under this key is corrupt, however sound its checksums).
+std::optional<CompiledKernel> load_entry(const std::string& dir, const std::string& key, const KernelSource& src,
+                                         const std::string& target, bool* was_corrupt);
 void store_entry(const std::string& dir, const CompiledKernel& k, const KernelSource& src);
 
 void set_pch_enabled(bool on);  // automatic PCH (--pch); default off, see nvrtc.cpp
