@@ -148,6 +148,14 @@ TEST(Gbdt, LoadsPlainAndGzipFiles) {
   EXPECT_EQ(GbdtModel::load(plain).predict_row(row), 11.25);
   EXPECT_EQ(GbdtModel::load(gz).predict_row(row), 11.25);
   EXPECT_THROW(GbdtModel::load((dir / "absent.txt").string()), NotFound);
+  // A path to an endless file is refused at the size cap instead of filling the memory.
+  try {
+    GbdtModel::load("/dev/zero");
+    ADD_FAILURE() << "/dev/zero loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::io_error);
+    EXPECT_NE(std::string(e.what()).find("MiB"), std::string::npos) << e.what();
+  }
   std::filesystem::remove_all(dir);
 }
 
@@ -187,6 +195,9 @@ TEST(Gbdt, MalformedModelsNameLineAndToken) {
       {replace(kModel, "num_leaves=3", "num_leaves=0"), "num_leaves", "num_leaves must be at least 1"},
       {replace(kModel, "tree_sizes=100 100 100", "tree_sizes 100"), "tree_sizes 100", "expected key=value"},
       {std::string("booster\n") + kModel, "booster", "src:1: not a LightGBM text model"},
+      // An edited model with non-finite leaves is refused, not used.
+      {replace(kModel, "leaf_value=1 2 4", "leaf_value=1 inf 4"), "leaf_value", "src:21: leaf_value holds a non-finite value"},
+      {replace(kModel, "leaf_value=1 2 4", "leaf_value=nan 2 4"), "leaf_value", "non-finite"},
   };
   for (const auto& c : cases) {
     try {

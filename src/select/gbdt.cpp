@@ -115,6 +115,9 @@ GbdtModel::Tree parse_tree(const Cursor& cur, const Block& b, const Line& head, 
   if (auto it = b.find("is_linear"); it != b.end() && value_of(it->second) != "0")
     throw Unsupported(cur.source + ":" + std::to_string(it->second.number) + ": linear trees are not supported");
   t.leaves = parse_list<double>(cur, require(cur, b, "leaf_value", head), "leaf_value", leaves);
+  for (double v : t.leaves)
+    if (!std::isfinite(v))
+      cur.fail(require(cur, b, "leaf_value", head), "leaf_value", "leaf_value holds a non-finite value");
   if (leaves == 1) return t;
   const std::size_t inner = static_cast<std::size_t>(leaves - 1);
   auto feat = parse_list<int>(cur, require(cur, b, "split_feature", head), "split_feature", inner);
