@@ -390,6 +390,10 @@ tp_status tp_plan_run_tensors(const tp_plan* plan, const tp_tensor* tensors, siz
   return guarded(__func__, [&] {
     need(plan, "plan");
     if (count > 0) need(tensors, "tensors");
+    constexpr size_t kMaxTensors = 16;  // a plan takes at most 6 (a, b, c, d, bias, workspace)
+    if (count > kMaxTensors)
+      throw tilepick::InvalidArgument("count " + std::to_string(count) + " exceeds the " + std::to_string(kMaxTensors) +
+                                      " tensors a plan could take (tp_problem_operand_count gives the number)");
     std::vector<tilepick::TensorArg> args(count);
     for (size_t i = 0; i < count; ++i) {
       const tp_tensor& t = tensors[i];

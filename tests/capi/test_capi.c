@@ -248,6 +248,8 @@ static void test_offline_plan(const char* cli) {
     expect_error(i == 0 ? "takes 3 tensors (A, B, D), got 1" : "takes 4 tensors (x, w, y, bias), got 1");
     CHECK_STATUS(tp_plan_run_tensors(plan, NULL, 2, NULL, NULL), tp_status_invalid_argument);
     expect_error("argument 'tensors' is NULL");
+    CHECK_STATUS(tp_plan_run_tensors(plan, t, SIZE_MAX, NULL, NULL), tp_status_invalid_argument);
+    expect_error("exceeds the 16 tensors");
     t[0].ndim = 2; /* shape NULL */
     CHECK_STATUS(tp_plan_run_tensors(plan, t, 3, NULL, NULL), tp_status_invalid_argument);
     expect_error("tensors[0].shape is NULL");
