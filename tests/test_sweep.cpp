@@ -320,6 +320,44 @@ TEST_F(SweepTest, KilledSweepResumesWithoutLosingOrRepeatingPairs) {
   EXPECT_NE(r.out.find("0 pairs to measure"), std::string::npos) << r.out;
 }
 
+// A corrupt member in the middle of a finished sweep's file: readers keep every intact member around
+// it, the next run rewrites the file without it and measures only the pairs it held.
+TEST_F(SweepTest, CorruptMemberMidFileIsDroppedAndOnlyItsPairsRemeasured) {
+  auto want = planned();
+  auto r = test::run_cli(base() + " -o " + out());
+  ASSERT_EQ(r.code, 0) << r.out;
+  RecordFile before = read_record_file(out());
+  ASSERT_EQ(before.damaged_members, 0u);
+  std::string bytes;
+  {
+    std::ifstream in(out(), std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  // Flip bytes in the middle of the file (inside some rows member, far from its gzip header).
+  const std::size_t mid = bytes.size() / 2;
+  for (std::size_t i = mid; i < mid + 8; ++i) bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
+  ASSERT_EQ(bytes.find("\x1f\x8b\x08", mid - 2) > mid + 8, true) << "the flip made a gzip header";
+  std::ofstream(out(), std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  RecordFile damaged = read_record_file(out());
+  EXPECT_EQ(damaged.damaged_members, 1u);
+  EXPECT_FALSE(damaged.truncated_tail);
+  const std::size_t lost_rows = before.records.size() - damaged.records.size();
+  ASSERT_GT(lost_rows, 0u);
+  ASSERT_LT(lost_rows, before.records.size() / 2) << "rows after the corrupt member were dropped too";
+  const auto had = items(before), kept = items(damaged);
+  std::size_t lost_pairs = 0;  // a vendor pair holds two rows (heuristic and best)
+  for (const auto& p : std::set(had.begin(), had.end())) lost_pairs += kept.count(p) == 0;
+  r = test::run_cli(base() + " -o " + out());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(" " + std::to_string(lost_pairs) + " pairs to measure"), std::string::npos) << r.out;
+  RecordFile f = read_record_file(out());
+  EXPECT_EQ(f.damaged_members, 0u);
+  EXPECT_FALSE(f.truncated_tail);
+  auto got = items(f);
+  EXPECT_EQ(std::set(got.begin(), got.end()), want);
+  EXPECT_EQ(got.size(), before.records.size());  // nothing lost, nothing measured twice
+}
+
 TEST_F(SweepTest, ShardsSplitTheProblemsAndMergeBack) {
   auto want = planned();
   std::vector<std::string> files;

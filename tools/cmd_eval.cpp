@@ -162,10 +162,12 @@ void run(const EvalArgs& a) {
     if (file.header.is_null())
       throw ParseError(f, f + ": not a sweep record file: no complete gzip member with a header (empty, not gzip, "
                               "truncated or corrupt from the start, or a Git LFS pointer?)");
-    if (file.truncated_tail)
-      throw ParseError(f, f + ": the gzip data is truncated or corrupt after byte " + std::to_string(file.good_bytes) +
+    if (file.truncated_tail || file.damaged_members > 0)
+      throw ParseError(f, f + ": the gzip data is " +
+                              (file.damaged_members > 0 ? "corrupt in " + std::to_string(file.damaged_members) + " member(s)"
+                                                        : "truncated or corrupt after byte " + std::to_string(file.good_bytes)) +
                               " (" + std::to_string(file.records.size()) +
-                              " records before it); resuming the sweep into it repairs the file");
+                              " records readable); resuming the sweep into it repairs the file");
     if (arch_name.empty()) arch_name = header_arch(file.header);
     records.insert(records.end(), std::make_move_iterator(file.records.begin()),
                    std::make_move_iterator(file.records.end()));

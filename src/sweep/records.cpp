@@ -86,10 +86,15 @@ std::string read_whole(const std::string& path, bool* exists) {
 }
 
 // Inflates consecutive gzip members; stops at the first incomplete or corrupt one.
-std::string inflate_members(const std::string& data, std::uint64_t* good_bytes) {
+// Every complete member in order. A member that does not inflate is skipped up to the next gzip
+// header (1f 8b 08) from which a member inflates; *damaged counts such skipped stretches, and
+// *good_bytes ends at the last complete member (what follows it is a truncated tail).
+std::string inflate_members(const std::string& data, std::uint64_t* good_bytes, std::size_t* damaged) {
   std::string out;
   std::size_t pos = 0;
+  bool in_damage = false;
   *good_bytes = 0;
+  *damaged = 0;
   while (pos < data.size()) {
     z_stream zs{};
     if (inflateInit2(&zs, 15 + 16) != Z_OK) throw Error(Status::internal, "zlib inflateInit2 failed");
@@ -106,7 +111,14 @@ std::string inflate_members(const std::string& data, std::uint64_t* good_bytes) 
     } while (rc == Z_OK);
     std::size_t used = (data.size() - pos) - zs.avail_in;
     inflateEnd(&zs);
-    if (rc != Z_STREAM_END) break;  // truncated or corrupt tail
+    if (rc != Z_STREAM_END) {  // corrupt or cut: look for the next member
+      const std::size_t next = data.find("\x1f\x8b\x08", pos + 1);
+      if (next == std::string::npos) break;  // a truncated or corrupt tail
+      in_damage = true;
+      pos = next;
+      continue;
+    }
+    if (in_damage) ++*damaged, in_damage = false;
     out += member;
     pos += used;
     *good_bytes = pos;
@@ -221,7 +233,7 @@ RecordFile read_record_file(const std::string& path) {
   std::string data = read_whole(path, &exists);
   if (!exists) throw NotFound("no sweep record file at " + path);
   RecordFile f;
-  std::string text = inflate_members(data, &f.good_bytes);
+  std::string text = inflate_members(data, &f.good_bytes, &f.damaged_members);
   f.truncated_tail = f.good_bytes < data.size();
   std::istringstream lines(text);
   std::string line;
@@ -273,10 +285,28 @@ RecordWriter::RecordWriter(const std::string& path, const nlohmann::json& header
   std::string fold;  // journal rows to fold in as one member
   if (have) {
     RecordFile f = read_record_file(path);
-    if (f.truncated_tail && ::truncate(path.c_str(), static_cast<off_t>(f.good_bytes)) != 0)
-      throw Error(Status::io_error, "cannot repair " + path + ": " + std::strerror(errno));
-    if (f.truncated_tail)
+    if (f.damaged_members > 0) {
+      // Rewrite without the corrupt stretches: header, columns and every row of the intact members,
+      // through a temporary file renamed over the original. The lost rows are measured again.
+      std::string text = "# " + f.header.dump() + "\n";
+      for (const auto& c : record_columns()) text += c + ",";
+      text.back() = '\n';
+      for (std::size_t i = 0; i + f.journal_rows < f.records.size(); ++i) text += to_csv_row(f.records[i]) + "\n";
+      const std::string tmp = path + ".repair.tmp";
+      int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd < 0) throw Error(Status::io_error, "cannot repair " + path + ": " + tmp + ": " + std::strerror(errno));
+      write_all(fd, gzip_member(text), tmp);
+      ::fsync(fd);
+      ::close(fd);
+      if (::rename(tmp.c_str(), path.c_str()) != 0)
+        throw Error(Status::io_error, "cannot repair " + path + ": " + std::strerror(errno));
+      std::cerr << "tilepick: " << path << ": dropped " << f.damaged_members
+                << " corrupt compressed member(s); their rows will be measured again\n";
+    } else if (f.truncated_tail) {
+      if (::truncate(path.c_str(), static_cast<off_t>(f.good_bytes)) != 0)
+        throw Error(Status::io_error, "cannot repair " + path + ": " + std::strerror(errno));
       std::cerr << "tilepick: " << path << ": dropped an incomplete compressed tail (a killed writer)\n";
+    }
     for (std::size_t i = f.records.size() - f.journal_rows; i < f.records.size(); ++i)
       fold += to_csv_row(f.records[i]) + "\n";
   } else {

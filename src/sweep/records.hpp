@@ -41,17 +41,20 @@ std::string sanitize_field(std::string_view s, std::size_t max_len = 400);
 struct RecordFile {
   nlohmann::json header;
   std::vector<Record> records;
-  std::uint64_t good_bytes = 0;   // length of the complete gzip members
+  std::uint64_t good_bytes = 0;   // end of the last complete gzip member
   bool truncated_tail = false;    // bytes after the last complete member (a killed writer)
+  std::size_t damaged_members = 0;  // corrupt stretches skipped between complete members (their rows are lost)
   std::size_t journal_rows = 0;   // rows read from the journal (not yet compressed)
 };
 
 std::string journal_path(const std::string& path);
-// Reads every complete member and the journal's complete lines. Throws NotFound / ParseError.
+// Reads every complete member, also those after a corrupt stretch (the next gzip header is searched
+// for), and the journal's complete lines. Throws NotFound / ParseError.
 RecordFile read_record_file(const std::string& path);
 
-// Appends records to a file: creates it with `header` if absent, otherwise repairs a truncated
-// tail, folds in a leftover journal and appends after it.
+// Appends records to a file: creates it with `header` if absent, otherwise repairs it (cuts a
+// truncated tail; rewrites it without corrupt members, whose rows are then measured again), folds in
+// a leftover journal and appends after it.
 class RecordWriter {
  public:
   RecordWriter(const std::string& path, const nlohmann::json& header);
