@@ -75,8 +75,6 @@ void init_device(int ordinal);  // retains the primary context and makes it curr
 std::string target_for_current_device();  // "sm_80", "sm_86", "sm_89", "sm_90a"
 // The ordinal of the device whose context is current on this thread, or -1 when none is.
 int current_device();
-// Multiprocessors of the current device (cached per device; persistent grids size themselves by it).
-int current_sm_count();
 
 // Where a pointer lives, from cuPointerGetAttribute: device memory (or managed) and its ordinal.
 struct PointerInfo {
@@ -124,6 +122,7 @@ class LoadedKernel {
   void* function_ = nullptr;
   std::string name_;
   std::size_t param_bytes_ = 0;  // 0: unknown
+  unsigned sm_count_ = 0;        // of the module's device: bounds persistent grids
   mutable std::mutex smem_mutex_;
   mutable unsigned smem_limit_ = 48 * 1024;
   // Clusters co-resident on the device for the last (shared memory, cluster size) launched.

@@ -38,8 +38,8 @@ struct Launch {
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
   unsigned cluster[3] = {1, 1, 1};       // thread-block cluster (sm90); {1, 1, 1} = none
-  // A persistent kernel walks its work with a grid-stride loop: the launch may shrink grid[0] to the
-  // clusters that fit on the device at once (an extra cluster would run after the others finish).
+  // A persistent kernel walks its work with a grid-stride loop: the launch shrinks grid[0] to one
+  // block per SM and to the clusters that fit at once (an extra one would run after the others).
   bool persistent = false;
   unsigned smem_bytes = 0;               // dynamic shared memory
   std::vector<unsigned char> params;     // the kernel's single by-value parameter struct

@@ -67,6 +67,9 @@ std::string dtype_family(const Problem& p);
 // `tilepick select --space-hash OP` prints it.
 std::string config_space_hash(const std::string& op);  // over default_spaces()
 std::string config_space_hash(const std::string& op, const std::vector<ConfigSpace>& spaces);
+// The names of the default spaces covering op, sorted: the pool a model trained now covers
+// (feature_spec "spaces").
+std::vector<std::string> config_space_names(const std::string& op);
 // The hash over the default spaces named in `names` (all of op's when empty); an unknown name is a
 // NotFound naming it.
 std::string config_space_hash(const std::string& op, const std::vector<std::string>& names);

@@ -59,7 +59,7 @@ template <class Cfg> struct Sm90Shape {
   static constexpr int B_LOAD_ROWS = Cfg::cluster_m == 2 ? Cfg::tile_n / 2 : Cfg::tile_n;
   // Registers per thread after setmaxnreg (multiples of 8; 65536 per SM in total).
   static constexpr int PRODUCER_REGS = 40;
-  static constexpr int CONSUMER_REGS = Cfg::consumers == 1 ? 232 : 232;
+  static constexpr int CONSUMER_REGS = 232;
 };
 
 // Cluster tile `tile` (tiles_m x tiles_n count cluster tiles of cluster_m x cluster_n CTA tiles) ->

@@ -145,7 +145,7 @@ Vector gbdt_predict_py(const std::string& model_path, InputRows rows) {
 // The identity of the configs a model of `op` was trained over (tilepick::config_space_hash, which
 // the selector checks); unknown ops are an error here rather than a hash of nothing.
 std::string config_space_hash_py(const std::string& op) {
-  if (std::none_of(default_spaces().begin(), default_spaces().end(), [&](const auto& s) { return s.has_op(op); }))
+  if (config_space_names(op).empty())
     throw NotFound("no config space covers op '" + op + "'");
   return config_space_hash(op);
 }
@@ -272,13 +272,8 @@ NB_MODULE(_core, m) {
         "Raw scores of a LightGBM text model (.txt or .txt.gz) on rows (n x num_features).");
   m.def("config_space_hash", &config_space_hash_py, "op"_a,
         "FNV-1a 64 of 'name=hash\\n' of the default spaces covering op (sorted by name); models record it.");
-  m.def("config_spaces", [](const std::string& op) {
-    std::vector<std::string> names;
-    for (const auto& s : default_spaces())
-      if (s.has_op(op)) names.push_back(s.name);
-    std::sort(names.begin(), names.end());
-    return names;
-  }, "op"_a, "Names of the default spaces covering op, sorted: a model's pool (feature_spec 'spaces').");
+  m.def("config_spaces", &config_space_names, "op"_a,
+        "Names of the default spaces covering op, sorted: a model's pool (feature_spec 'spaces').");
   m.def("arch_names", [] {
     std::vector<std::string> names;
     for (const auto& a : default_arch_specs()) names.push_back(a.name);

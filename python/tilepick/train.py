@@ -437,7 +437,8 @@ def train_group(names, df, X, args, header, out_dir, val=None):
         folder = out_dir / name
         spec = {"feature_names": list(_core.feature_names()), "schema_hash": _core.feature_schema_hash(),
                 "feature_version": int(_core.feature_version()), "space_hash": _core.config_space_hash(op),
-                "spaces": list(_core.config_spaces(op)), "op": op, "dtype_family": family, "arch": arch, "objective": best, "score": "higher_is_better"}
+                "spaces": list(_core.config_spaces(op)), "op": op, "dtype_family": family, "arch": arch,
+                "objective": best, "score": "higher_is_better"}
         if shared:
             spec["model_file"] = "../" + shared
         kept_vendor_choice = keep_deployment(folder, spec)

@@ -120,7 +120,7 @@ Resources estimate_resources(const KernelConfig& c, const Problem& p) {
 namespace {
 
 // fam=sm90 (kernels/gemm/sm90.cuh): warps = consumer warpgroups (M x N), tile_k = one 128-byte
-// swizzled row of K, accumulators of one consumer in registers after setmaxnreg.
+// swizzled row of K, the accumulators of one consumer in its registers.
 Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
   if (!arch.wgmma) return no("family_arch", "fam=sm90 needs wgmma (sm_90a); " + arch.sm + " has none");
   if (input != DType::f16 && input != DType::bf16)
@@ -135,7 +135,8 @@ Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
   if (c.tile_n < 64) return no("tile_n", "fam=sm90 runs tile_n 64, 128 or 256 (wgmma N)");
   if (rows * c.tile_n / 128 > 128)
     return no("registers", "fam=sm90: " + std::to_string(rows * c.tile_n / 128) +
-                               " accumulators per consumer thread exceed 128 (232 registers after setmaxnreg)");
+                               " accumulators per consumer thread exceed 128 (ptxas holds consumers to the "
+                               "168-register entry cap of 384 threads)");
   if (c.stages < 2) return no("stages", "fam=sm90 needs at least 2 pipeline stages");
   const int smem = sm90_smem_bytes(c, 2);  // the problem's output size is checked per problem
   if (smem > arch.smem_per_block_optin)
@@ -154,16 +155,23 @@ Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
 
 }  // namespace
 
+namespace {
+
+// 1024-byte alignment slack + stages x (A and B tiles of 128-byte rows + two mbarriers).
+int sm90_pipeline_bytes(const KernelConfig& c) { return 1024 + c.stages * ((c.tile_m + c.tile_n) * 128 + 16); }
+
+}  // namespace
+
 int sm90_epi_cols(const KernelConfig& c, int out_bytes) {
   if (c.epi != static_cast<int>(EpiVariant::smem)) return 0;
-  const int pipeline = 1024 + c.stages * ((c.tile_m + c.tile_n) * 128 + 16);
+  const int pipeline = sm90_pipeline_bytes(c);
   int cols = c.tile_n;
   while (cols * out_bytes > 128 && pipeline + c.tile_m * cols * out_bytes > kSm90SmemPerBlock) cols /= 2;
   return cols;
 }
 
 int sm90_smem_bytes(const KernelConfig& c, int out_bytes) {
-  return 1024 + c.stages * ((c.tile_m + c.tile_n) * 128 + 16) + c.tile_m * sm90_epi_cols(c, out_bytes) * out_bytes;
+  return sm90_pipeline_bytes(c) + c.tile_m * sm90_epi_cols(c, out_bytes) * out_bytes;
 }
 
 Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
@@ -285,17 +293,18 @@ Verdict ProblemLegality::check(const KernelConfig& c) const {
 
   // Implicit-GEMM families.
   if (gemm && gemm->acc != DType::f32) return fail<kExplain>("dtype", [] { return "the igemm families accumulate in f32"; });
-  if (c.fam() == Family::sm90) return check_sm90<kExplain>(c);
-  if (conv) {
-    DType a_t = conv->dir == ConvDir::fwd ? conv->x : conv->y;
-    DType b_t = conv->dir == ConvDir::bwd_weight ? conv->x : conv->w;
-    if (a_t != b_t)
-      return fail<kExplain>("dtype", [&] {
-        return "the GEMM-view inputs of " + std::string(to_string(conv->dir)) + " are " + std::string(to_string(a_t)) +
-               " and " + std::string(to_string(b_t)) + "; fam=sm80 needs one input dtype";
-      });
-  }
-  {
+  if (c.fam() == Family::sm90) {
+    if (Verdict v = check_sm90<kExplain>(c); !v.ok) return v;
+  } else {
+    if (conv) {
+      DType a_t = conv->dir == ConvDir::fwd ? conv->x : conv->y;
+      DType b_t = conv->dir == ConvDir::bwd_weight ? conv->x : conv->w;
+      if (a_t != b_t)
+        return fail<kExplain>("dtype", [&] {
+          return "the GEMM-view inputs of " + std::string(to_string(conv->dir)) + " are " + std::string(to_string(a_t)) +
+                 " and " + std::string(to_string(b_t)) + "; fam=sm80 needs one input dtype";
+        });
+    }
     // Loader vectors per thread and operand; more unrolls into spills and multi-second compiles.
     const int threads = threads_per_block(c);
     const int va = (c.tile_m * c.tile_k + c.align_a * threads - 1) / (c.align_a * threads);
@@ -312,6 +321,7 @@ Verdict ProblemLegality::check(const KernelConfig& c) const {
                std::to_string(arch.max_regs_per_thread);
       });
   }
+  // Both GEMM families: alignment, split-K, accumulation chain, 32-bit indexing.
   const std::array<int, 3> want{c.align_a, c.align_b, c.align_c};
   static const char* names[3] = {"A", "B", "C"};
   for (int i = 0; i < 3; ++i)
@@ -342,7 +352,8 @@ Verdict ProblemLegality::check(const KernelConfig& c) const {
   return {};
 }
 
-// fam=sm90 reads A and B through TMA: K-major operands, 16-byte aligned strides.
+// The rules of fam=sm90 beyond the shared ones: GEMM only, A and B by TMA (16-byte row strides),
+// cluster halves, the staged epilogue, the split-K workspace.
 template <bool kExplain>
 Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
   if (!gemm_) return fail<kExplain>("family_op", [] { return "fam=sm90 runs GEMM only (convolution: fam=sm80, dw)"; });
@@ -362,11 +373,6 @@ Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
       return "an M/N-major operand shared by a cluster is loaded in halves of whole 64-row blocks: its tile "
              "dimension must be at least 128";
     });
-  if (c.align_c > allowed_[2])
-    return fail<kExplain>("align", [&] {
-      return "align " + std::to_string(c.align_c) + " on C: its contiguous extent " + std::to_string(extents_[2]) +
-             " allows at most " + std::to_string(allowed_[2]);
-    });
   if (c.epi == static_cast<int>(EpiVariant::smem)) {
     if (g.layout_c != MatLayout::row)
       return fail<kExplain>("epi", [] { return "fam=sm90 epi=smem stores row-major D by TMA (epi=direct serves rc c)"; });
@@ -382,19 +388,8 @@ Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
                " output tile staged exceed " + std::to_string(arch_.smem_per_block_optin) + " per block on " + arch_.name;
       });
   }
-  if (c.splitk > 1) {
-    const std::int64_t k_tiles = (g.k + 63) / 64;
-    if (c.splitk > k_tiles)
-      return fail<kExplain>("splitk", [&] {
-        return "splitk " + std::to_string(c.splitk) + " exceeds the " + std::to_string(k_tiles) + " K tiles of 64";
-      });
-    if (g.m * g.n * g.batch * c.splitk >= (std::int64_t{1} << 31))
-      return fail<kExplain>("index32", [&] { return "split-K partials of 2^31 or more elements need 64-bit indexing"; });
-  }
-  if (largest_ >= (std::int64_t{1} << 31))
-    return fail<kExplain>("index32", [&] {
-      return "an operand with " + std::to_string(largest_) + " elements needs 64-bit indexing";
-    });
+  if (c.splitk > 1 && g.m * g.n * g.batch * c.splitk >= (std::int64_t{1} << 31))
+    return fail<kExplain>("index32", [&] { return "split-K partials of 2^31 or more elements need 64-bit indexing"; });
   return {};
 }
 

@@ -1,6 +1,7 @@
 // The CUDA driver runtime: device buffers, loaded kernels, plan execution and timing events.
 #include "core/cuda_driver.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -69,22 +70,6 @@ std::string target_for_current_device() {
   check(d.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute");
   // sm_90a: wgmma, setmaxnreg and friends exist only in the arch-specific target of Hopper.
   return "sm_" + std::to_string(major) + std::to_string(minor) + (major == 9 && minor == 0 ? "a" : "");
-}
-
-int current_sm_count() {
-  detail::ensure_context("current_sm_count");
-  const auto& d = driver();
-  CUdevice dev = 0;
-  check(d.ctx_get_device(&dev), "cuCtxGetDevice");
-  static std::mutex mutex;
-  static std::map<CUdevice, int> counts;
-  std::lock_guard lock(mutex);
-  auto it = counts.find(dev);
-  if (it != counts.end()) return it->second;
-  int n = 0;
-  check(d.device_get_attribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)");
-  counts[dev] = n;
-  return n;
 }
 
 int current_device() {
@@ -204,6 +189,11 @@ LoadedKernel::LoadedKernel(const jit::CompiledKernel& k) : name_(k.name) {
   function_ = fn;
   std::size_t offset = 0, size = 0;
   if (d.func_get_param_info && d.func_get_param_info(fn, 0, &offset, &size) == CUDA_SUCCESS) param_bytes_ = size;
+  CUdevice dev = 0;
+  int sms = 0;
+  check(d.ctx_get_device(&dev), "cuCtxGetDevice", k.name);
+  check(d.device_get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "cuDeviceGetAttribute", k.name);
+  sm_count_ = static_cast<unsigned>(sms);
 }
 
 LoadedKernel::~LoadedKernel() {
@@ -225,13 +215,16 @@ void LoadedKernel::launch(const Launch& l, void* stream) const {
     }
   }
   void* args[] = {const_cast<unsigned char*>(l.params.data())};
+  // A persistent grid runs one block per SM at most (clusters along x: whole clusters).
+  unsigned grid_x = l.grid[0];
+  if (l.persistent) grid_x = std::min(grid_x, l.cluster[0] * std::max(1u, sm_count_ / l.cluster[0]));
   if (l.cluster[0] * l.cluster[1] * l.cluster[2] > 1) {
     if (!d.launch_kernel_ex) throw Error(Status::cuda_error, "launch of " + name_ + ": the driver has no cuLaunchKernelEx (clusters)");
     CUlaunchAttribute attr{};
     attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     attr.value.clusterDim.x = l.cluster[0], attr.value.clusterDim.y = l.cluster[1], attr.value.clusterDim.z = l.cluster[2];
     CUlaunchConfig cfg{};
-    cfg.gridDimX = l.grid[0], cfg.gridDimY = l.grid[1], cfg.gridDimZ = l.grid[2];
+    cfg.gridDimX = grid_x, cfg.gridDimY = l.grid[1], cfg.gridDimZ = l.grid[2];
     cfg.blockDimX = l.block[0], cfg.blockDimY = l.block[1], cfg.blockDimZ = l.block[2];
     cfg.sharedMemBytes = l.smem_bytes, cfg.hStream = static_cast<CUstream>(stream);
     cfg.attrs = &attr, cfg.numAttrs = 1;
@@ -248,7 +241,7 @@ void LoadedKernel::launch(const Launch& l, void* stream) const {
     check(d.launch_kernel_ex(&cfg, fn, l.params.empty() ? nullptr : args, nullptr), "cuLaunchKernelEx", name_);
     return;
   }
-  check(d.launch_kernel(fn, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.smem_bytes,
+  check(d.launch_kernel(fn, grid_x, l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.smem_bytes,
                         static_cast<CUstream>(stream), l.params.empty() ? nullptr : args, nullptr),
         "cuLaunchKernel", name_);
 }

@@ -11,7 +11,6 @@
 #include "core/cuda_driver.hpp"
 #include "families.hpp"
 #include "tilepick/error.hpp"
-#include "tilepick/jit.hpp"
 #include "tilepick/legality.hpp"
 
 namespace tilepick::family {
@@ -129,7 +128,7 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
                              128 / size_bytes(prob.c), rows_per_consumer, "D");
     g.c = o.c, g.d = o.d, g.bias = o.bias, g.workspace = static_cast<float*>(o.workspace);
     std::vector<Launch> out{main};
-    out[0].grid[0] = static_cast<unsigned>(cs * std::clamp<std::int64_t>(units, 1, cuda::current_sm_count() / cs));
+    out[0].grid[0] = static_cast<unsigned>(cs * std::max<std::int64_t>(units, 1));  // the launch bounds it per device
     out[0].params = pack(g);
     if (reduce) out.push_back(reduce->for_operands(o));
     return out;

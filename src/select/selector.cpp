@@ -248,6 +248,14 @@ std::string config_space_hash(const std::string& op, const std::vector<ConfigSpa
 
 std::string config_space_hash(const std::string& op) { return config_space_hash(op, default_spaces()); }
 
+std::vector<std::string> config_space_names(const std::string& op) {
+  std::vector<std::string> names;
+  for (const auto& s : default_spaces())
+    if (s.has_op(op)) names.push_back(s.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 std::string config_space_hash(const std::string& op, const std::vector<std::string>& names) {
   if (names.empty()) return config_space_hash(op);
   std::vector<ConfigSpace> chosen;

@@ -85,7 +85,6 @@ std::string read_whole(const std::string& path, bool* exists) {
   return ss.str();
 }
 
-// Inflates consecutive gzip members; stops at the first incomplete or corrupt one.
 // Every complete member in order. A member that does not inflate is skipped up to the next gzip
 // header (1f 8b 08) from which a member inflates; *damaged counts such skipped stretches, and
 // *good_bytes ends at the last complete member (what follows it is a truncated tail).
@@ -279,6 +278,18 @@ RecordFile read_record_file(const std::string& path) {
   return f;
 }
 
+namespace {
+
+// The first two lines of a record file: the JSON header and the column names.
+std::string file_head(const nlohmann::json& header) {
+  std::string head = "# " + header.dump() + "\n";
+  for (const auto& c : record_columns()) head += c + ",";
+  head.back() = '\n';
+  return head;
+}
+
+}  // namespace
+
 RecordWriter::RecordWriter(const std::string& path, const nlohmann::json& header) : path_(path) {
   struct stat st {};
   bool have = ::stat(path.c_str(), &st) == 0 && st.st_size > 0;
@@ -288,9 +299,7 @@ RecordWriter::RecordWriter(const std::string& path, const nlohmann::json& header
     if (f.damaged_members > 0) {
       // Rewrite without the corrupt stretches: header, columns and every row of the intact members,
       // through a temporary file renamed over the original. The lost rows are measured again.
-      std::string text = "# " + f.header.dump() + "\n";
-      for (const auto& c : record_columns()) text += c + ",";
-      text.back() = '\n';
+      std::string text = file_head(f.header);
       for (std::size_t i = 0; i + f.journal_rows < f.records.size(); ++i) text += to_csv_row(f.records[i]) + "\n";
       const std::string tmp = path + ".repair.tmp";
       int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -310,10 +319,7 @@ RecordWriter::RecordWriter(const std::string& path, const nlohmann::json& header
     for (std::size_t i = f.records.size() - f.journal_rows; i < f.records.size(); ++i)
       fold += to_csv_row(f.records[i]) + "\n";
   } else {
-    std::string head = "# " + header.dump() + "\n";
-    for (const auto& c : record_columns()) head += c + ",";
-    head.back() = '\n';
-    fold = head;
+    fold = file_head(header);
   }
   if (!fold.empty()) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
