@@ -2,7 +2,8 @@
 
 For every problem: the fastest verified sm90 config, cuBLASLt's heuristic pick and the best of its
 heuristic list (each timed; `vendor=cublaslt:exhaustive`), TFLOPS, % of the arch's dense peak and
-speed-up = vendor best time / sm90 time; the last line is the geomean speed-up. Each row's
+speed-up = vendor best time / sm90 time (fp8 problems against cuBLASLt fp8, % of the fp8 peak);
+the last line is the geomean speed-up. Each row's
 `tilepick verify --time` command replays our kernel.
 
   python3 bench/sm90_compare.py RECORDS.csv.gz [...] [--family sm90] [--peak 989.4]
@@ -25,7 +26,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("records", nargs="+")
     ap.add_argument("--family", default="sm90")
-    ap.add_argument("--peak", type=float, default=989.4, help="dense bf16/f16 TFLOPS of the device (H100/H200 SXM)")
+    ap.add_argument("--peak", type=float, default=989.4,
+                    help="dense bf16/f16 TFLOPS of the device (H100/H200 SXM); fp8 problems count twice it")
     a = ap.parse_args()
     ours, heur, best, bad = {}, {}, {}, defaultdict(int)
     for path in a.records:
@@ -51,7 +53,8 @@ def main():
         x = vb / t if vb < math.inf else float("nan")
         if x == x:
             logs.append(math.log(x))
-        print(f"{p:44} {t:9.1f} {tf:7.1f} {100 * tf / a.peak:6.1f} {heur.get(p, float('nan')):9.1f} {vb:9.1f} {x:7.3f}  {c}"
+        peak = a.peak * (2 if ("e4m3" in p or "e5m2" in p) else 1)
+        print(f"{p:44} {t:9.1f} {tf:7.1f} {100 * tf / peak:6.1f} {heur.get(p, float('nan')):9.1f} {vb:9.1f} {x:7.3f}  {c}"
               + (f"  ({bad[p]} not ok)" if bad[p] else ""))
     for p in sorted(set(bad) - set(ours)):
         print(f"{p:44} no {a.family} config ok ({bad[p]} not ok)")

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # fam=sm90 GEMM on the lent GPU (device tool; carry .deps), one call:
 #   verify   data/problems/sm90_check.txt x sampled sm90 configs against the fp64 CPU reference
-#            (random normal inputs, poisoned outputs); CHECK_N configs per problem (default 8)
+#            (random normal inputs, poisoned outputs); CHECK_N configs per problem (default 8), then fixed
+#            split-K and ping-pong configs on every problem
 #   random   data/problems/verify_random_sm90.txt (520 random sm90 GEMMs) x 1 sampled config each
-#   sanitize compute-sanitizer memcheck / racecheck / synccheck on 3 problems, 1 config each
+#   sanitize compute-sanitizer memcheck / racecheck / synccheck on 3 problems, 1 sampled config each (or SAN_CONFIG)
+#   ncu      Nsight Compute (--clock-control none) of NCU_CONFIG and of cuBLASLt on NCU_PROBLEM
 #   sass     HGMMA / UTMALDG / setmaxnreg counts in one compiled sm90 kernel (cuobjdump)
 #   perf     `tilepick sweep` of PERF_FILE (default data/problems/sm90_perf.txt) over the sm90 space
-#            (or SWEEP_ARGS, or the configs matching every regexp of PERF_GREP) with the cuBLASLt
+#            (or SWEEP_ARGS, or the configs matching every regexp of PERF_GREP, or the pairs of the file
+#            PERF_PAIRS) with the cuBLASLt
 #            rows of the same run; bench/sm90_compare.py table
 # STEPS selects steps (default "verify sanitize sass perf"; random on request). Results in $OUT/results.tgz.
 set -uo pipefail
@@ -18,19 +21,28 @@ echo "sm90 pool: $($T configs count 2>/dev/null | grep gemm_sm90 | tr -s " ")"
 for step in ${STEPS:-verify sanitize sass perf}; do
   case $step in
     verify)
-      $T verify -f data/problems/sm90_check.txt --family sm90 -n "${CHECK_N:-8}" --csv "$W/verify.csv" >"$W/verify.txt" 2>&1
+      timeout 150 $T verify -f data/problems/sm90_check.txt --family sm90 -n "${CHECK_N:-8}" --csv "$W/verify.csv" >"$W/verify.txt" 2>&1
       echo "verify rc=$?: $(tail -1 "$W/verify.txt")"; grep -A2 '^FAIL' "$W/verify.txt" | head -30
-      # Split-K on every check problem (the sample above draws few of them).
-      $T verify -f data/problems/sm90_check.txt -c "fam=sm90 tile=64x128x64 warps=1x1 stages=4 splitk=4 skmode=parallel" \
-        -c "fam=sm90 tile=128x128x64 warps=2x1 stages=4 splitk=3 skmode=parallel" --csv "$W/verify_splitk.csv" >"$W/verify_splitk.txt" 2>&1
-      echo "verify split-K rc=$?: $(tail -1 "$W/verify_splitk.txt")"; grep -A2 '^FAIL' "$W/verify_splitk.txt" | head -20 ;;
+      # Split-K, ping-pong and double-buffered staging on every check problem (the sample above draws few of them).
+      timeout 150 $T verify -f data/problems/sm90_check.txt -c "fam=sm90 tile=64x128x64 warps=1x1 stages=4 splitk=4 skmode=parallel" \
+        -c "fam=sm90 tile=128x128x64 warps=2x1 stages=4 splitk=3 skmode=parallel" \
+        -c "fam=sm90 tile=64x128x64 warps=1x2 stages=5 splitk=3 skmode=parallel" \
+        -c "fam=sm90 tile=128x128x64 warps=1x2 stages=4 swz=8 cluster=2x1 epi=smem" \
+        -c "fam=sm90 tile=64x256x64 warps=1x2 stages=4 cluster=1x2 epi=direct" \
+        -c "fam=sm90 tile=128x64x64 warps=1x2 stages=6 epi=smem" \
+        -c "fam=sm90 tile=128x256x64 warps=2x1 stages=4 swz=8 cluster=1x2 epi=smem" \
+        -c "fam=sm90 tile=128x128x128 warps=1x2 stages=4 swz=8 cluster=2x1 epi=smem" \
+        -c "fam=sm90 tile=128x256x128 warps=2x1 stages=3 cluster=1x2 epi=direct" \
+        -c "fam=sm90 tile=64x128x128 warps=1x1 stages=5 splitk=3 skmode=parallel" --csv "$W/verify_fixed.csv" >"$W/verify_fixed.txt" 2>&1
+      echo "verify split-K + ping-pong rc=$?: $(tail -1 "$W/verify_fixed.txt")"; grep -A2 '^FAIL' "$W/verify_fixed.txt" | head -20 ;;
     random)  # one sampled sm90 config for each of 520 random problems (bench/random_problems.py --sm90)
-      $T verify -f data/problems/verify_random_sm90.txt --family sm90 -n 1 --seed 2 --csv "$W/verify_random.csv" \
+      timeout 200 $T verify -f data/problems/verify_random_sm90.txt --family sm90 -n 1 --seed 2 --csv "$W/verify_random.csv" \
         >"$W/verify_random.txt" 2>&1
       echo "verify random rc=$?: $(tail -1 "$W/verify_random.txt")"; grep -A2 '^FAIL' "$W/verify_random.txt" | head -20 ;;
     sanitize)
+      sel=(-n 1 --family sm90); [ -n "${SAN_CONFIG:-}" ] && sel=(-c "$SAN_CONFIG")  # SAN_CONFIG: one config instead
       for tool in memcheck racecheck synccheck; do
-        timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 $T verify -n 1 --family sm90 \
+        timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 $T verify "${sel[@]}" \
           -p 'gemm rcr m131 n232 k200 bf16 ep=bias+relu' -p 'gemm rcr batch3 m64 n80 k96 f16 beta=0.5' \
           -p 'gemm rcr m1 n777 k136 bf16' >"$W/$tool.txt" 2>&1
         echo "$tool exit $?: $(grep -m1 'ERROR SUMMARY' "$W/$tool.txt")"
@@ -41,10 +53,22 @@ for step in ${STEPS:-verify sanitize sass perf}; do
       if [ -n "$f" ]; then cuobjdump -sass "$f" > "$W/sass.txt" 2>&1
         echo "sass $f: HGMMA $(grep -c HGMMA "$W/sass.txt") UTMALDG $(grep -c UTMALDG "$W/sass.txt") USETMAXREG $(grep -c SETMAXREG "$W/sass.txt") LDL $(grep -c 'LDL' "$W/sass.txt")"
       else echo "sass: no cubin found under $TILEPICK_CACHE_DIR"; find "$TILEPICK_CACHE_DIR" | head -5; fi ;;
+    ncu)  # Nsight Compute (clocks left alone) on NCU_CONFIG and on cuBLASLt for NCU_PROBLEM
+      P=${NCU_PROBLEM:-gemm rcr m4096 n4096 k4096 bf16}
+      C=${NCU_CONFIG:-fam=sm90 tile=128x256x64 warps=2x1 stages=3 swz=8 cluster=2x1 epi=smem}
+      command -v ncu >/dev/null || { echo "ncu: not found"; continue; }
+      timeout 200 ncu --clock-control none --set full -k regex:tp_gemm_sm90 -c 1 $T verify -p "$P" -c "$C" >"$W/ncu_ours.txt" 2>&1
+      echo "ncu ours rc=$?"
+      timeout 200 ncu --clock-control none --set full -k 'regex:^(?!tp_)' -c 1 $T vendor check -p "$P" >"$W/ncu_vendor.txt" 2>&1
+      echo "ncu vendor rc=$?"
+      grep -E "^  [a-zA-Z_].*\(|Duration|Tensor|Issue Slots Busy|Warp Cycles Per Issued|No Eligible|Registers Per|Stall|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy" \
+        "$W/ncu_ours.txt" "$W/ncu_vendor.txt" | head -80 ;;
     perf)
       # PERF_GREP: only sm90 configs matching these extended regexps (all of them must match), each
       # paired with every problem of PERF_FILE; default: the whole space.
-      if [ -n "${PERF_GREP:-}" ]; then
+      if [ -n "${PERF_PAIRS:-}" ]; then  # a 'problem|config' file made beforehand
+        timed_sweep perf $(( $(left) - 15 )) --pairs "$PERF_PAIRS"
+      elif [ -n "${PERF_GREP:-}" ]; then
         $T configs list --space gemm_sm90 > "$W/configs.txt"
         for re in $PERF_GREP; do grep -E "$re" "$W/configs.txt" > "$W/c.tmp"; mv "$W/c.tmp" "$W/configs.txt"; done
         grep -v '^#' "${PERF_FILE:-data/problems/sm90_perf.txt}" | sed 's/^[^:]*: //' | while read -r prob; do

@@ -199,10 +199,12 @@ TEST(DispatchOffline, FixedConfigsAndOptionErrors) {
   PlanOptions bad_arch = offline();
   bad_arch.offline_arch = "no_such_gpu";
   error_of([&] { d.plan(p, bad_arch); }, Status::not_found);
-  EXPECT_NE(error_of([&] { d.plan(parse_problem("gemm rcr m64 n64 k64 e4m3:e4m3:bf16"), offline()); },
-                     Status::unsupported)
-                .find("no legal tilepick kernel"),
-            std::string::npos);
+  // fp8 runs on fam=sm90 (wgmma) only: a tilepick kernel on h200, none on an A100.
+  const Problem fp8 = parse_problem("gemm rcr m64 n64 k64 e4m3:e4m3:bf16");
+  EXPECT_EQ(d.plan(fp8, offline())->info().kernel.rfind("fam=sm90 ", 0), 0u);
+  PlanOptions a100 = offline();
+  a100.offline_arch = "a100_sxm";
+  EXPECT_NE(error_of([&] { d.plan(fp8, a100); }, Status::unsupported).find("no legal tilepick kernel"), std::string::npos);
   GemmProblem g;
   g.m = 0;
   error_of([&] { d.plan(g, offline()); }, Status::invalid_problem);
@@ -309,7 +311,13 @@ TEST(DispatchOffline, Applicability) {
   EXPECT_TRUE(a.ok) << a.reason;
   EXPECT_GT(a.tilepick_candidates, 0u);
   EXPECT_FALSE(a.vendor_candidate);  // vendors are not used offline
-  a = d.check(parse_problem("gemm rcr m64 n64 k64 e4m3:e4m3:bf16"), offline());
+  // fp8: fam=sm90 kernels on h200, none on an A100 (and vendors are not used offline).
+  const Problem fp8 = parse_problem("gemm rcr m64 n64 k64 e4m3:e4m3:bf16");
+  a = d.check(fp8, offline());
+  EXPECT_TRUE(a.ok) << a.reason;
+  PlanOptions a100 = offline();
+  a100.offline_arch = "a100_sxm";
+  a = d.check(fp8, a100);
   EXPECT_FALSE(a.ok);
   EXPECT_NE(a.reason.find("no legal tilepick kernel"), std::string::npos) << a.reason;
   PlanOptions only = offline();

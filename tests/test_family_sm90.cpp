@@ -30,7 +30,7 @@ TEST(Sm90Plan, EveryLegalConfigPlans) {
       "gemm crc batch3 m520 n96 k1000 bf16:bf16:f32 alpha=0.5",
       "gemm ccr m16 n6144 k4096 bf16 ep=bias+gelu_erf",
   };
-  std::size_t planned = 0, split = 0;
+  std::size_t planned = 0, split = 0, pingpong = 0;
   std::set<std::string> names;
   for (const char* text : problems) {
     SCOPED_TRACE(text);
@@ -41,7 +41,8 @@ TEST(Sm90Plan, EveryLegalConfigPlans) {
       SCOPED_TRACE(to_string(e.config));
       const KernelPlan plan = make_plan(p, e.config);
       const KernelSource& k = plan.kernels.at(0);
-      const int threads = 128 * (e.config.warps_m + 1);
+      const int consumers = e.config.warps_m * e.config.warps_n;
+      const int threads = 128 * (consumers + 1);
       EXPECT_EQ(k.name.rfind("tp_gemm_sm90_", 0), 0u);
       EXPECT_EQ(k.threads, threads);
       EXPECT_NE(k.code.find("__launch_bounds__(" + std::to_string(threads) + ", 1)"), std::string::npos);
@@ -60,12 +61,16 @@ TEST(Sm90Plan, EveryLegalConfigPlans) {
         EXPECT_EQ(plan.kernels.size(), 1u);
         EXPECT_EQ(plan.workspace_bytes, 0u);
       }
+      EXPECT_NE(k.code.find("consumers = " + std::to_string(consumers)), std::string::npos);
+      EXPECT_NE(k.code.find(std::string("pingpong = ") + (e.config.warps_n == 2 ? "true" : "false")), std::string::npos);
+      pingpong += e.config.warps_n == 2;
       names.insert(k.name);
       ++planned;
     }
   }
   EXPECT_GT(planned, 1000u);
   EXPECT_GT(split, 100u);
+  EXPECT_GT(pingpong, 100u);
   EXPECT_EQ(names.size(), planned);  // every (problem, config) pair is its own program
 }
 

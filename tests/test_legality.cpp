@@ -75,7 +75,10 @@ TEST(LegalityRule, FamilyArch) {
 
 TEST(LegalityRule, Dtype) {
   EXPECT_TRUE(violates(check(kFp8, kSm80, "h100_sxm"), "dtype", {"fp8", "sm90"}));
-  EXPECT_TRUE(violates(check(kFp8, kSm90, "h100_sxm"), "dtype", {"f16 and bf16", "e4m3"}));
+  // fam=sm90 reads 128 bytes of K per stage: tile_k 64 for 16-bit inputs, 128 for fp8.
+  EXPECT_TRUE(violates(check(kFp8, kSm90, "h100_sxm"), "tile_k", {"128", "e4m3"}));
+  EXPECT_TRUE(ok(check(kFp8, "fam=sm90 tile=128x128x128 warps=2x1 stages=3", "h100_sxm")));
+  EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=128x128x128 warps=2x1 stages=3", "h100_sxm"), "tile_k", {"64", "bf16"}));
   EXPECT_TRUE(violates(check("gemm rcr m256 n256 k256 f32", kSm90, "h100_sxm"), "dtype", {"f32", "sm80"}));
   EXPECT_TRUE(ok(check(kGemm, kSm90, "h100_sxm")));
   EXPECT_TRUE(violates(check("gemm rcr m256 n256 k256 f16 acc=f16", kSm80), "dtype", {"f32"}));
@@ -95,10 +98,15 @@ TEST(LegalityRule, TileK) {
   EXPECT_TRUE(ok(check(kGemm, "fam=sm90 tile=128x128x64 warps=2x1", "h100_sxm")));
 }
 
-// fam=sm90: consumer warpgroups (warps) stacked along M, each owning 64 or 128 rows, at most 128
+// fam=sm90: consumer warpgroups (warps) stacked along M or taking tiles in turn (ping-pong), each owning 64 or 128 rows, at most 128
 // accumulators per thread; wgmma N of at least 64.
 TEST(LegalityRule, Sm90Warpgroups) {
-  EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=128x128x64 warps=2x2", "h100_sxm"), "warps", {"2x1"}));
+  EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=128x128x64 warps=2x2", "h100_sxm"), "warps", {"2x1", "ping-pong"}));
+  // Ping-pong (warps=1x2): each consumer owns whole tiles, so the tile is one consumer's.
+  EXPECT_TRUE(ok(check(kGemm, "fam=sm90 tile=128x128x64 warps=1x2", "h100_sxm")));
+  EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=128x256x64 warps=1x2", "h100_sxm"), "registers", {"256 accumulators"}));
+  EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=256x64x64 warps=1x2", "h100_sxm"), "warp_tile", {"256 rows"}));
+  EXPECT_EQ(threads_per_block(parse_config("fam=sm90 tile=128x128x64 warps=1x2")), 384);
   EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=256x64x64 warps=1x1", "h100_sxm"), "warp_tile", {"256 rows"}));
   EXPECT_TRUE(ok(check(kGemm, "fam=sm90 tile=256x64x64 warps=2x1", "h100_sxm")));
   EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=128x256x64 warps=1x1", "h100_sxm"), "registers", {"256 accumulators"}));
@@ -127,20 +135,25 @@ TEST(LegalityRule, Smem) {
   EXPECT_TRUE(violates(check(kGemm, big), "smem", {"393216", "166912", "a100_sxm"}));
   EXPECT_EQ(estimate_resources(parse_config(big), parse_problem(kGemm)).smem_bytes, 393216);
   EXPECT_TRUE(ok(check(kGemm, "fam=sm80 tile=256x128x64 warps=4x2 stages=3")));
-  // sm90: 1024 alignment + stages x ((128 + 256) x 128 + 16 barrier bytes) + the staged output columns,
-  // halved while over 232448: 3 stages stage all 256 bf16 columns (214064), 4 stages 128 (230464), f32
-  // outputs 128 at 3 stages; 5 stages exceed it even with one 128-byte column block (263248).
+  // sm90: 1024 alignment + stages x ((128 + 256) x 128 + 16 barrier bytes) + 16 + the staged output:
+  // the whole tile if it fits in 232448, else two buffers of the widest part that fits: 3 stages stage
+  // all 256 bf16 columns (214080), 4 stages 2 x 64 (230480), f32 outputs 2 x 64 at 3 stages; 5 stages
+  // exceed it even with two 128-byte column blocks (279648).
   const std::string sm90 = "fam=sm90 tile=128x256x64 warps=2x1 epi=smem";
   const std::string f32_out = "gemm rcr m1024 n1024 k1024 bf16:bf16:f32";
-  EXPECT_EQ(estimate_resources(parse_config(sm90 + " stages=3"), parse_problem(kGemm)).smem_bytes, 214064);
+  EXPECT_EQ(estimate_resources(parse_config(sm90 + " stages=3"), parse_problem(kGemm)).smem_bytes, 214080);
   EXPECT_EQ(sm90_epi_cols(parse_config(sm90 + " stages=3"), 2), 256);
-  EXPECT_EQ(estimate_resources(parse_config(sm90 + " stages=4"), parse_problem(kGemm)).smem_bytes, 230464);
-  EXPECT_EQ(sm90_epi_cols(parse_config(sm90 + " stages=4"), 2), 128);
-  EXPECT_EQ(sm90_epi_cols(parse_config(sm90 + " stages=3"), 4), 128);
+  EXPECT_EQ(estimate_resources(parse_config(sm90 + " stages=4"), parse_problem(kGemm)).smem_bytes, 230480);
+  EXPECT_EQ(sm90_epi_cols(parse_config(sm90 + " stages=4"), 2), 64);
+  EXPECT_EQ(sm90_epi_cols(parse_config(sm90 + " stages=3"), 4), 64);
+  // A ping-pong pair stages two tiles: 1024 + 4 x ((128 + 128) x 128 + 16) + 16 + 2 x 128 x 128 x 2.
+  const auto pingpong = parse_config("fam=sm90 tile=128x128x64 warps=1x2 stages=4 epi=smem");
+  EXPECT_EQ(sm90_smem_bytes(pingpong, 2), 197712);
+  EXPECT_EQ(sm90_epi_cols(pingpong, 2), 128);
   EXPECT_EQ(sm90_epi_cols(parse_config("fam=sm90 tile=128x256x64 warps=2x1 stages=3"), 2), 0);  // epi=direct
   EXPECT_TRUE(ok(check(kGemm, sm90 + " stages=4", "h100_sxm")));
   EXPECT_TRUE(ok(check(f32_out, sm90 + " stages=3", "h100_sxm")));
-  EXPECT_TRUE(violates(check(kGemm, sm90 + " stages=5", "h100_sxm"), "smem", {"263248", "232448"}));
+  EXPECT_TRUE(violates(check(kGemm, sm90 + " stages=5", "h100_sxm"), "smem", {"279648", "232448"}));
   EXPECT_NE(check(kGemm, "fam=sm80 tile=256x256x16 warps=4x4 stages=1", "h100_sxm").rule, "smem");
 }
 

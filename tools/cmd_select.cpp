@@ -80,15 +80,17 @@ void print_vendor_choice(const ModelEntry* m, const Selection& s) {
 }
 
 // Why a problem has no legal config: the rule that rejects most of the registry's candidates, with
-// the reason it gave the first of them.
+// the reason it gave the first of them. Candidates that no problem of this input dtype could run
+// (e.g. fam=sm90's tile_k of the other element size) count only when nothing else was rejected.
 std::string no_config_reason(const Problem& p, const ArchSpec& arch) {
-  std::map<std::string, std::pair<int, std::string>> rules;
+  std::map<std::string, std::pair<int, std::string>> rules, dtype_rules;
   for (const auto& e : Registry::default_registry().candidates(op_name(p), arch)) {
     const Verdict v = legal(p, e.config, arch);
     if (v) continue;
-    auto& [count, reason] = rules[v.rule];
+    auto& [count, reason] = (legal_on_arch(e.config, arch, input_dtype(p)) ? rules : dtype_rules)[v.rule];
     if (count++ == 0) reason = v.reason;
   }
+  if (rules.empty()) rules = std::move(dtype_rules);
   if (rules.empty()) return "no config space covers " + op_name(p) + " on " + arch.sm;
   auto most = std::max_element(rules.begin(), rules.end(),
                                [](const auto& x, const auto& y) { return x.second.first < y.second.first; });

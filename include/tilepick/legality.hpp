@@ -41,8 +41,9 @@ Verdict legal(const Problem& p, const KernelConfig& c, const ArchSpec& arch);
 // Dynamic shared memory of a fam=sm90 GEMM block: alignment slack + stages x (A + B tiles + barriers)
 // + with epi=smem the staged output columns (out_bytes per element).
 int sm90_smem_bytes(const KernelConfig& c, int out_bytes);
-// epi=smem: columns of the output tile staged at once: tile_n, halved while the block would exceed
-// kSm90SmemPerBlock (down to one 128-byte column block; the rest goes out in turns). 0 for epi=direct.
+// epi=smem: columns of the output tile staged at once: tile_n when the whole tile fits beside the
+// pipeline in kSm90SmemPerBlock, else the widest part of it (down to one 128-byte column block) of
+// which two buffers fit, taking turns. 0 for epi=direct.
 inline constexpr int kSm90SmemPerBlock = 232448;  // sm_90's opt-in limit, H100 and H200 alike
 int sm90_epi_cols(const KernelConfig& c, int out_bytes);
 

@@ -1,5 +1,5 @@
-// wgmma.mma_async wrappers (sm_90a): D(64 x N, f32 registers) += A(64 x 16, shared) x B(16 x N, shared),
-// both operands through matrix descriptors. Accumulator layout per warp w of the warpgroup and lane l
+// wgmma.mma_async wrappers (sm_90a): D(64 x N, f32 registers) += A(64 x K, shared) x B(K x N, shared)
+// with K = 16 (16-bit inputs) or 32 (8-bit), both operands through matrix descriptors. Accumulator layout per warp w of the warpgroup and lane l
 // (g = l / 4, t = l % 4): d[j * 4 + r] holds row w * 16 + g + 8 * (r / 2), column j * 8 + 2 * t + r % 2.
 // TRANS_A / TRANS_B: 0 = K-major operand in shared memory, 1 = M/N-major (16-bit types only).
 // The register lists are spelled out per N (inline asm takes no loops); the macros keep them in one place.
@@ -80,6 +80,11 @@ namespace tp {
   "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 
+// Input types of wgmma (Cfg::in_type of the kernels): 16-bit f16 / bf16 (k16 per instruction, either
+// operand K- or M/N-major) and 8-bit e4m3 / e5m2 (k32 per instruction, K-major operands only).
+enum WgmmaIn : int { kWgF16 = 0, kWgBf16 = 1, kWgE4m3 = 2, kWgE5m2 = 3 };
+template <int IN> inline constexpr int wgmma_in_bytes = IN >= kWgE4m3 ? 1 : 2;
+
 // One wgmma with scale-d as a predicate (0: D = A x B, 1: D += A x B); I_* are the operand numbers.
 #define TP_WGMMA_16BIT(N, TYPE, I_A, I_B, I_S, I_TA, I_TB)                                           \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I_S ", 0;\n"                                     \
@@ -87,39 +92,37 @@ namespace tp {
                "}, %" I_A ", %" I_B ", p, 1, 1, %" I_TA ", %" I_TB ";\n}\n"                        \
                : TP_WGMMA_ACC_##N                                                                   \
                : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A), "n"(TRANS_B))
+#define TP_WGMMA_8BIT(N, TYPE, I_A, I_B, I_S)                                                        \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I_S ", 0;\n"                                     \
+               "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32." TYPE "." TYPE " {" TP_WGMMA_REGS_##N  \
+               "}, %" I_A ", %" I_B ", p, 1, 1;\n}\n"                                             \
+               : TP_WGMMA_ACC_##N                                                                   \
+               : "l"(desc_a), "l"(desc_b), "r"(scale_d))
+// wgmma_m64n<N>: the four input types of one N (R accumulators; I_* its operand numbers).
+#define TP_WGMMA_DEFINE(N, R, I_A, I_B, I_S, I_TA, I_TB)                                             \
+  template <int IN, int TRANS_A, int TRANS_B>                                                        \
+  __device__ __forceinline__ void wgmma_m64n##N(float (&d)[R], u64 desc_a, u64 desc_b, int scale_d) { \
+    static_assert(IN < kWgE4m3 || (TRANS_A == 0 && TRANS_B == 0), "8-bit wgmma reads K-major operands"); \
+    if constexpr (IN == kWgF16) TP_WGMMA_16BIT(N, "f16", I_A, I_B, I_S, I_TA, I_TB);               \
+    else if constexpr (IN == kWgBf16) TP_WGMMA_16BIT(N, "bf16", I_A, I_B, I_S, I_TA, I_TB);        \
+    else if constexpr (IN == kWgE4m3) TP_WGMMA_8BIT(N, "e4m3", I_A, I_B, I_S);                     \
+    else TP_WGMMA_8BIT(N, "e5m2", I_A, I_B, I_S);                                                   \
+  }
+TP_WGMMA_DEFINE(64, 32, "32", "33", "34", "35", "36")
+TP_WGMMA_DEFINE(128, 64, "64", "65", "66", "67", "68")
+TP_WGMMA_DEFINE(192, 96, "96", "97", "98", "99", "100")
+TP_WGMMA_DEFINE(256, 128, "128", "129", "130", "131", "132")
+#undef TP_WGMMA_DEFINE
 
-template <bool BF16, int TRANS_A, int TRANS_B>
-__device__ __forceinline__ void wgmma_m64n64(float (&d)[32], u64 desc_a, u64 desc_b, int scale_d) {
-  if constexpr (BF16) TP_WGMMA_16BIT(64, "bf16", "32", "33", "34", "35", "36");
-  else TP_WGMMA_16BIT(64, "f16", "32", "33", "34", "35", "36");
-}
-
-template <bool BF16, int TRANS_A, int TRANS_B>
-__device__ __forceinline__ void wgmma_m64n128(float (&d)[64], u64 desc_a, u64 desc_b, int scale_d) {
-  if constexpr (BF16) TP_WGMMA_16BIT(128, "bf16", "64", "65", "66", "67", "68");
-  else TP_WGMMA_16BIT(128, "f16", "64", "65", "66", "67", "68");
-}
-
-template <bool BF16, int TRANS_A, int TRANS_B>
-__device__ __forceinline__ void wgmma_m64n192(float (&d)[96], u64 desc_a, u64 desc_b, int scale_d) {
-  if constexpr (BF16) TP_WGMMA_16BIT(192, "bf16", "96", "97", "98", "99", "100");
-  else TP_WGMMA_16BIT(192, "f16", "96", "97", "98", "99", "100");
-}
-
-template <bool BF16, int TRANS_A, int TRANS_B>
-__device__ __forceinline__ void wgmma_m64n256(float (&d)[128], u64 desc_a, u64 desc_b, int scale_d) {
-  if constexpr (BF16) TP_WGMMA_16BIT(256, "bf16", "128", "129", "130", "131", "132");
-  else TP_WGMMA_16BIT(256, "f16", "128", "129", "130", "131", "132");
-}
-
-// D(64 x N) op= A x B for N in {64, 128, 192, 256}: the one entry point the kernels call.
-template <int N, bool BF16, int TRANS_A, int TRANS_B>
+// D(64 x N) op= A x B (k16 for 16-bit inputs, k32 for 8-bit) for N in {64, 128, 192, 256}: the one
+// entry point the kernels call.
+template <int N, int IN, int TRANS_A, int TRANS_B>
 __device__ __forceinline__ void wgmma_m64(float (&d)[N / 2], u64 desc_a, u64 desc_b, int scale_d) {
   static_assert(N == 64 || N == 128 || N == 192 || N == 256, "wgmma_m64: N must be 64, 128, 192 or 256");
-  if constexpr (N == 64) wgmma_m64n64<BF16, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
-  if constexpr (N == 128) wgmma_m64n128<BF16, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
-  if constexpr (N == 192) wgmma_m64n192<BF16, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
-  if constexpr (N == 256) wgmma_m64n256<BF16, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
+  if constexpr (N == 64) wgmma_m64n64<IN, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
+  if constexpr (N == 128) wgmma_m64n128<IN, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
+  if constexpr (N == 192) wgmma_m64n192<IN, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
+  if constexpr (N == 256) wgmma_m64n256<IN, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }

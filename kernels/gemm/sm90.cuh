@@ -4,16 +4,25 @@
 // Block: 1 producer warpgroup + Cfg::consumers consumer warpgroups (128 threads each).
 //   producer  one thread issues TMA loads of A (tile_m x 64) and B (tile_n x 64) into stage s of a
 //             ring of Cfg::stages, then moves on; the other producer threads idle with few registers.
-//   consumers each owns tile_m / consumers rows of the tile; wgmma m64nN k16 from shared memory,
-//             f32 accumulators in registers; then the epilogue stores from registers (epi=direct)
-//             or through shared memory and TMA store (epi=smem, row-major D).
-// Grid: min(tiles, SMs) blocks; block b takes tiles b, b + grid, ... (raster order of sm80_core).
+//   consumers cooperative (Cfg::pingpong off): each owns tile_m / consumers rows of every tile.
+//             ping-pong (on, 2 consumers): each owns whole tiles, the two taking turns, so that one
+//             runs its epilogue while the other keeps the tensor cores busy.
+//             wgmma m64nN k16 from shared memory, f32 accumulators in registers; then the epilogue
+//             stores from registers (epi=direct) or through shared memory and TMA store (epi=smem).
+// Grid: min(tiles, SMs) blocks; block b takes tiles b, b + grid, ... (raster order of sm80_core);
+// under ping-pong consumer 0 takes the 1st, 3rd, ... of those and consumer 1 the others.
 //
 // Pipeline protocol (one pair of mbarriers per stage; `it` counts k-tiles over all tiles of the block,
 // stage s = it % stages, round r = it / stages, parity = r & 1):
 //   full[s]   1 arrival (producer's arrive.expect_tx) + the TMA bytes; consumers wait parity r & 1.
-//   empty[s]  one arrival per consumer warpgroup once its wgmmas reading stage s completed; the
-//             producer waits parity (r & 1) ^ 1, which a fresh barrier satisfies in round 0.
+//   empty[s]  one arrival per consumer warpgroup reading stage s (all of them, or under ping-pong
+//             the one whose tile it holds) once its wgmmas completed; the producer waits parity
+//             (r & 1) ^ 1, which a fresh barrier satisfies in round 0.
+// A parity wait tells phases apart only if the waiter is at most one phase behind, so a ping-pong
+// consumer, which steps `it` over the k-tiles of its partner's tiles, starts the main loop of a
+// tile only after the partner's main loop waited for its last stage: order[c] (1 arrival) is
+// completed by the partner once per tile it ran, and consumer c waits for it before each tile but
+// consumer 0's first. The turns alternate strictly, so neither is more than one phase ahead.
 // Consumers keep one k-tile of wgmma in flight: after issuing k-tile it they wait until at most one
 // group is pending, which completes it - 1, and release that stage.
 //
@@ -25,15 +34,17 @@
 // A cluster sync after barrier init, and a producer that waits for the last releases before it
 // exits, keep remote writes inside live CTAs.
 //
-// Layouts: A and B K-major, or M/N-major (a_mn: A column-major, b_mn: B row-major) through wgmma's
-// transpose bits; shared memory holds 8192 bytes per 64 rows of an operand either way.
+// Layouts: A and B K-major, or (16-bit inputs) M/N-major (a_mn: A column-major, b_mn: B row-major)
+// through wgmma's transpose bits; shared memory holds 8192 bytes per 64 rows of an operand either way.
+// Inputs (Cfg::in_type, common/wgmma.cuh): f16 / bf16 with 64 K per stage, e4m3 / e5m2 with 128; a
+// stage row is 128 bytes of K either way, and a k-tile is 4 wgmma K steps of 32 bytes.
 //
 // Split-K (Cfg::splitk, parallel mode): the grid walks (slice, tile) units; each stores its fp32
 // partial tile to the workspace and gemm/splitk_reduce.cuh sums the slices in order.
 //
-// Cfg: tile_m, tile_n, stages, consumers, cluster_m, cluster_n, raster, swizzle, epi_smem, epi_cols,
+// Cfg: tile_m, tile_n, stages, consumers, pingpong, cluster_m, cluster_n, raster, swizzle, epi_smem, epi_cols,
 // splitk (parallel split-K on), a_mn, b_mn, c_colmajor,
-// has_beta, has_bias, act, TC, bf16 (inputs bf16, else f16).
+// has_beta, has_bias, act, TC, in_type (WgmmaIn).
 #pragma once
 #include "common/hopper.cuh"
 #include "common/wgmma.cuh"
@@ -43,15 +54,21 @@
 namespace tp {
 
 template <class Cfg> struct Sm90Shape {
-  static constexpr int BK = 64;                         // K per stage: one 128-byte swizzled row of 16-bit
-  static constexpr int WM = Cfg::tile_m / Cfg::consumers;  // rows per consumer warpgroup
+  static constexpr int BK = 128 / wgmma_in_bytes<Cfg::in_type>;  // K per stage: one 128-byte swizzled row
+  static constexpr int KSTEPS = 4;                                   // wgmma K steps of 32 bytes per stage
+  static constexpr int WM = Cfg::pingpong ? Cfg::tile_m : Cfg::tile_m / Cfg::consumers;  // rows per consumer
+  static constexpr int READERS = Cfg::pingpong ? 1 : Cfg::consumers;  // consumer warpgroups reading a stage
+  static_assert(!Cfg::pingpong || Cfg::consumers == 2, "ping-pong runs two consumer warpgroups");
   static constexpr int MI = WM / 64;                    // wgmma m64 blocks per consumer
-  static constexpr int A_BYTES = Cfg::tile_m * BK * 2;
-  static constexpr int B_BYTES = Cfg::tile_n * BK * 2;
+  static constexpr int A_BYTES = Cfg::tile_m * 128;
+  static constexpr int B_BYTES = Cfg::tile_n * 128;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
   static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "consumer rows must be 64 or 128");
   static constexpr int C_BYTES = sizeof(typename Cfg::TC);
-  static constexpr int EPI_BYTES = Cfg::epi_smem ? Cfg::tile_m * Cfg::epi_cols * C_BYTES : 0;  // staging for TMA store
+  // epi=smem staging per consumer: the whole tile, or two buffers of epi_cols columns taking turns.
+  static constexpr int EPI_BUFS = Cfg::epi_cols < Cfg::tile_n ? 2 : 1;
+  static constexpr int EPI_CONSUMER_BYTES = Cfg::epi_smem ? WM * Cfg::epi_cols * C_BYTES * EPI_BUFS : 0;
+  static constexpr int EPI_BYTES = Cfg::consumers * EPI_CONSUMER_BYTES;
   static constexpr int CS = Cfg::cluster_m * Cfg::cluster_n;  // CTAs per cluster: 1 or 2
   static_assert(CS <= 2, "clusters of at most 2 CTAs");
   // Bytes of the shared operand each producer loads and multicasts (its half), and where.
@@ -92,9 +109,9 @@ template <class T> __device__ __forceinline__ void st_shared_pair(u32 addr, floa
 }
 
 // epi=smem: one consumer's tile rows go through shared memory and leave by TMA store, which runs
-// on while the consumer starts its next tile. The warpgroup's staging area (`stage`, rows x
-// Cfg::epi_cols of TC: the whole tile_n, or a part of it when shared memory is short, which then
-// goes out in turns) is split into column blocks of 128 bytes, each rows x 128 bytes with the
+// on while the consumer starts its next tile. The warpgroup's staging area (`stage`: rows x
+// Cfg::epi_cols of TC holding the whole tile_n, or, when shared memory is short, two buffers of
+// epi_cols columns: part p is written while part p - 1 is stored) is split into column blocks of 128 bytes, each rows x 128 bytes with the
 // 128-byte swizzle that map_d's boxes use (16-byte chunk c of row r at c ^ (r % 8): the 8 rows a
 // warp writes at once hit distinct banks). Rows or columns past D are dropped by the TMA store.
 template <class Cfg>
@@ -112,7 +129,8 @@ __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
   static_assert(Cfg::tile_n % COLS == 0 && COLS % SUB == 0, "staging holds whole 128-byte column blocks");
 #pragma unroll
   for (int part = 0; part < Cfg::tile_n / COLS; ++part) {
-    if (t == 0) bulk_wait_read<0>();  // the previous store has read the staging area
+    const u32 buf = stage + (part % S::EPI_BUFS) * (S::WM * COLS * E);
+    if (t == 0) bulk_wait_read<S::EPI_BUFS - 1>();  // the store that last used `buf` has read it
     sync_warpgroup();
 #pragma unroll
     for (int mi = 0; mi < S::MI; ++mi)
@@ -126,7 +144,7 @@ __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
           const float v0 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h], at, n, m < p.m && n < p.n);
           const float v1 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h + 1], at + 1, n + 1, m < p.m && n + 1 < p.n);
           const int cb = (scol % SUB) * E;  // byte within the block's row
-          const u32 addr = stage + (scol / SUB) * (S::WM * 128) + r * 128 + ((((cb >> 4) ^ (r & 7))) << 4) + (cb & 15);
+          const u32 addr = buf + (scol / SUB) * (S::WM * 128) + r * 128 + ((((cb >> 4) ^ (r & 7))) << 4) + (cb & 15);
           st_shared_pair(addr, v0, v1, (TC*)nullptr);
         }
       }
@@ -135,7 +153,7 @@ __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
     if (t == 0) {
 #pragma unroll
       for (int b = 0; b < COLS / SUB; ++b)
-        tma_store_3d(&p.map_d, stage + b * (S::WM * 128), n0 + part * COLS + b * SUB, row0, batch);
+        tma_store_3d(&p.map_d, buf + b * (S::WM * 128), n0 + part * COLS + b * SUB, row0, batch);
       bulk_commit();
     }
   }
@@ -235,7 +253,7 @@ __device__ __forceinline__ void load_operand(u32 dst, const void* map, u32 bar, 
   }
 }
 
-// wgmma descriptor of k16 step `kk` of an operand tile at `addr` (its first row).
+// wgmma descriptor of K step `kk` (32 bytes of K) of an operand tile at `addr` (its first row).
 template <bool MN_MAJOR> __device__ __forceinline__ u64 operand_desc(u32 addr, int kk) {
   return MN_MAJOR ? smem_desc_mn128(addr + kk * 16 * 128) : smem_desc_k128(addr + kk * 32);
 }
@@ -245,17 +263,18 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   constexpr int ST = Cfg::stages, BN = Cfg::tile_n;
   extern __shared__ unsigned char smem_raw[];
   // Shared memory: stages x [A tile_m x 64 | B tile_n x 64] (1024-byte aligned for the 128-byte
-  // swizzle), then full[stages] and empty[stages] mbarriers.
+  // swizzle), the epi=smem staging, then full[stages], empty[stages] and order[2] mbarriers.
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
   const u32 cstage = base + ST * S::STAGE_BYTES;  // epi=smem: tile_m x tile_n of TC
-  const u32 full = cstage + S::EPI_BYTES, empty = full + 8 * ST;
+  const u32 full = cstage + S::EPI_BYTES, empty = full + 8 * ST, order = empty + 8 * ST;
   const int wg = threadIdx.x / 128;
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < ST; ++s) {
       mbar_init(full + 8 * s, 1);
-      mbar_init(empty + 8 * s, Cfg::consumers * S::CS);
+      mbar_init(empty + 8 * s, S::READERS * S::CS);
     }
+    if (Cfg::pingpong) mbar_init(order, 1), mbar_init(order + 8, 1);
     fence_barrier_init();
   }
   if (S::CS > 1) cluster_sync();
@@ -267,6 +286,10 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   // of K; slice s covers k-tiles [k_begin(s), k_begin(s + 1)).
   const int units = p.tiles_total * p.splitk;
   auto k_begin = [&](int slice) { return int((long long)ktiles * slice / p.splitk); };
+  auto unit_ktiles = [&](int unit) {
+    const int slice = unit / p.tiles_total;
+    return k_begin(slice + 1) - k_begin(slice);
+  };
 
   if (wg == 0) {  // ---- producer warpgroup
     regs_release<S::PRODUCER_REGS>();
@@ -303,6 +326,7 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   // ---- consumer warpgroups
   regs_claim<S::CONSUMER_REGS>();
   const int cons = wg - 1;
+  const int row0 = Cfg::pingpong ? 0 : cons * S::WM;  // this consumer's first row in the tile
   // One arrival per warpgroup on empty[s] of every CTA in the cluster (thread c of the warpgroup
   // signals CTA c).
   const int lane_wg = threadIdx.x % 128;
@@ -312,8 +336,10 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
     else mbar_arrive_cluster(empty + 8 * s, u32(lane_wg));
   };
   float acc[S::MI][BN / 2];
-  int it = 0;
-  for (int unit = cluster; unit < units; unit += clusters) {
+  int it = 0, unit = cluster, turn = 0;  // turn: tiles this (ping-pong) consumer has run
+  if (Cfg::pingpong && cons == 1 && unit < units) it += unit_ktiles(unit), unit += clusters;
+  for (; unit < units; unit += (Cfg::pingpong ? 2 : 1) * clusters, ++turn) {
+    if (Cfg::pingpong && (cons == 1 || turn > 0)) mbar_wait(order + 8 * cons, (turn - (cons == 0)) & 1);
     int batch, m0, n0;
     sm90_tile_coords<Cfg>(p, unit % p.tiles_total, rank, batch, m0, n0);
     const int slice = unit / p.tiles_total, kt0 = k_begin(slice), kt1 = k_begin(slice + 1);
@@ -324,15 +350,15 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
     for (int kt = kt0; kt < kt1; ++kt, ++it) {
       const int s = it % ST, parity = (it / ST) & 1;
       mbar_wait(full + 8 * s, parity);
-      const u32 sa = base + s * S::STAGE_BYTES + cons * S::WM * 128, sb = base + s * S::STAGE_BYTES + S::A_BYTES;
+      const u32 sa = base + s * S::STAGE_BYTES + row0 * 128, sb = base + s * S::STAGE_BYTES + S::A_BYTES;
 #pragma unroll
       for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
       wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < S::BK / 16; ++kk)
+      for (int kk = 0; kk < S::KSTEPS; ++kk)
 #pragma unroll
         for (int mi = 0; mi < S::MI; ++mi)
-          wgmma_m64<BN, Cfg::bf16, Cfg::a_mn, Cfg::b_mn>(acc[mi], operand_desc<Cfg::a_mn>(sa + mi * 64 * 128, kk),
+          wgmma_m64<BN, Cfg::in_type, Cfg::a_mn, Cfg::b_mn>(acc[mi], operand_desc<Cfg::a_mn>(sa + mi * 64 * 128, kk),
                                                          operand_desc<Cfg::b_mn>(sb, kk), 1);
       wgmma_commit();
 #pragma unroll
@@ -340,16 +366,18 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
       wgmma_wait<1>();  // k-tile it - 1 is done: its stage may be refilled
       if (kt > kt0 && signal) release((it + ST - 1) % ST);
     }
+    if (Cfg::pingpong && lane_wg == 0) mbar_arrive(order + 8 * (1 - cons));  // the partner's turn
     wgmma_wait<0>();
 #pragma unroll
     for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
     if (kt1 > kt0 && signal) release((it + ST - 1) % ST);
     if (Cfg::splitk)
-      sm90_store_partial<Cfg>(p, acc, batch, m0 + cons * S::WM, n0, slice);
+      sm90_store_partial<Cfg>(p, acc, batch, m0 + row0, n0, slice);
     else if (Cfg::epi_smem)
-      sm90_store_staged<Cfg>(p, acc, batch, m0 + cons * S::WM, n0, cstage + cons * S::WM * Cfg::epi_cols * S::C_BYTES, cons);
+      sm90_store_staged<Cfg>(p, acc, batch, m0 + row0, n0, cstage + cons * S::EPI_CONSUMER_BYTES, cons);
     else
-      sm90_store<Cfg>(p, acc, batch, m0 + cons * S::WM, n0);
+      sm90_store<Cfg>(p, acc, batch, m0 + row0, n0);
+    if (Cfg::pingpong && unit + clusters < units) it += unit_ktiles(unit + clusters);  // the partner's tile
   }
   if (Cfg::epi_smem && threadIdx.x % 128 == 0) bulk_wait<0>();  // stores done before the CTA exits
 }

@@ -119,15 +119,19 @@ Resources estimate_resources(const KernelConfig& c, const Problem& p) {
 
 namespace {
 
-// fam=sm90 (kernels/gemm/sm90.cuh): warps = consumer warpgroups (M x N), tile_k = one 128-byte
-// swizzled row of K, the accumulators of one consumer in its registers.
+// fam=sm90 (kernels/gemm/sm90.cuh): warps = consumer warpgroups, M (sharing each tile's rows) x
+// tiles in flight (2 = ping-pong), tile_k = one 128-byte swizzled row of K, the accumulators of one
+// consumer in its registers.
 Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
   if (!arch.wgmma) return no("family_arch", "fam=sm90 needs wgmma (sm_90a); " + arch.sm + " has none");
-  if (input != DType::f16 && input != DType::bf16)
-    return no("dtype", "fam=sm90 runs f16 and bf16 inputs (" + std::string(to_string(input)) + ": fam=sm80)");
-  if (c.tile_k != 64) return no("tile_k", "fam=sm90 loads K in 128-byte swizzled rows: tile_k must be 64 for 16-bit inputs");
-  if (c.warps_n != 1 || c.warps_m > 2)
-    return no("warps", "fam=sm90 runs 1 or 2 consumer warpgroups stacked along M (warps=1x1 or 2x1)");
+  if (input == DType::f32)
+    return no("dtype", "fam=sm90 runs f16, bf16, e4m3 and e5m2 inputs (f32: fam=sm80)");
+  if (c.tile_k * size_bytes(input) != 128)
+    return no("tile_k", "fam=sm90 loads K in 128-byte swizzled rows: tile_k must be " +
+                            std::to_string(128 / size_bytes(input)) + " for " + std::string(to_string(input)) + " inputs");
+  if (c.warps_m * c.warps_n > 2)
+    return no("warps", "fam=sm90 runs 1 or 2 consumer warpgroups: warps=1x1, 2x1 (sharing a tile's rows) or 1x2 "
+                       "(ping-pong: taking tiles in turns)");
   const int rows = c.tile_m / c.warps_m;
   if (rows != 64 && rows != 128)
     return no("warp_tile", "fam=sm90: each consumer warpgroup owns tile_m / warps_m = " + std::to_string(rows) +
@@ -157,8 +161,9 @@ Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
 
 namespace {
 
-// 1024-byte alignment slack + stages x (A and B tiles of 128-byte rows + two mbarriers).
-int sm90_pipeline_bytes(const KernelConfig& c) { return 1024 + c.stages * ((c.tile_m + c.tile_n) * 128 + 16); }
+// 1024-byte alignment slack + stages x (A and B tiles of 128-byte rows + two mbarriers) + the two
+// ping-pong order mbarriers.
+int sm90_pipeline_bytes(const KernelConfig& c) { return 1024 + c.stages * ((c.tile_m + c.tile_n) * 128 + 16) + 16; }
 
 }  // namespace
 
@@ -166,12 +171,17 @@ int sm90_epi_cols(const KernelConfig& c, int out_bytes) {
   if (c.epi != static_cast<int>(EpiVariant::smem)) return 0;
   const int pipeline = sm90_pipeline_bytes(c);
   int cols = c.tile_n;
-  while (cols * out_bytes > 128 && pipeline + c.tile_m * cols * out_bytes > kSm90SmemPerBlock) cols /= 2;
+  const int rows = c.tile_m * c.warps_n;  // a ping-pong pair stages two tiles
+  if (pipeline + rows * cols * out_bytes <= kSm90SmemPerBlock) return cols;
+  // Two buffers of a part of the columns, taking turns (kernels/gemm/sm90.cuh, sm90_store_staged).
+  cols /= 2;
+  while (cols * out_bytes > 128 && pipeline + 2 * rows * cols * out_bytes > kSm90SmemPerBlock) cols /= 2;
   return cols;
 }
 
 int sm90_smem_bytes(const KernelConfig& c, int out_bytes) {
-  return sm90_pipeline_bytes(c) + c.tile_m * sm90_epi_cols(c, out_bytes) * out_bytes;
+  const int cols = sm90_epi_cols(c, out_bytes), buffers = cols < c.tile_n ? 2 : 1;
+  return sm90_pipeline_bytes(c) + c.tile_m * c.warps_n * cols * out_bytes * buffers;
 }
 
 Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {

@@ -34,7 +34,8 @@ tp::TensorMap rowmajor_map(const void* ptr, DType t, std::int64_t cols, std::int
   const cuuint32_t elem_strides[3] = {1, 1, 1};
   const CUtensorMapDataType dt = t == DType::bf16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                  : t == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                                   : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+                                 : t == DType::f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                                   : CU_TENSOR_MAP_DATA_TYPE_UINT8;  // e4m3, e5m2: raw bytes
   CUtensorMap map;
   cuda::detail::check(d.tensor_map_encode_tiled(&map, dt, 3, const_cast<void*>(ptr), dims, strides, box, elem_strides,
                                                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
@@ -45,24 +46,39 @@ tp::TensorMap rowmajor_map(const void* ptr, DType t, std::int64_t cols, std::int
   return out;
 }
 
+// The kernel's Cfg::in_type (kernels/common/wgmma.cuh, WgmmaIn).
+int wgmma_in_type(DType t) {
+  switch (t) {
+    case DType::f16: return 0;
+    case DType::bf16: return 1;
+    case DType::e4m3: return 2;
+    case DType::e5m2: return 3;
+    default: return -1;
+  }
+}
+
 }  // namespace
 
 KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   using namespace codegen;
   const std::string config_text = to_string(c);
-  if (p.a != p.b || (p.a != DType::f16 && p.a != DType::bf16))
-    throw Unsupported("fam=sm90 gemm needs f16 or bf16 A and B of one dtype: '" + to_string(p) + "'");
+  if (p.a != p.b || wgmma_in_type(p.a) < 0 || is_fp8(p.c))
+    throw Unsupported("fam=sm90 gemm needs f16, bf16, e4m3 or e5m2 A and B of one dtype and a 16- or 32-bit output: '" +
+                      to_string(p) + "'");
   if (c.align_c == 0) throw Unsupported("fam=sm90 gemm: config alignment not resolved");
   const bool c_row = p.layout_c == MatLayout::row, beta = p.beta != 0.0;
-  if (c.tile_k != 64 || c.warps_n != 1 || (c.tile_m / c.warps_m != 64 && c.tile_m / c.warps_m != 128))
+  if (c.tile_k * size_bytes(p.a) != 128 || c.warps_m * c.warps_n > 2 || (c.tile_m / c.warps_m != 64 && c.tile_m / c.warps_m != 128))
     throw Unsupported("fam=sm90: config '" + config_text + "' has no kernel (see legality)");
   CfgText cfg;
-  cfg.i("tile_m", c.tile_m).i("tile_n", c.tile_n).i("stages", c.stages).i("consumers", c.warps_m);
+  cfg.i("tile_m", c.tile_m).i("tile_n", c.tile_n).i("stages", c.stages).i("consumers", c.warps_m * c.warps_n);
+  cfg.b("pingpong", c.warps_n == 2);
   cfg.i("cluster_m", c.cluster_m).i("cluster_n", c.cluster_n);
   const bool staged = c.epi == static_cast<int>(EpiVariant::smem);
   if (staged && !c_row) throw Unsupported("fam=sm90 epi=smem stores row-major D only: '" + to_string(p) + "'");
   cfg.b("epi_smem", staged).i("epi_cols", staged ? sm90_epi_cols(c, size_bytes(p.c)) : c.tile_n);
   const bool a_mn = p.layout_a == MatLayout::col, b_mn = p.layout_b == MatLayout::row;  // M/N-major operands
+  if (is_fp8(p.a) && (a_mn || b_mn))
+    throw Unsupported("fam=sm90: 8-bit wgmma reads K-major A and B only: '" + to_string(p) + "'");
   cfg.b("a_mn", a_mn).b("b_mn", b_mn);
   const bool split = c.splitk > 1;  // parallel split-K: fp32 partials + the reduction kernel
   if (split && (c.splitk_mode != static_cast<int>(SplitKMode::parallel) || staged))
@@ -70,7 +86,7 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   cfg.b("splitk", split);
   cfg.i("raster", c.raster).i("swizzle", c.swizzle).i("align_c", c.align_c);
   cfg.b("c_colmajor", !c_row).b("has_beta", beta).b("has_bias", p.epilogue.bias).i("act", static_cast<int>(p.epilogue.act));
-  cfg.b("bf16", p.a == DType::bf16).type("TC", device_type(p.c));
+  cfg.i("in_type", wgmma_in_type(p.a)).type("TC", device_type(p.c));
   const std::string spec = "gemm.sm90 a=" + std::string(to_string(p.a)) + " c=" + std::string(to_string(p.c)) +
                            " layout=" + p.layout_string() + " align_c=" + std::to_string(c.align_c) +
                            " beta=" + (beta ? "1" : "0") + " ep=" + to_string(p.epilogue) + (split ? " splitk" : "");
@@ -109,19 +125,20 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   // Each producer loads half of the operand its cluster shares (multicast), all of the other.
   const int box_m = c.cluster_n == 2 ? c.tile_m / 2 : c.tile_m, box_n = c.cluster_m == 2 ? c.tile_n / 2 : c.tile_n;
   const int rows_per_consumer = c.tile_m / c.warps_m;
+  const int box_k = c.tile_k;  // 128 bytes of K
   // Split-K: the reduction kernel sums the slices in order and applies the epilogue.
   std::optional<GemmSplitkReduce> reduce;
   if (split) reduce.emplace(plan, p, c);
   const std::int64_t units = tiles_total * c.splitk;
-  plan.launches = [base, main, prob, box_m, box_n, units, cs, staged, rows_per_consumer, a_mn, b_mn,
+  plan.launches = [base, main, prob, box_m, box_n, box_k, units, cs, staged, rows_per_consumer, a_mn, b_mn,
                    reduce](const Operands& o) {
     tp::GemmSm90Params g = base;
-    // K-major operands as (K, rows, batch) in boxes of 64 K x the rows one producer loads; M/N-major
-    // ones as (rows, K, batch) in boxes of 64 x 64 (kernels/gemm/sm90.cuh, load_operand).
+    // K-major operands as (K, rows, batch) in boxes of 128 bytes of K x the rows one producer loads;
+    // M/N-major ones (16-bit) as (rows, K, batch) in boxes of 64 x 64 (kernels/gemm/sm90.cuh, load_operand).
     g.map_a = a_mn ? rowmajor_map(o.a, prob.a, prob.m, prob.k, prob.batch, prob.m, prob.m * prob.k, 64, 64, "A")
-                   : rowmajor_map(o.a, prob.a, prob.k, prob.m, prob.batch, prob.k, prob.m * prob.k, 64, box_m, "A");
+                   : rowmajor_map(o.a, prob.a, prob.k, prob.m, prob.batch, prob.k, prob.m * prob.k, box_k, box_m, "A");
     g.map_b = b_mn ? rowmajor_map(o.b, prob.b, prob.n, prob.k, prob.batch, prob.n, prob.k * prob.n, 64, 64, "B")
-                   : rowmajor_map(o.b, prob.b, prob.k, prob.n, prob.batch, prob.k, prob.k * prob.n, 64, box_n, "B");
+                   : rowmajor_map(o.b, prob.b, prob.k, prob.n, prob.batch, prob.k, prob.k * prob.n, box_k, box_n, "B");
     // D row-major as (N, M, batch), boxes of 128 bytes of columns x the rows of one consumer.
     if (staged)
       g.map_d = rowmajor_map(o.d, prob.c, prob.n, prob.m, prob.batch, prob.n, prob.m * prob.n,
