@@ -4,8 +4,8 @@
 Writes one problem per line, tagged rand.<i>; deterministic for a seed.
   python3 bench/random_problems.py --count 520 --seed 1 > data/problems/verify_random.txt
   python3 bench/random_problems.py --sm90 --count 520 --seed 1 > data/problems/verify_random_sm90.txt
---sm90: GEMMs that fam=sm90 runs (f16/bf16 inputs, every layout, the contiguous extents of A and B a
-multiple of 8 for TMA): the other sizes odd, M = 1..16 often, K not a multiple of 64 mostly, sizes up
+--sm90: GEMMs that fam=sm90 runs (f16/bf16 inputs in every layout, a quarter e4m3/e5m2 inputs in
+layout rcr with f16/bf16/f32 outputs; the contiguous extents of A and B 16 bytes for TMA): the other sizes odd, M = 1..16 often, K not a multiple of 64 mostly, sizes up
 to 1,000 so that multi-tile grids, clusters and split-K are reached.
 """
 import argparse
@@ -48,19 +48,22 @@ def gemm(r):
 
 
 def gemm_sm90(r):
-    layout = r.choice(["rcr", "rrr", "crr", "ccr", "rcc", "crc", "rrc", "ccc"])
+    fp8 = r.random() < 0.25  # e4m3 / e5m2 inputs: K-major A and B only (layout rcr), 16-byte rows of K
+    layout = "rcr" if fp8 else r.choice(["rcr", "rrr", "crr", "ccr", "rcc", "crc", "rrc", "ccc"])
     a_col, b_row = layout[0] == "c", layout[1] == "r"
+    vec = 16 if fp8 else 8  # elements per 16 bytes
 
     def size(hi, contiguous):
         x = r.randint(1, hi)
-        return max(8, x // 8 * 8) if contiguous else x | 1 if r.random() < 0.8 else x
+        return max(vec, x // vec * vec) if contiguous else x | 1 if r.random() < 0.8 else x
 
     hi = 1000 if r.random() < 0.1 else 400
     m = size(16, a_col) if r.random() < 0.2 else size(hi, a_col)
     n = size(hi, b_row)
     k = size(hi, not a_col or not b_row)  # K is contiguous in a K-major operand
-    din = r.choice(["f16", "bf16"])
-    dout = r.choice([din, din, "f32", "bf16" if din == "f16" else "f16"])
+    din = r.choice(["e4m3", "e5m2"] if fp8 else ["f16", "bf16"])
+    out16 = r.choice(["bf16", "f16"])
+    dout = r.choice([out16, out16, "f32"]) if fp8 else r.choice([din, din, "f32", "bf16" if din == "f16" else "f16"])
     dt = din if dout == din else f"{din}:{din}:{dout}"
     toks = ["gemm", layout, f"m{m}", f"n{n}", f"k{k}", dt]
     return gemm_extras(r, toks)

@@ -4,7 +4,7 @@
 #            (random normal inputs, poisoned outputs); CHECK_N configs per problem (default 8), then fixed
 #            split-K and ping-pong configs on every problem
 #   random   data/problems/verify_random_sm90.txt (520 random sm90 GEMMs) x 1 sampled config each
-#   sanitize compute-sanitizer memcheck / racecheck / synccheck on 3 problems, 1 sampled config each (or SAN_CONFIG)
+#   sanitize compute-sanitizer memcheck / racecheck / synccheck on 4 problems (one fp8), 1 sampled config each (or SAN_CONFIGS)
 #   ncu      Nsight Compute (--clock-control none) of NCU_CONFIG and of cuBLASLt on NCU_PROBLEM
 #   sass     HGMMA / UTMALDG / setmaxnreg counts in one compiled sm90 kernel (cuobjdump)
 #   perf     `tilepick sweep` of PERF_FILE (default data/problems/sm90_perf.txt) over the sm90 space
@@ -40,11 +40,13 @@ for step in ${STEPS:-verify sanitize sass perf}; do
         >"$W/verify_random.txt" 2>&1
       echo "verify random rc=$?: $(tail -1 "$W/verify_random.txt")"; grep -A2 '^FAIL' "$W/verify_random.txt" | head -20 ;;
     sanitize)
-      sel=(-n 1 --family sm90); [ -n "${SAN_CONFIG:-}" ] && sel=(-c "$SAN_CONFIG")  # SAN_CONFIG: one config instead
+      # SAN_CONFIGS: ';'-separated configs instead of one sampled per problem (pairs that are not legal are skipped)
+      sel=(-n 1 --family sm90); if [ -n "${SAN_CONFIGS:-}" ]; then sel=(); IFS=';' read -ra cs <<< "$SAN_CONFIGS"
+        for c in "${cs[@]}"; do sel+=(-c "$c"); done; fi
       for tool in memcheck racecheck synccheck; do
         timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 $T verify "${sel[@]}" \
           -p 'gemm rcr m131 n232 k200 bf16 ep=bias+relu' -p 'gemm rcr batch3 m64 n80 k96 f16 beta=0.5' \
-          -p 'gemm rcr m1 n777 k136 bf16' >"$W/$tool.txt" 2>&1
+          -p 'gemm rcr m1 n777 k136 bf16' -p 'gemm rcr m131 n232 k208 e4m3:e4m3:bf16 ep=bias+relu' >"$W/$tool.txt" 2>&1
         echo "$tool exit $?: $(grep -m1 'ERROR SUMMARY' "$W/$tool.txt")"
       done ;;
     sass)

@@ -51,6 +51,12 @@ TEST(Tensors, ToleranceFollowsDtypes) {
   auto f = parse_problem("gemm rcr m8 n8 k8 f32");
   EXPECT_GT(run::tolerance(bf), run::tolerance(h));
   EXPECT_GT(run::tolerance(f), run::tolerance(h));  // tf32 inputs
+  // fp8 inputs with f32 outputs: the tensor cores' fp8 accumulation (about 14 bits) sets the bound,
+  // above bf16 inputs with f32 outputs and below bf16 outputs.
+  auto fp8 = parse_problem("gemm rcr m8 n8 k16 e4m3:e4m3:f32");
+  auto bf_f32 = parse_problem("gemm rcr m8 n8 k16 bf16:bf16:f32");
+  EXPECT_GT(run::tolerance(fp8), 10 * run::tolerance(bf_f32));
+  EXPECT_LT(run::tolerance(fp8), run::tolerance(bf));
   // The result tensor's dtype decides: y (f32) for fwd, dx (f16, the x dtype) for bwd_data.
   auto y = parse_problem("fwd g1 mb1 ic8 ih5 iw5 oc8 kh3 kw3 f16:f16:f32");
   auto dx = parse_problem("bwd_data g1 mb1 ic8 ih5 iw5 oc8 kh3 kw3 f16:f16:f32");

@@ -49,13 +49,24 @@ template <> __device__ __forceinline__ u32 pack2<bf16>(float a, float b) {
 // Activation ids match tilepick::Activation (none, relu, gelu_tanh, gelu_erf, silu, sigmoid, tanh).
 enum Act { act_none = 0, act_relu, act_gelu_tanh, act_gelu_erf, act_silu, act_sigmoid, act_tanh };
 
-template <int A> __device__ __forceinline__ float activate(float x) {
+// tanh.approx.f32 (one MUFU op; relative error below 2^-10.9): for outputs of 16 bits, whose
+// rounding is as coarse or coarser.
+__device__ __forceinline__ float tanh_approx(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// FAST: tanh, gelu_tanh, silu and sigmoid through tanh_approx (sigmoid(x) = (1 + tanh(x / 2)) / 2);
+// else the accurate libdevice functions (f32 outputs, references).
+template <int A, bool FAST = false> __device__ __forceinline__ float activate(float x) {
+  auto th = [](float v) { return FAST ? tanh_approx(v) : tanhf(v); };
   if (A == act_relu) return x > 0.f ? x : 0.f;
-  if (A == act_gelu_tanh) return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  if (A == act_gelu_tanh) return 0.5f * x * (1.f + th(0.7978845608028654f * (x + 0.044715f * x * x * x)));
   if (A == act_gelu_erf) return 0.5f * x * (1.f + erff(x * 0.7071067811865476f));
-  if (A == act_silu) return x / (1.f + expf(-x));
-  if (A == act_sigmoid) return 1.f / (1.f + expf(-x));
-  if (A == act_tanh) return tanhf(x);
+  if (A == act_silu) return FAST ? x * (0.5f + 0.5f * tanh_approx(0.5f * x)) : x / (1.f + expf(-x));
+  if (A == act_sigmoid) return FAST ? 0.5f + 0.5f * tanh_approx(0.5f * x) : 1.f / (1.f + expf(-x));
+  if (A == act_tanh) return th(x);
   return x;
 }
 

@@ -91,21 +91,35 @@ template <class Cfg> __device__ __forceinline__ void sm90_tile_coords(const Gemm
   n0 = (tn * Cfg::cluster_n + (Cfg::cluster_n == 2 ? int(rank) : 0)) * Cfg::tile_n;
 }
 
-// One output value: act(alpha * acc + beta * C[at] + bias[n]); C is read only when `inside`.
+// One output value: act(alpha * acc + beta * C[at] + bias), `bias` read once per column by the
+// caller; C is read only when `inside`. 16-bit outputs take the fast activations (their error is
+// below the output's rounding; common/types.cuh).
 template <class Cfg>
-__device__ __forceinline__ float sm90_value(const GemmSm90Params& p, float acc, long long at, int n, bool inside) {
+__device__ __forceinline__ float sm90_value(const GemmSm90Params& p, float acc, long long at, float bias, bool inside) {
   typedef typename Cfg::TC TC;
   float v = p.alpha * acc;
   if (Cfg::has_beta && inside) v += p.beta * to_float(static_cast<const TC*>(p.c)[at]);
-  if (Cfg::has_bias && inside) v += to_float(static_cast<const TC*>(p.bias)[n]);
-  return activate<Cfg::act>(v);
+  if (Cfg::has_bias) v += bias;
+  return activate<Cfg::act, sizeof(TC) == 2>(v);
 }
 
+// The bias of columns n and n + 1 (zero past N or without a bias).
+template <class Cfg> __device__ __forceinline__ void sm90_bias_pair(const GemmSm90Params& p, int n, float& b0, float& b1) {
+  typedef typename Cfg::TC TC;
+  b0 = b1 = 0.f;
+  if (!Cfg::has_bias) return;
+  const TC* bias = static_cast<const TC*>(p.bias);
+  if (n < p.n) b0 = to_float(bias[n]);
+  if (n + 1 < p.n) b1 = to_float(bias[n + 1]);
+}
+
+// Staging writes: no "memory" clobber, so that the compiler may issue the epilogue's global loads
+// (C, bias) ahead of them; the fence and barrier after the writes order them for the TMA store.
 __device__ __forceinline__ void st_shared_pair(u32 addr, float a, float b, float*) {
-  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(a), "f"(b) : "memory");
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(a), "f"(b));
 }
 template <class T> __device__ __forceinline__ void st_shared_pair(u32 addr, float a, float b, T*) {
-  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(pack2<T>(a, b)) : "memory");
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(pack2<T>(a, b)));
 }
 
 // epi=smem: one consumer's tile rows go through shared memory and leave by TMA store, which runs
@@ -132,22 +146,25 @@ __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
     const u32 buf = stage + (part % S::EPI_BUFS) * (S::WM * COLS * E);
     if (t == 0) bulk_wait_read<S::EPI_BUFS - 1>();  // the store that last used `buf` has read it
     sync_warpgroup();
+    // Column pairs outermost: each thread's bias pair is read once for its 2 x MI rows.
 #pragma unroll
-    for (int mi = 0; mi < S::MI; ++mi)
+    for (int j = part * COLS / 8; j < (part + 1) * COLS / 8; ++j) {
+      const int col = j * 8 + (lane & 3) * 2, n = n0 + col, scol = col - part * COLS;
+      const int cb = (scol % SUB) * E;  // byte within the block's row
+      float b0, b1;
+      sm90_bias_pair<Cfg>(p, n, b0, b1);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = mi * 64 + warp * 16 + (lane >> 2) + h * 8, m = row0 + r;
+      for (int mi = 0; mi < S::MI; ++mi)
 #pragma unroll
-        for (int j = part * COLS / 8; j < (part + 1) * COLS / 8; ++j) {
-          const int col = j * 8 + (lane & 3) * 2, n = n0 + col, scol = col - part * COLS;
+        for (int h = 0; h < 2; ++h) {
+          const int r = mi * 64 + warp * 16 + (lane >> 2) + h * 8, m = row0 + r;
           const long long at = base + (long long)m * p.ldc + n;
-          const float v0 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h], at, n, m < p.m && n < p.n);
-          const float v1 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h + 1], at + 1, n + 1, m < p.m && n + 1 < p.n);
-          const int cb = (scol % SUB) * E;  // byte within the block's row
+          const float v0 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h], at, b0, m < p.m && n < p.n);
+          const float v1 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h + 1], at + 1, b1, m < p.m && n + 1 < p.n);
           const u32 addr = buf + (scol / SUB) * (S::WM * 128) + r * 128 + ((((cb >> 4) ^ (r & 7))) << 4) + (cb & 15);
           st_shared_pair(addr, v0, v1, (TC*)nullptr);
         }
-      }
+    }
     fence_proxy_async_shared();
     sync_warpgroup();
     if (t == 0) {
@@ -199,31 +216,31 @@ __device__ __forceinline__ void sm90_store(const GemmSm90Params& p, const float 
   const long long base = batch * p.batch_stride_c;
   TC* d = static_cast<TC*>(p.d);
   const TC* c = static_cast<const TC*>(p.c);
-  const TC* bias = static_cast<const TC*>(p.bias);
   const long long cs = Cfg::c_colmajor ? p.ldc : 1;
   const bool pair = !Cfg::c_colmajor && Cfg::align_c >= 2;
+  constexpr bool fast = sizeof(TC) == 2;  // fast activations for 16-bit outputs (sm90_value)
+  // Column pairs outermost: each thread's bias pair is read once for its 2 x MI rows.
 #pragma unroll
-  for (int mi = 0; mi < S::MI; ++mi)
+  for (int j = 0; j < Cfg::tile_n / 8; ++j) {
+    const int n = n0 + j * 8 + (lane & 3) * 2;
+    if (n >= p.n) continue;
+    const bool two = pair || n + 1 < p.n;
+    float b0, b1;
+    sm90_bias_pair<Cfg>(p, n, b0, b1);
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = row0 + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
-      if (m >= p.m) continue;
-      const long long ro = base + (Cfg::c_colmajor ? (long long)m : (long long)m * p.ldc);
+    for (int mi = 0; mi < S::MI; ++mi)
 #pragma unroll
-      for (int j = 0; j < Cfg::tile_n / 8; ++j) {
-        const int n = n0 + j * 8 + (lane & 3) * 2;
-        if (n >= p.n) continue;
-        const bool two = pair || n + 1 < p.n;
+      for (int h = 0; h < 2; ++h) {
+        const int m = row0 + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
+        if (m >= p.m) continue;
+        const long long ro = base + (Cfg::c_colmajor ? (long long)m : (long long)m * p.ldc);
         float v0 = p.alpha * acc[mi][j * 4 + 2 * h], v1 = p.alpha * acc[mi][j * 4 + 2 * h + 1];
         if (Cfg::has_beta) {
           v0 += p.beta * to_float(c[ro + n * cs]);
           if (two) v1 += p.beta * to_float(c[ro + (n + 1) * cs]);
         }
-        if (Cfg::has_bias) {
-          v0 += to_float(bias[n]);
-          if (two) v1 += to_float(bias[n + 1]);
-        }
-        v0 = activate<Cfg::act>(v0), v1 = activate<Cfg::act>(v1);
+        if (Cfg::has_bias) v0 += b0, v1 += b1;
+        v0 = activate<Cfg::act, fast>(v0), v1 = activate<Cfg::act, fast>(v1);
         if (pair) {
           store2(d + ro + n, v0, v1);
         } else {

@@ -99,6 +99,9 @@ class LtSet final : public VendorSet {
     set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<std::uint32_t>(epilogue(p.epilogue)), what_);
     if (p.epilogue.bias)
       set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<std::int32_t>(data_type(p.c)), what_);
+    // fp8: partial sums stay in the tensor cores' accumulators, as in fam=sm90's kernels (the one
+    // accumulation mode of fp8 problems here, so that times compare like with like).
+    if (is_fp8(p.a)) set_desc(desc_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, std::int8_t{1}, what_);
     a_ = layout(map_.a, map_.swap_ab ? p.b : p.a);
     b_ = layout(map_.b, map_.swap_ab ? p.a : p.b);
     cd_ = layout(map_.cd, p.c);
