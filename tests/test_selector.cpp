@@ -125,7 +125,9 @@ class SelectorTest : public ::testing::Test {
     const fs::path d = dir_ / "models" / name;
     fs::create_directories(d);
     std::ofstream(d / "model.txt.gz", std::ios::binary) << sweep::gzip_member(text);
-    std::ofstream(d / "feature_spec.json") << spec.dump(2);
+    nlohmann::json s = spec;  // the text hash the trainer writes, unless the test sets one
+    if (!s.contains("model_text_fnv")) s["model_text_fnv"] = hex16(fnv1a64(text));
+    std::ofstream(d / "feature_spec.json") << s.dump(2);
     if (!manifest.is_null()) std::ofstream(d / "manifest.json") << manifest.dump(2);
   }
   std::string models() const { return (dir_ / "models").string(); }
@@ -278,9 +280,10 @@ const char* const kDenseConv = "fwd g1 mb8 ic64 ih28 iw28 oc64 kh3 kw3 sh1 sw1 p
 const char* const kDepthwiseConv = "fwd g64 mb2 ic64 ih56 iw56 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16";
 
 nlohmann::json vendor_spec(const std::string& op, const nlohmann::json& threshold = 0.0,
-                           const std::string& file = "../conv_half_h200.vendor_choice.txt.gz") {
+                           const std::string& file = "../conv_half_h200.vendor_choice.txt.gz",
+                           const std::string& text = vendor_model_text(depthwise_trees())) {
   nlohmann::json spec = spec_json(op);
-  spec["vendor_choice"] = {{"model_file", file}, {"threshold", threshold}};
+  spec["vendor_choice"] = {{"model_file", file}, {"threshold", threshold}, {"model_text_fnv", hex16(fnv1a64(text))}};
   return spec;
 }
 
@@ -396,9 +399,9 @@ TEST_F(SelectorTest, AVendorChoiceThatCannotBeUsedLeavesTheModelDecidingWithoutI
   EXPECT_TRUE(std::isnan(s.vendor_log_ratio));
 
   // A model over the whole row, not the leading problem columns.
-  std::ofstream(dir_ / "models" / "full.txt.gz", std::ios::binary)
-      << sweep::gzip_member(vendor_model_text(depthwise_trees(), feature_schema().size()));
-  write_model("conv_fwd_half_h200", model_text(base_trees()), vendor_spec("conv_fwd", 0.0, "../full.txt.gz"));
+  const std::string full = vendor_model_text(depthwise_trees(), feature_schema().size());
+  std::ofstream(dir_ / "models" / "full.txt.gz", std::ios::binary) << sweep::gzip_member(full);
+  write_model("conv_fwd_half_h200", model_text(base_trees()), vendor_spec("conv_fwd", 0.0, "../full.txt.gz", full));
   const Selector whole(models());
   const ModelEntry& w = whole.models()[0];
   EXPECT_TRUE(w.usable()) << w.rejected;
@@ -412,6 +415,15 @@ TEST_F(SelectorTest, AVendorChoiceThatCannotBeUsedLeavesTheModelDecidingWithoutI
       << w.vendor_error;
   EXPECT_TRUE(std::isnan(whole.select(p, h200, 3).vendor_log_ratio));
 
+  // A vendor model file that is not the one the spec's hash names.
+  write_model("conv_fwd_half_h200", model_text(base_trees()),
+              vendor_spec("conv_fwd", 0.0, "../full.txt.gz", vendor_model_text(depthwise_trees())));
+  const Selector swapped(models());
+  EXPECT_TRUE(swapped.models()[0].usable()) << swapped.models()[0].rejected;
+  EXPECT_EQ(swapped.models()[0].vendor_model, nullptr);
+  EXPECT_NE(swapped.models()[0].vendor_error.find("vendor_choice.model_text_fnv"), std::string::npos)
+      << swapped.models()[0].vendor_error;
+
   // A malformed key refuses the folder, naming it.
   for (const auto& [spec, want] : std::vector<std::pair<nlohmann::json, std::string>>{
            {vendor_spec("conv_fwd", "0.1"), "key 'vendor_choice.threshold' has the wrong type"},
@@ -422,7 +434,9 @@ TEST_F(SelectorTest, AVendorChoiceThatCannotBeUsedLeavesTheModelDecidingWithoutI
            {[] { auto j = spec_json("conv_fwd"); j["vendor_choice"] = {{"threshold", 0}}; return j; }(),
             "missing key 'vendor_choice.model_file'"},
            {[] { auto j = spec_json("conv_fwd"); j["vendor_choice"] = {{"model_file", 3}, {"threshold", 0}}; return j; }(),
-            "key 'vendor_choice.model_file' has the wrong type"}}) {
+            "key 'vendor_choice.model_file' has the wrong type"},
+           {[] { auto j = vendor_spec("conv_fwd"); j["vendor_choice"].erase("model_text_fnv"); return j; }(),
+            "missing key 'vendor_choice.model_text_fnv'"}}) {
     write_model("conv_fwd_half_h200", model_text(base_trees()), spec);
     const Selector bad(models());
     ASSERT_EQ(bad.models().size(), 1u);
@@ -528,6 +542,43 @@ TEST_F(SelectorTest, HashMismatchFallsBackWithOneWarning) {
   EXPECT_DOUBLE_EQ(s.confidence, std::log(s.top[0].score / s.top[1].score));
 }
 
+// A model file edited (a leaf negated) or replaced by another folder's after training, a missing
+// text hash or a score direction other than higher_is_better: the folder is refused, saying why.
+TEST_F(SelectorTest, EditedOrReplacedModelFilesAndOtherScoreDirectionsAreRefused) {
+  const std::string trained = model_text(base_trees());
+  std::string edited = trained;
+  const std::size_t leaf = edited.find("leaf_value=");
+  ASSERT_NE(leaf, std::string::npos);
+  edited.insert(leaf + 11, "-");
+  auto spec = spec_json();
+  spec["model_text_fnv"] = hex16(fnv1a64(trained));
+  write_model("gemm_half_h200", edited, spec);
+  Selector sel(models());
+  ASSERT_EQ(sel.models().size(), 1u);
+  EXPECT_FALSE(sel.models()[0].usable());
+  EXPECT_NE(sel.models()[0].rejected.find("edited or replaced after training"), std::string::npos) << sel.models()[0].rejected;
+  EXPECT_NE(sel.models()[0].rejected.find(hex16(fnv1a64(trained))), std::string::npos) << sel.models()[0].rejected;
+  EXPECT_EQ(sel.model_for(parse_problem(kPoolProblem), test::arch("h200")), nullptr);  // the fallback ranks
+
+  for (const auto& [key, value, want] : std::vector<std::tuple<std::string, nlohmann::json, std::string>>{
+           {"model_text_fnv", nullptr, "missing key 'model_text_fnv'"},
+           {"score", "lower_is_better", "higher_is_better"},
+           {"score", 1, "higher_is_better"}}) {
+    auto s = spec_json();
+    s["model_text_fnv"] = hex16(fnv1a64(trained));
+    if (value.is_null()) s.erase(key);
+    else s[key] = value;
+    fs::remove_all(dir_ / "models");
+    fs::create_directories(dir_ / "models" / "gemm_half_h200");
+    std::ofstream(dir_ / "models" / "gemm_half_h200" / "model.txt.gz", std::ios::binary) << sweep::gzip_member(trained);
+    std::ofstream(dir_ / "models" / "gemm_half_h200" / "feature_spec.json") << s.dump(2);
+    Selector bad(models());
+    ASSERT_EQ(bad.models().size(), 1u);
+    EXPECT_FALSE(bad.models()[0].usable()) << key;
+    EXPECT_NE(bad.models()[0].rejected.find(want), std::string::npos) << bad.models()[0].rejected;
+  }
+}
+
 TEST_F(SelectorTest, SchemaMismatchAndBrokenFoldersAreRefusedWithTheReason) {
   auto spec = spec_json();
   spec["schema_hash"] = "ffffffffffffffff";
@@ -555,6 +606,7 @@ TEST_F(SelectorTest, FoldersNamingOneModelFileShareItsParsedModel) {
     fs::create_directories(d);
     auto spec = spec_json(op);
     spec["model_file"] = "../conv_half_h200.model.txt.gz";
+    spec["model_text_fnv"] = hex16(fnv1a64(model_text(base_trees())));
     std::ofstream(d / "feature_spec.json") << spec.dump(2);
   }
   auto missing = spec_json("conv_bwd_weight");

@@ -57,7 +57,7 @@ std::vector<Ref> reference(const Selector& s, const Problem& p, const ArchSpec& 
   std::vector<Ref> out;
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const double v = m->model->predict_row(rows.data() + i * width);
-    out.push_back({to_string(configs[i]), m->spec.higher_is_better ? v : -v});
+    out.push_back({to_string(configs[i]), v});
   }
   std::sort(out.begin(), out.end(), [](const Ref& a, const Ref& b) {
     const bool an = std::isnan(a.score), bn = std::isnan(b.score);

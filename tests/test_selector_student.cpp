@@ -76,7 +76,9 @@ class Student : public ::testing::Test {
     fs::create_directories(teacher_ / "fast");
     teacher_text_ = random_model(1, 40);
     std::ofstream(teacher_ / "model.txt") << teacher_text_;
-    std::ofstream(teacher_ / "feature_spec.json") << spec_json().dump();
+    nlohmann::json teacher_spec = spec_json();
+    teacher_spec["model_text_fnv"] = hex16(fnv1a64(teacher_text_));
+    std::ofstream(teacher_ / "feature_spec.json") << teacher_spec.dump();
     student_text_ = random_model(2, 8);
     std::ofstream(teacher_ / "fast" / "model.txt") << student_text_;
     write_student_spec({});
@@ -88,6 +90,7 @@ class Student : public ::testing::Test {
     nlohmann::json spec = spec_json();
     spec["teacher_version"] = teacher_version();
     spec["rescore_top"] = 0;
+    spec["model_text_fnv"] = hex16(fnv1a64(student_text_));
     if (changes.is_object()) spec.update(changes);
     std::ofstream(teacher_ / "fast" / "feature_spec.json") << spec.dump();
   }
@@ -114,6 +117,7 @@ class Student : public ::testing::Test {
 TEST_F(Student, TopKOfTiedScoresFollowsTheConfigStrings) {
   student_text_ = random_model(3, 1);
   std::ofstream(teacher_ / "fast" / "model.txt") << student_text_;
+  write_student_spec({});  // its text hash
   const Selector fast(models(), 1, true, ScoreMode::fast);
   const Problem p = parse_problem(kGemm);
   const GbdtModel student = GbdtModel::parse(student_text_);
@@ -184,6 +188,10 @@ TEST_F(Student, MismatchedOrMissingStudentsFallBackToTheTeacher) {
   check("config space hash");
   write_student_spec({{"rescore_top", -1}});
   check("rescore_top");
+  write_student_spec({{"model_text_fnv", "0123456789abcdef"}});  // the student file changed after distillation
+  check("edited or replaced");
+  write_student_spec({{"score", "lower_is_better"}});
+  check("higher_is_better");
   write_student_spec({});
   fs::remove(teacher_ / "fast" / "model.txt");
   check("model");

@@ -5,7 +5,11 @@
 //   models/<name>/model.txt.gz (or model.txt)  LightGBM text model, feature_names = feature_schema().names
 //   models/<name>/feature_spec.json            {"feature_names", "schema_hash", "feature_version",
 //                                               "space_hash", "op", "dtype_family", "arch", "objective",
-//                                               "score": "higher_is_better" | "lower_is_better",
+//                                               "model_text_fnv": FNV-1a 64 (hex) of the model's text,
+//                                               checked at load (a model file edited or replaced after
+//                                               training refuses the folder),
+//                                               optional "score": "higher_is_better" (the only direction:
+//                                               tilepick.train negates a lower-is-better objective),
 //                                               optional "model_file": a model file relative to the
 //                                               folder instead of model.txt.gz, e.g. the conv
 //                                               directions' shared ../conv_half_h200.model.txt.gz,
@@ -18,7 +22,8 @@
 //                                               optional "vendor_first": true (ModelSpec::vendor_first),
 //                                               optional "vendor_choice": {"model_file": a LightGBM text
 //                                               model relative to the folder (the conv directions may
-//                                               share one), "threshold": ln ratio} (VendorChoiceSpec;
+//                                               share one), "threshold": ln ratio, "model_text_fnv": its
+//                                               text's FNV-1a 64} (VendorChoiceSpec;
 //                                               a model that cannot be used leaves the folder usable
 //                                               without it: ModelEntry::vendor_error)}
 //   models/<name>/manifest.json                free-form training record (optional "eval" thresholds)
@@ -27,7 +32,7 @@
 //                                               the model then scores only the legal configs listed
 //   models/<name>/fast/                        optional distilled student (python -m tilepick.distill):
 //                                               model.txt, feature_spec.json (+ "teacher_version",
-//                                               "rescore_top"), candidates.txt, manifest.json
+//                                               "rescore_top", "model_text_fnv"), candidates.txt, manifest.json
 // op is op_name() (gemm, conv_fwd, conv_bwd_data, conv_bwd_weight), dtype_family is dtype_family()
 // below, arch the arch spec name (ArchSpec::name, e.g. "h200"); space_hash is config_space_hash(op)
 // over the model's spaces (a space added later, such as a new kernel family, leaves it valid and
@@ -80,6 +85,7 @@ std::string config_space_hash(const std::string& op, const std::vector<std::stri
 struct VendorChoiceSpec {
   std::string model_file;  // normalized path (the folder joined with the spec's relative path)
   double threshold = 0;
+  std::string model_text_fnv;  // checked when the file is loaded
   bool vendor_faster(double y) const { return y < threshold; }  // the decision, for a prediction y
 };
 
@@ -89,12 +95,12 @@ struct ModelSpec {
   std::string dir;
   std::string op, dtype_family, arch;
   std::string objective;        // e.g. "regression", "lambdarank"
-  bool higher_is_better = true; // "score"; lower_is_better models are negated on load
+  std::string model_text_fnv;   // FNV-1a 64 (hex) of the model's text; the loaded file must match it
   std::string schema_hash, space_hash;
   int feature_version = 0;
   std::vector<std::string> feature_names;
   nlohmann::json manifest;      // manifest.json, or null when absent
-  std::string version;          // "<name>@<FNV-1a 64 of the model file's bytes>": plan caches key on it
+  std::string version;          // "<name>@<model_text_fnv>": plan caches key on it
   std::string model_file;       // feature_spec "model_file" (relative to dir; the conv directions of a
                                 // pooled model share one file) or dir/model.txt.gz, else dir/model.txt
   std::vector<std::string> serves;  // feature_spec "serves": arch spec names it also selects for
@@ -148,7 +154,6 @@ std::array<int, 6> tile_shape(const KernelConfig& c);
 struct FastModel {
   std::string dir;
   GbdtModel model;
-  bool higher_is_better = true;
   std::optional<CandidateSet> candidates;  // fast/candidates.txt: the configs the student scores
   int rescore_top = 0;                     // the student's top M re-scored by the teacher (0: none)
   std::string version;                     // "fast@<FNV-1a 64 of the student file>"

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tilepick.train import model_file, prediction_text, write_text_gz
+from tilepick.train import fnv_hex16, model_file, prediction_text, text_fnv, write_text_gz
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEM_FILES = "data/problems/sweep/*_train*.txt"
@@ -144,7 +144,6 @@ def teacher_table(folder: Path, problems: list[str], arch: str, threads: int, ch
     spec = json.loads((folder / "feature_spec.json").read_text())
     manifest = json.loads((folder / "manifest.json").read_text()) if (folder / "manifest.json").exists() else {}
     bag = int(manifest.get("bag") or 1)
-    sign = 1.0 if spec.get("score", "higher_is_better") == "higher_is_better" else -1.0
     teacher = str(model_file(folder))
     pools, scores = [], []
     batch_p, batch_c, sizes = [], [], []
@@ -153,7 +152,7 @@ def teacher_table(folder: Path, problems: list[str], arch: str, threads: int, ch
         if not batch_p:
             return
         X = c.features_batch(batch_p, batch_c, arch, threads)
-        s = sign * np.asarray(c.gbdt_predict(teacher, X)) / bag
+        s = np.asarray(c.gbdt_predict(teacher, X)) / bag
         at = 0
         for n in sizes:
             scores.append(s[at:at + n])
@@ -264,13 +263,6 @@ def predict_groups(model, X, gid):
     return {int(g): pred[gid == g] for g in np.unique(gid)}
 
 
-def fnv_hex16(data: bytes) -> str:
-    h = 1469598103934665603  # the basis core/hash.hpp uses (selector versions)
-    for b in data:
-        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return f"{h:016x}"
-
-
 # --- one model folder -------------------------------------------------------------------------
 
 def distill(folder: Path, args) -> dict:
@@ -343,7 +335,8 @@ def distill(folder: Path, args) -> dict:
     fast_spec = {**{k: spec[k] for k in ("feature_names", "schema_hash", "feature_version", "space_hash", "op",
                                         "dtype_family", "arch")},
                  "objective": "regression", "score": "higher_is_better",
-                 "teacher_version": c.model_version(str(folder)), "rescore_top": args.rescore}
+                 "teacher_version": c.model_version(str(folder)), "rescore_top": args.rescore,
+                 "model_text_fnv": text_fnv(model_text)}
     if "spaces" in spec:
         fast_spec["spaces"] = spec["spaces"]
     (out / "feature_spec.json").write_text(json.dumps(fast_spec, indent=1) + "\n")

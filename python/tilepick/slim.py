@@ -12,8 +12,7 @@ import json
 from pathlib import Path
 
 from tilepick import _core
-from tilepick.distill import fnv_hex16
-from tilepick.train import model_file, prediction_text, read_model_text, write_text_gz
+from tilepick.train import fnv_hex16, model_file, prediction_text, read_model_text, text_fnv, write_text_gz
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,6 +43,11 @@ def main(argv: list[str] | None = None) -> int:
             done.add(path)
             changed = False if a.check_only else slim_file(path, read_model_text(f))
             print(f"{path.relative_to(Path(a.models).resolve().parent)}: {'rewritten' if changed else 'unchanged'}")
+        if not a.check_only:  # the text hash the loader checks, for every folder naming the file
+            spec_path = f / "feature_spec.json"
+            spec = json.loads(spec_path.read_text())
+            spec["model_text_fnv"] = text_fnv(read_model_text(f))
+            spec_path.write_text(json.dumps(spec, indent=1) + "\n")
     for f in folders:
         spec_path, student = f / "fast" / "feature_spec.json", f / "fast" / "model.txt.gz"
         if not spec_path.exists():
@@ -56,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if student.exists():
             slim_file(student, gzip.open(student, "rt").read())
+            spec["model_text_fnv"] = text_fnv(gzip.open(student, "rt").read())
         spec["teacher_version"] = _core.model_version(str(f))
         spec_path.write_text(json.dumps(spec, indent=1) + "\n")
         manifest_path = f / "fast" / "manifest.json"

@@ -338,6 +338,20 @@ def prediction_text(text: str) -> str:
     return "\n".join(line for line in text.split("\n") if not line.startswith(TRAINING_ONLY_KEYS))
 
 
+def fnv_hex16(data: bytes) -> str:
+    """FNV-1a 64 in hex, as core/hash.hpp computes it (model versions, feature_spec "model_text_fnv")."""
+    h = 1469598103934665603
+    for b in data:
+        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def text_fnv(text: str) -> str:
+    """feature_spec "model_text_fnv" of a model text: the hash of what write_text_gz stores, which the
+    loader checks against the file it reads."""
+    return fnv_hex16(prediction_text(text).encode())
+
+
 def write_text_gz(path: Path, text: str) -> None:
     """A model text (its prediction_text) gzipped reproducibly (no timestamp in the header)."""
     with gzip.GzipFile(path, "wb", mtime=0) as f:
@@ -438,7 +452,7 @@ def train_group(names, df, X, args, header, out_dir, val=None):
         spec = {"feature_names": list(_core.feature_names()), "schema_hash": _core.feature_schema_hash(),
                 "feature_version": int(_core.feature_version()), "space_hash": _core.config_space_hash(op),
                 "spaces": list(_core.config_spaces(op)), "op": op, "dtype_family": family, "arch": arch,
-                "objective": best, "score": "higher_is_better"}
+                "objective": best, "score": "higher_is_better", "model_text_fnv": text_fnv(text)}
         if shared:
             spec["model_file"] = "../" + shared
         kept_vendor_choice = keep_deployment(folder, spec)

@@ -215,7 +215,8 @@ def write(models: Path, folders: list[Path], text: str, threshold: float, record
     for folder in folders:
         spec_path, manifest_path = folder / "feature_spec.json", folder / "manifest.json"
         spec = json.loads(spec_path.read_text())
-        spec["vendor_choice"] = {"model_file": f"../{path.name}", "threshold": threshold}
+        spec["vendor_choice"] = {"model_file": f"../{path.name}", "threshold": threshold,
+                                 "model_text_fnv": train.text_fnv(text)}
         spec_path.write_text(json.dumps(spec, indent=1) + "\n")
         manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
         manifest["vendor_choice"] = record

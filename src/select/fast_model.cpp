@@ -61,10 +61,7 @@ FastModel load_fast_folder(const ModelSpec& teacher) {
     throw ModelMismatch(spec_path.string() + ": feature_names differ from this build's schema");
   FastModel f;
   f.dir = dir.string();
-  const std::string score = spec.value("score", std::string("higher_is_better"));
-  if (score != "higher_is_better" && score != "lower_is_better")
-    throw ParseError(score, spec_path.string() + ": 'score' is '" + score + "'");
-  f.higher_is_better = score == "higher_is_better";
+  check_score_direction(spec, spec_path);
   const nlohmann::json rescore = spec.value("rescore_top", nlohmann::json(0));
   if (!rescore.is_number_integer() || rescore.get<int>() < 0)
     throw ParseError("rescore_top", spec_path.string() + ": 'rescore_top' must be an integer >= 0");
@@ -72,6 +69,7 @@ FastModel load_fast_folder(const ModelSpec& teacher) {
   const fs::path txt = dir / "model.txt", gz = dir / "model.txt.gz";
   const fs::path file = fs::exists(txt) ? txt : gz;
   const std::string text = read_text_file(file.string(), "model");  // NotFound when neither exists
+  check_text_hash(hex16(fnv1a64(text)), text_of(spec, "model_text_fnv", spec_path), file.string(), "model_text_fnv");
   f.model = GbdtModel::parse(text, file.string());
   f.model.check_schema(schema);
   f.version = "fast@" + hex16(fnv1a64(text));

@@ -44,6 +44,21 @@ nlohmann::json read_json_file(const fs::path& path) {
   }
 }
 
+void check_score_direction(const nlohmann::json& spec, const fs::path& path) {
+  if (!spec.contains("score")) return;
+  const nlohmann::json& s = spec.at("score");
+  if (!s.is_string() || s.get<std::string>() != "higher_is_better")
+    throw ParseError("score", path.string() + ": 'score' is " + s.dump() +
+                                  "; tilepick models score higher_is_better (tilepick.train negates a lower-is-better "
+                                  "objective's leaves), so no other direction is read");
+}
+
+void check_text_hash(const std::string& got, const std::string& want, const std::string& file, const char* key) {
+  if (got != want)
+    throw ModelMismatch(file + ": its text hashes to " + got + " but the feature_spec's " + key + " is " + want +
+                        " (the file was edited or replaced after training: restore it or retrain)");
+}
+
 namespace {
 
 // `parent`: the key of the object j is in ("vendor_choice"), named in errors as "parent.key".
@@ -66,6 +81,7 @@ VendorChoiceSpec parse_vendor_choice(const nlohmann::json& j, const fs::path& di
   VendorChoiceSpec out;
   out.model_file = (dir / required<std::string>(v, "model_file", path, "vendor_choice")).lexically_normal().string();
   out.threshold = required<double>(v, "threshold", path, "vendor_choice");
+  out.model_text_fnv = required<std::string>(v, "model_text_fnv", path, "vendor_choice");
   if (!v.at("threshold").is_number())  // nlohmann reads true as 1
     throw ParseError("vendor_choice.threshold", path.string() + ": key 'vendor_choice.threshold' has the wrong type");
   if (!std::isfinite(out.threshold))
@@ -101,10 +117,8 @@ ModelSpec parse_spec(const fs::path& dir) {
   s.feature_names = required<std::vector<std::string>>(j, "feature_names", path);
   s.feature_version = j.value("feature_version", 0);
   s.objective = j.value("objective", std::string());
-  const std::string score = j.value("score", std::string("higher_is_better"));
-  if (score != "higher_is_better" && score != "lower_is_better")
-    throw ParseError(score, path.string() + ": 'score' is '" + score + "', not higher_is_better or lower_is_better");
-  s.higher_is_better = score == "higher_is_better";
+  check_score_direction(j, path);
+  s.model_text_fnv = required<std::string>(j, "model_text_fnv", path);
   if (fs::exists(dir / "manifest.json")) s.manifest = read_json_file(dir / "manifest.json");
   s.model_file = model_file_in(j, dir);
   s.serves = j.contains("serves") ? required<std::vector<std::string>>(j, "serves", path) : std::vector<std::string>{};
@@ -141,6 +155,7 @@ void load_vendor_choice(ModelEntry& e) {
       throw NotFound("its feature_spec.json names vendor_choice model_file '" + file + "', which is missing");
     const std::string text = read_text_file(file, "vendor choice model");
     const std::string hash = hex16(fnv1a64(text));
+    check_text_hash(hash, e.spec.vendor_choice->model_text_fnv, file, "vendor_choice.model_text_fnv");
     std::shared_ptr<const GbdtModel> model = shared_model(file, text, hash);
     const FeatureSchema& schema = feature_schema();
     try {
@@ -292,6 +307,7 @@ ModelEntry load_model_folder(const std::string& dir) {
     // the version hashes the model's text, not the file's bytes: recompressing keeps it
     const std::string text = read_text_file(e.spec.model_file, "model");
     const std::string hash = hex16(fnv1a64(text));
+    check_text_hash(hash, e.spec.model_text_fnv, e.spec.model_file, "model_text_fnv");
     e.model = shared_model(e.spec.model_file, text, hash);
     e.spec.version = e.spec.name + "@" + hash;
     e.rejected = mismatch(e);
@@ -396,8 +412,6 @@ std::vector<Ranked> Selector::score(const Problem& p, const ArchSpec& arch, std:
     const FastModel* fast = use_fast && m->fast ? &*m->fast : nullptr;
     const GbdtModel& model = fast ? fast->model : *m->model;
     model.predict(rows.data(), n, width, scores.data());
-    if (!(fast ? fast->higher_is_better : m->spec.higher_is_better))
-      for (double& v : scores) v = -v;
     if (fast && fast->rescore_top > 0 && n > 1) {
       // The student's best M, re-scored by the teacher and ranked by it ahead of the rest.
       rescored = std::min(n, static_cast<std::size_t>(fast->rescore_top));
@@ -409,8 +423,6 @@ std::vector<Ranked> Selector::score(const Problem& p, const ArchSpec& arch, std:
         top_configs[r] = configs[order[r]];
       }
       m->model->predict(top_rows.data(), rescored, width, top_scores.data());
-      if (!m->spec.higher_is_better)
-        for (double& v : top_scores) v = -v;
       std::vector<std::string> top_texts(rescored);
       const std::vector<std::size_t> top_order = ranked_order(top_configs, top_scores, rescored, top_texts);
       std::vector<std::size_t> head(rescored);
