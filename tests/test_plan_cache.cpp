@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dispatch/plan_cache.hpp"
 #include "test_util.hpp"
 #include "tilepick/dispatch.hpp"
 #include "tilepick/selector.hpp"
@@ -107,13 +108,90 @@ TEST(PlanCache, EntriesOfAnotherBuildAreRejectedButKept) {
   EXPECT_EQ(foreign, 1);
 }
 
-TEST(PlanCache, MalformedFileIsReplaced) {
+// A file at the cache path that is not a plan cache (someone's notes, a damaged cache) is never
+// overwritten: the plan is made and kept in memory, the failed save counted and said.
+TEST(PlanCache, AFileThatIsNotAPlanCacheIsNeverOverwritten) {
   TempFile f;
   std::ofstream(f.path) << "{ this is not json";
   Dispatcher d(Selector::default_selector(), f.path.string());
   auto plan = d.plan(parse_problem("gemm rrr m64 n64 k64 bf16"), offline());
   EXPECT_EQ(plan->info().cache, "new");
-  EXPECT_EQ(read_json(f.path)["entries"].size(), 1u);
+  EXPECT_EQ(d.stats().save_failures, 1u);
+  EXPECT_NE(d.stats().last_save_error.find("not overwritten"), std::string::npos) << d.stats().last_save_error;
+  std::ifstream in(f.path);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "{ this is not json");
+  for (const auto& e : fs::directory_iterator(f.path.parent_path()))  // no temp file left behind
+    EXPECT_EQ(e.path().filename().string().find(f.path.filename().string() + ".tmp"), std::string::npos) << e.path();
+}
+
+// An entry whose kernel string was damaged is not a plan: planned anew, and the new entry replaces it.
+TEST(PlanCache, ADamagedEntryIsPlannedAnewAndReplaced) {
+  TempFile f;
+  const Problem p = parse_problem("gemm rcr m96 n80 k64 bf16");
+  std::string kernel;
+  {
+    Dispatcher d(Selector::default_selector(), f.path.string());
+    kernel = d.plan(p, offline())->info().kernel;
+  }
+  auto j = read_json(f.path);
+  j["entries"][0]["kernel"] = "fam=sm80 tile=banana";  // stamps still match
+  std::ofstream(f.path) << j.dump();
+  Dispatcher d(Selector::default_selector(), f.path.string());
+  auto plan = d.plan(p, offline());
+  EXPECT_EQ(plan->info().cache, "new");
+  EXPECT_EQ(plan->info().kernel, kernel);
+  EXPECT_EQ(d.stats().rejected_entries, 1u);
+  const auto after = read_json(f.path)["entries"];
+  ASSERT_EQ(after.size(), 1u);  // replaced (same key), not kept beside
+  EXPECT_EQ(after[0]["kernel"], kernel);
+}
+
+// An entry that parses but no longer plans (its kernel cannot run the problem on this arch): the
+// dispatcher plans anew, counts it, and the new plan replaces it in the file.
+TEST(PlanCache, AnEntryThatNoLongerPlansIsReplaced) {
+  TempFile f;
+  const Problem p = parse_problem("gemm rcr m96 n80 k64 bf16");
+  std::string kernel;
+  {
+    Dispatcher d(Selector::default_selector(), f.path.string());
+    kernel = d.plan(p, offline())->info().kernel;
+  }
+  auto j = read_json(f.path);
+  j["entries"][0]["kernel"] = "fam=sm90 tile=128x128x128 warps=2x1 stages=3";  // tile_k of fp8 inputs
+  std::ofstream(f.path) << j.dump();
+  Dispatcher d(Selector::default_selector(), f.path.string());
+  auto plan = d.plan(p, offline());
+  EXPECT_EQ(plan->info().cache, "new");
+  EXPECT_EQ(plan->info().kernel, kernel);
+  EXPECT_EQ(d.stats().bad_entries, 1u);
+  const auto after = read_json(f.path)["entries"];
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0]["kernel"], kernel);
+  Dispatcher again(Selector::default_selector(), f.path.string());  // and the next process uses it
+  EXPECT_EQ(again.plan(p, offline())->info().cache, "file");
+}
+
+// A save keeps the newest max_entries entries: its cost is bounded however many plans were made.
+TEST(PlanCache, ASaveKeepsTheNewestEntriesUpToTheBound) {
+  TempFile f;
+  PlanCacheFile file;
+  file.max_entries = 3;
+  const Problem p = parse_problem("gemm rcr m64 n64 k64 bf16");
+  for (int i = 0; i < 5; ++i) {
+    PlanInfo info;
+    info.problem = to_string(p), info.kernel = "fam=sm80 tile=64x64x32 warps=2x2 stages=3";
+    PlanCacheEntry e = make_entry("key" + std::to_string(i), info, p);
+    e.created = "2026-11-2" + std::to_string(i) + "T00:00:00Z";
+    file.entries[e.key] = e;
+  }
+  file.save(f.path.string());
+  const auto saved = read_json(f.path)["entries"];
+  ASSERT_EQ(saved.size(), 3u);
+  std::set<std::string> keys;
+  for (const auto& e : saved) keys.insert(e["key"].get<std::string>());
+  EXPECT_EQ(keys, (std::set<std::string>{"key2", "key3", "key4"}));
+  EXPECT_EQ(file.entries.size(), 3u);
+  EXPECT_EQ(PlanCacheFile::load(f.path.string()).entries.size(), 3u);
 }
 
 // A cache path that cannot be written (here a directory) costs the file, never the plan: the plan is

@@ -180,6 +180,7 @@ struct PlanCacheStats {
   std::size_t new_plans = 0, memory_hits = 0, file_hits = 0;
   std::size_t file_entries = 0, rejected_entries = 0;  // from the file at load time
   std::size_t save_failures = 0;  // plans made but not written to the file (each warned about; the plan is kept)
+  std::size_t bad_entries = 0;    // file entries that no longer planned: planned anew and replaced
   std::string last_save_error;
 };
 

@@ -491,9 +491,27 @@ std::shared_ptr<const Plan> Dispatcher::plan(const Problem& p, const PlanOptions
     }
   }
   std::shared_ptr<const Plan> plan;
+  auto build = [&] {
+    return std::make_shared<const Plan>(s.build(p, opt, t, mode, model_version, entry ? &*entry : nullptr));
+  };
   try {
-    auto impl = s.build(p, opt, t, mode, model_version, entry ? &*entry : nullptr);
-    plan = std::make_shared<const Plan>(impl);
+    try {
+      plan = build();
+    } catch (const std::exception& err) {
+      if (!entry) throw;
+      // A file entry that no longer plans (a damaged kernel string, a kernel that fails to build):
+      // planned anew, and the new plan replaces it in the file.
+      if (env::log_level() >= 1)
+        std::cerr << "tilepick: warning: plan cache entry for '" << to_string(p) << "' did not plan (" << err.what()
+                  << "); planning anew\n";
+      {
+        std::lock_guard lock(s.mutex);
+        ++s.stats.bad_entries;
+        s.disk.entries.erase(file_key);
+      }
+      entry.reset();
+      plan = build();
+    }
   } catch (...) {
     promise.set_exception(std::current_exception());
     std::lock_guard lock(s.mutex);

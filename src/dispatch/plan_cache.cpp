@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -94,10 +96,16 @@ PlanCacheFile parse(const std::string& text, const std::string& path) {
       PlanCacheEntry e = entry_from_json(ej);
       const Problem p = parse_problem(e.problem);
       if (stamps_match(e, p)) {
+        try {
+          if (!e.vendor) parse_config(e.kernel);
+        } catch (const std::exception&) {  // this build's entry with a damaged kernel: not a plan, dropped
+          ++f.rejected;
+          continue;
+        }
         f.entries[e.key] = std::move(e);
         continue;
       }
-    } catch (const std::exception&) {  // a malformed entry or problem: keep it as foreign
+    } catch (const std::exception&) {  // an entry this build cannot read (another format): kept as foreign
     }
     ++f.rejected;
     f.foreign.push_back(ej);
@@ -140,10 +148,11 @@ PlanCacheFile PlanCacheFile::load(const std::string& path) {
   } catch (const std::exception& e) {
     if (env::log_level() >= 1)
       std::cerr << "tilepick: warning: plan cache " << path << " is not usable (" << e.what()
-                << "); starting empty, it will be rewritten\n";
+                << "); plans stay in memory and the file is left as it is\n";
     return {};
   }
 }
+
 
 void PlanCacheFile::save(const std::string& path) {
   if (path.empty()) return;
@@ -153,23 +162,52 @@ void PlanCacheFile::save(const std::string& path) {
   FileLock lock(path + ".lock");
   PlanCacheFile now;
   if (fs::exists(path, ec)) {
+    if (!fs::is_regular_file(path, ec))
+      throw Error(Status::io_error, "plan cache: " + path + " is not a regular file; not written");
     try {
       now = parse(read_all(path), path);
-    } catch (const std::exception&) {  // malformed: overwritten below
+    } catch (const std::exception& e) {  // someone else's file, or a damaged cache: never overwritten
+      throw Error(Status::io_error, "plan cache: " + path + " holds something else than a tilepick plan cache (" +
+                                        e.what() + "); not overwritten (move it away or point TILEPICK_PLAN_CACHE elsewhere)");
     }
   }
   for (auto& [k, e] : now.entries) entries.emplace(k, e);  // ours win
+  // Bounded: the newest max_entries of this build, then other builds' while room is left, so that a
+  // save costs at most that many entries.
+  std::vector<const PlanCacheEntry*> newest;
+  for (const auto& [k, e] : entries) newest.push_back(&e);
+  std::stable_sort(newest.begin(), newest.end(), [](auto* a, auto* b) { return a->created > b->created; });
+  const std::size_t cap = std::max<std::size_t>(max_entries, 1);
+  if (newest.size() > cap) {
+    for (std::size_t i = cap; i < newest.size(); ++i) entries.erase(newest[i]->key);
+    newest.resize(cap);
+  }
   nlohmann::json all = nlohmann::json::array();
-  for (const auto& [k, e] : entries) all.push_back(entry_json(e));
-  for (const auto& j : now.foreign) all.push_back(j);
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << nlohmann::json{{"format", 1}, {"entries", all}}.dump(1) << '\n';
-    if (!out) throw Error(Status::io_error, "plan cache: cannot write " + tmp);
+  for (const auto* e : newest) all.push_back(entry_json(*e));
+  for (const auto& j : now.foreign)
+    if (all.size() < cap) all.push_back(j);
+  // A fresh, exclusively created temp file in the target directory (no predictable name to follow).
+  std::string tmp = path + ".tmpXXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) throw Error(Status::io_error, "plan cache: cannot create a temp file next to " + path);
+  const std::string text = nlohmann::json{{"format", 1}, {"entries", all}}.dump(1) + "\n";
+  bool written = true;
+  for (std::size_t at = 0; written && at < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + at, text.size() - at);
+    written = n > 0;
+    at += written ? static_cast<std::size_t>(n) : 0;
+  }
+  written = ::fchmod(fd, 0644) == 0 && written;
+  if (::close(fd) != 0 || !written) {
+    fs::remove(tmp, ec);
+    throw Error(Status::io_error, "plan cache: cannot write " + tmp);
   }
   fs::rename(tmp, path, ec);
-  if (ec) throw Error(Status::io_error, "plan cache: cannot rename " + tmp + " to " + path + ": " + ec.message());
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw Error(Status::io_error, "plan cache: cannot rename " + tmp + " to " + path + ": " + ec.message());
+  }
   foreign = std::move(now.foreign);
 }
 

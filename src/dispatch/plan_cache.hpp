@@ -2,7 +2,8 @@
 //   {"format": 1, "entries": [{"key", "problem", "kernel", "vendor", "selection_source", "pool_size",
 //                              "candidates": [...], "stamps": {...}, "created"}...]}
 // Entries whose stamps differ from this build (another tilepick version, feature schema, config
-// space, kernel headers or vendor library version) are not used, but kept in the file untouched.
+// space, kernel headers or vendor library version) are not used, but kept in the file untouched
+// while the bound leaves room. A file that is not a plan cache is never overwritten.
 #pragma once
 #include <map>
 #include <string>
@@ -27,10 +28,13 @@ struct PlanCacheFile {
   std::map<std::string, PlanCacheEntry> entries;  // usable by this build, by key
   std::vector<nlohmann::json> foreign;            // entries of other builds, kept as they were
   std::size_t rejected = 0;                       // entries not usable (stamps, malformed)
+  std::size_t max_entries = 4096;                 // what a save keeps, newest first
   // A missing file is empty; a malformed file is treated as empty with one warning.
   static PlanCacheFile load(const std::string& path);
-  // Merges with what is in the file now (entries here win), under an advisory lock on
-  // <path>.lock, through a temp file renamed over it. Throws Error(io_error) when it cannot write.
+  // Merges with what is in the file now (entries here win), keeps the newest max_entries (then
+  // other builds' entries while there is room), under an advisory
+  // lock on <path>.lock, through a temp file (mkstemp, same directory) renamed over it. Throws
+  // Error(io_error) when it cannot write, or when the file holds something else than a plan cache.
   void save(const std::string& path);
 };
 
