@@ -6,12 +6,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -50,8 +53,8 @@ class SweepTest : public ::testing::Test {
   std::string base() const { return "sweep --backend fake --arch h200 -q --sample 6 -f " + problems(); }
 
   // Every (problem, item) the sweep plans, from --dry-run.
-  std::set<std::pair<std::string, std::string>> planned(const std::string& extra = "") {
-    auto r = test::run_cli(base() + " -o " + out("dry.csv.gz") + " --dry-run " + extra);
+  std::set<std::pair<std::string, std::string>> planned(const std::string& extra = "", const std::string& command = "") {
+    auto r = test::run_cli((command.empty() ? base() : command) + " -o " + out("dry.csv.gz") + " --dry-run " + extra);
     EXPECT_EQ(r.code, 0) << r.out;
     std::set<std::pair<std::string, std::string>> s;
     std::size_t pos = 0;
@@ -356,6 +359,81 @@ TEST_F(SweepTest, CorruptMemberMidFileIsDroppedAndOnlyItsPairsRemeasured) {
   auto got = items(f);
   EXPECT_EQ(std::set(got.begin(), got.end()), want);
   EXPECT_EQ(got.size(), before.records.size());  // nothing lost, nothing measured twice
+}
+
+// Killed 20 times at random points, with one member corrupted mid-file after the 10th kill: the
+// finished file holds every planned pair exactly once, and every record that survived intact at any
+// kill keeps its measurement (problem, config and time): only the corrupt member's pairs and the
+// unfinished ones were measured again.
+TEST_F(SweepTest, TwentyKillsAndACorruptMemberLoseAndRepeatNothing) {
+  const std::string command = "sweep --backend fake --arch h200 -q --sample 40 -f " + problems();
+  const std::string sweep = command + " -o " + out();
+  auto want = planned("", command);
+  ASSERT_GT(want.size(), 150u);
+  using Row = std::tuple<std::string, std::string, double>;
+  auto rows = [](const RecordFile& f) {
+    std::set<Row> r;
+    for (const auto& rec : f.records) r.emplace(rec.problem, rec.config, rec.time_unix);
+    return r;
+  };
+  std::mt19937 rng(20);
+  std::vector<std::set<Row>> survived;  // after each kill
+  std::set<Row> lost;                   // the corrupt member's rows
+  for (int kill = 0; kill < 20; ++kill) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      ::setpgid(0, 0);
+      ::execl("/bin/sh", "sh", "-c", ("exec " + std::string(TILEPICK_CLI_PATH) + " " + sweep +
+                                      " --fake-pair-ms 25 2>/dev/null").c_str(), nullptr);
+      ::_exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(40, 200)(rng)));
+    ::kill(pid, SIGKILL);
+    ::kill(-pid, SIGKILL);  // and its workers
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!fs::exists(out())) continue;
+    if (kill == 10) {  // flip bytes in the middle of the file, inside a rows member
+      const RecordFile before = read_record_file(out());
+      std::string bytes;
+      {
+        std::ifstream in(out(), std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(in), {});
+      }
+      const std::size_t mid = bytes.size() / 2;
+      ASSERT_GT(bytes.size(), 2000u) << "too little written by the 10th kill";
+      for (std::size_t i = mid; i < mid + 8; ++i) bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
+      std::ofstream(out(), std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      const RecordFile after = read_record_file(out());
+      ASSERT_EQ(after.damaged_members, 1u);
+      const auto b = rows(before), a = rows(after);
+      std::set_difference(b.begin(), b.end(), a.begin(), a.end(), std::inserter(lost, lost.end()));
+      ASSERT_FALSE(lost.empty());
+    }
+    survived.push_back(rows(read_record_file(out())));
+  }
+  auto r = test::run_cli(sweep);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const RecordFile f = read_record_file(out());
+  EXPECT_EQ(f.damaged_members, 0u);
+  EXPECT_FALSE(f.truncated_tail);
+  auto got = items(f);
+  EXPECT_EQ(std::set(got.begin(), got.end()), want);
+  for (const auto& p : want)
+    if (p.second.rfind("vendor=", 0) != 0) {
+      EXPECT_EQ(got.count(p), 1u) << p.first << " | " << p.second;
+    }
+  const std::set<Row> final_rows = rows(f);
+  std::size_t kept = 0;
+  for (const auto& snapshot : survived)
+    for (const auto& row : snapshot) {
+      if (lost.count(row)) continue;
+      EXPECT_EQ(final_rows.count(row), 1u) << std::get<0>(row) << " | " << std::get<1>(row) << " re-measured or lost";
+      ++kept;
+    }
+  EXPECT_GT(kept, 0u);
+  ASSERT_EQ(survived.size(), 20u);
+  EXPECT_LT(survived.back().size(), final_rows.size()) << "the sweep finished before the 20th kill";
 }
 
 TEST_F(SweepTest, ShardsSplitTheProblemsAndMergeBack) {
