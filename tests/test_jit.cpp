@@ -1,5 +1,8 @@
 // The NVRTC JIT and its disk cache (no GPU needed), and the driver layer's behaviour without a driver.
 #include <gtest/gtest.h>
+
+#include <iostream>
+#include <random>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -242,6 +245,37 @@ TEST_P(JitCorrupt, DetectedAndRebuilt) {
   listed = jit::cache_list();
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_TRUE(listed[0].valid);
+}
+
+// Fuzzed entries (seeded byte flips, cut spans and truncation of meta.json or the cubin): every
+// compile() after one serves the very kernel that was built, from the entry when the damage left it
+// intact in meaning, else by rebuilding it; never an error, never another cubin.
+TEST_F(Jit, FuzzedEntriesServeTheSameKernelOrAreRebuilt) {
+  const jit::CompiledKernel good = jit::compile(tiny("fuzz"), "sm_80");
+  const fs::path e = entry(good.key);
+  const std::string meta = read_bytes(e / "meta.json"), cubin = read_bytes(e / "kernel.cubin");
+  std::mt19937_64 rng(9);
+  auto pick = [&](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
+  std::size_t served = 0, rebuilt = 0;
+  for (int i = 0; i < 40; ++i) {
+    const bool on_meta = i % 4 != 3;
+    std::string bytes = on_meta ? meta : cubin;
+    switch (pick(3)) {
+      case 0: bytes[pick(bytes.size())] ^= static_cast<char>(1 + pick(255)); break;
+      case 1: bytes.erase(pick(bytes.size()), 1 + pick(8)); break;
+      default: bytes.resize(pick(bytes.size()));
+    }
+    write_bytes(e / (on_meta ? "meta.json" : "kernel.cubin"), bytes);
+    jit::clear_memory_cache();
+    const jit::CompiledKernel k = jit::compile(tiny("fuzz"), "sm_80");
+    EXPECT_EQ(k.cubin, good.cubin) << "mutation " << i;
+    (k.from_cache ? served : rebuilt) += 1;
+    write_bytes(e / "meta.json", meta);  // back to the good entry for the next mutation
+    write_bytes(e / "kernel.cubin", cubin);
+  }
+  std::cout << "fuzz jit cache entries: 40 inputs, " << served << " served unchanged, " << rebuilt
+            << " detected and rebuilt, 0 errors, 0 other kernels\n";
+  EXPECT_GT(rebuilt, 20u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Defects, JitCorrupt,
