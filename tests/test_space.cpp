@@ -341,3 +341,23 @@ TEST(SpaceEnumerate, UnknownVariableInExtraFilterThrows) {
     EXPECT_HAS(e.what(), "gemm_sm80");
   }
 }
+
+// A filter on a field the config's family does not have does not match it: no hidden default
+// (sm80's cluster 1x1, dw_ppt 1) is read as if the family had the field.
+TEST(SpaceFilter, AFieldTheFamilyLacksDoesNotMatch) {
+  const KernelConfig sm80 = parse_config("fam=sm80 tile=128x128x32 warps=2x2 stages=3");
+  const KernelConfig sm90 = parse_config("fam=sm90 tile=128x128x64 warps=2x1 stages=3 cluster=2x1");
+  const KernelConfig dw = parse_config("fam=dw dwtile=4x8x32 ppt=2 cpt=8");
+  for (const char* text : {"cluster_m == 1", "cluster_m >= 1", "!(cluster_m == 2)"}) {
+    const std::vector<expr::Expr> f{parse_config_filter(text)};
+    EXPECT_FALSE(passes(sm80, f)) << text;
+    EXPECT_FALSE(passes(dw, f)) << text;
+  }
+  EXPECT_TRUE(passes(sm90, {parse_config_filter("cluster_m == 2")}));
+  EXPECT_FALSE(passes(sm80, {parse_config_filter("dw_ppt == 1")}));
+  EXPECT_TRUE(passes(dw, {parse_config_filter("dw_ppt == 2")}));
+  EXPECT_TRUE(passes(sm80, {parse_config_filter("threads == 128 && skmode == serial")}));  // derived, enum names
+  EXPECT_FALSE(config_var_applies(sm80, "cluster_n"));
+  EXPECT_TRUE(config_var_applies(sm90, "cluster_n"));
+  EXPECT_TRUE(config_var_applies(sm80, "warp_tile_m"));
+}

@@ -84,6 +84,9 @@ std::optional<std::string> config_error(const KernelConfig& c);  // the same che
 // every component var, plus threads, warps, warp_tile_m, warp_tile_n.
 // nullopt for unknown names.
 std::optional<std::variant<std::int64_t, std::string>> config_var(const KernelConfig& c, std::string_view name);
+// False when `name` is a component of a field that c's family does not have (cluster_m for sm80,
+// dw_ppt for sm90, ...): a filter naming it does not match c. True for every other name.
+bool config_var_applies(const KernelConfig& c, std::string_view name);
 int threads_per_block(const KernelConfig& c);
 
 nlohmann::json to_json(const KernelConfig& c);  // {"fam": "sm80", "tile": [128,128,32], ...}

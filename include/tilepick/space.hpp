@@ -54,7 +54,8 @@ const std::vector<ConfigSpace>& default_spaces();
 // (`skmode == paralel` is an error, not a filter that matches nothing). Throws ParseError naming it.
 expr::Expr parse_config_filter(const std::string& text);
 
-// Filter checks a config against expressions (variables from config_var); throws on eval errors.
+// Filter checks a config against expressions (variables from config_var); throws on eval errors. A
+// filter naming a field the config's family does not have (config_var_applies) does not match.
 bool passes(const KernelConfig& c, const std::vector<expr::Expr>& filters);
 
 }  // namespace tilepick

@@ -236,6 +236,13 @@ int threads_per_block(const KernelConfig& c) {
   return 32 * c.warps_m * c.warps_n;
 }
 
+bool config_var_applies(const KernelConfig& c, std::string_view name) {
+  for (const auto& f : kFields)
+    for (int i = 0; i < f.arity; ++i)
+      if (f.vars[i] == name) return applies(f, c.fam());
+  return true;
+}
+
 std::optional<std::variant<std::int64_t, std::string>> config_var(const KernelConfig& c, std::string_view name) {
   for (const auto& f : kFields)
     for (int i = 0; i < f.arity; ++i)

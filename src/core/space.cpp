@@ -92,8 +92,12 @@ bool passes(const KernelConfig& c, const std::vector<expr::Expr>& filters) {
     if (!v) return std::nullopt;
     return std::visit([](auto&& x) -> expr::Value { return x; }, *v);
   };
-  for (const auto& f : filters)
+  for (const auto& f : filters) {
+    // A filter on a field this family does not have does not match it (no hidden default is read).
+    for (const auto& v : f.variables())
+      if (!config_var_applies(c, v)) return false;
     if (!f.test(lookup)) return false;
+  }
   return true;
 }
 
