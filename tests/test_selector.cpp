@@ -206,11 +206,11 @@ TEST_F(SelectorTest, AModelServesTheArchsItListsAfterTheArchsOwnModels) {
   }
   nlohmann::json own = spec_json();
   own["arch"] = "h100_sxm";
-  write_model("gemm_half_zz_h100", model_text(base_trees()), own);  // after gemm_half_h200 by name
+  write_model("gemm_half_h100_sxm", model_text(base_trees()), own);
   {
     Selector sel(models());
     ASSERT_NE(sel.model_for(p, h100), nullptr);
-    EXPECT_EQ(sel.model_for(p, h100)->spec.name, "gemm_half_zz_h100");  // its own arch wins
+    EXPECT_EQ(sel.model_for(p, h100)->spec.name, "gemm_half_h100_sxm");  // its own arch wins
     EXPECT_EQ(sel.model_for(p, test::arch("h200"))->spec.name, "gemm_half_h200");
   }
   spec["serves"] = {"h100_sxm", "h999"};
@@ -559,6 +559,21 @@ TEST_F(SelectorTest, EditedOrReplacedModelFilesAndOtherScoreDirectionsAreRefused
   EXPECT_NE(sel.models()[0].rejected.find("edited or replaced after training"), std::string::npos) << sel.models()[0].rejected;
   EXPECT_NE(sel.models()[0].rejected.find(hex16(fnv1a64(trained))), std::string::npos) << sel.models()[0].rejected;
   EXPECT_EQ(sel.model_for(parse_problem(kPoolProblem), test::arch("h200")), nullptr);  // the fallback ranks
+
+  // A spec that names another op, dtype family or arch than its folder.
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"op", "conv_fwd"}, {"dtype_family", "tf32"}, {"arch", "h100_sxm"}}) {
+    auto s = spec_json();
+    s[key] = value;
+    if (key == "op") s["space_hash"] = config_space_hash("conv_fwd");
+    fs::remove_all(dir_ / "models");
+    write_model("gemm_half_h200", trained, s);
+    Selector moved(models());
+    ASSERT_EQ(moved.models().size(), 1u);
+    EXPECT_FALSE(moved.models()[0].usable()) << key;
+    EXPECT_NE(moved.models()[0].rejected.find("but the folder is gemm_half_h200"), std::string::npos)
+        << moved.models()[0].rejected;
+  }
 
   for (const auto& [key, value, want] : std::vector<std::tuple<std::string, nlohmann::json, std::string>>{
            {"model_text_fnv", nullptr, "missing key 'model_text_fnv'"},

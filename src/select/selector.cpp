@@ -198,6 +198,12 @@ std::string mismatch(const ModelEntry& e) {
   if (s.space_hash != space)
     return "model " + s.dir + ": config space hash " + s.space_hash + " != this build's " + space + " for " + s.op +
            " (the spaces changed since training)";
+  // The folder is named by what its spec says it serves: a spec copied from another folder, or a
+  // folder renamed, is caught here.
+  const std::string want = s.op + "_" + s.dtype_family + "_" + s.arch;
+  if (s.name != want)
+    return "model " + s.dir + ": its feature_spec.json describes " + want + " (op, dtype_family, arch), but the folder is " +
+           s.name + " (a renamed folder or a spec from another one)";
   return "";
 }
 
