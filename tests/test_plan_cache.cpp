@@ -124,51 +124,34 @@ TEST(PlanCache, AFileThatIsNotAPlanCacheIsNeverOverwritten) {
     EXPECT_EQ(e.path().filename().string().find(f.path.filename().string() + ".tmp"), std::string::npos) << e.path();
 }
 
-// An entry whose kernel string was damaged is not a plan: planned anew, and the new entry replaces it.
-TEST(PlanCache, ADamagedEntryIsPlannedAnewAndReplaced) {
-  TempFile f;
+// A file entry of this build that is not a plan any more is planned anew and replaced in the file:
+// a damaged kernel string (dropped at load: rejected_entries) or a kernel that cannot run the problem
+// on this arch (found when planning: bad_entries). The next process uses the new entry.
+TEST(PlanCache, DamagedOrUnplannableEntriesArePlannedAnewAndReplaced) {
   const Problem p = parse_problem("gemm rcr m96 n80 k64 bf16");
-  std::string kernel;
-  {
+  for (const bool parses : {false, true}) {
+    TempFile f;
+    std::string kernel;
+    {
+      Dispatcher d(Selector::default_selector(), f.path.string());
+      kernel = d.plan(p, offline())->info().kernel;
+    }
+    auto j = read_json(f.path);  // stamps still match
+    j["entries"][0]["kernel"] = parses ? "fam=sm90 tile=128x128x128 warps=2x1 stages=3"  // tile_k of fp8 inputs
+                                       : "fam=sm80 tile=banana";
+    std::ofstream(f.path) << j.dump();
     Dispatcher d(Selector::default_selector(), f.path.string());
-    kernel = d.plan(p, offline())->info().kernel;
+    auto plan = d.plan(p, offline());
+    EXPECT_EQ(plan->info().cache, "new");
+    EXPECT_EQ(plan->info().kernel, kernel);
+    EXPECT_EQ(d.stats().rejected_entries, parses ? 0u : 1u);
+    EXPECT_EQ(d.stats().bad_entries, parses ? 1u : 0u);
+    const auto after = read_json(f.path)["entries"];
+    ASSERT_EQ(after.size(), 1u);  // replaced (same key), not kept beside
+    EXPECT_EQ(after[0]["kernel"], kernel);
+    Dispatcher again(Selector::default_selector(), f.path.string());
+    EXPECT_EQ(again.plan(p, offline())->info().cache, "file");
   }
-  auto j = read_json(f.path);
-  j["entries"][0]["kernel"] = "fam=sm80 tile=banana";  // stamps still match
-  std::ofstream(f.path) << j.dump();
-  Dispatcher d(Selector::default_selector(), f.path.string());
-  auto plan = d.plan(p, offline());
-  EXPECT_EQ(plan->info().cache, "new");
-  EXPECT_EQ(plan->info().kernel, kernel);
-  EXPECT_EQ(d.stats().rejected_entries, 1u);
-  const auto after = read_json(f.path)["entries"];
-  ASSERT_EQ(after.size(), 1u);  // replaced (same key), not kept beside
-  EXPECT_EQ(after[0]["kernel"], kernel);
-}
-
-// An entry that parses but no longer plans (its kernel cannot run the problem on this arch): the
-// dispatcher plans anew, counts it, and the new plan replaces it in the file.
-TEST(PlanCache, AnEntryThatNoLongerPlansIsReplaced) {
-  TempFile f;
-  const Problem p = parse_problem("gemm rcr m96 n80 k64 bf16");
-  std::string kernel;
-  {
-    Dispatcher d(Selector::default_selector(), f.path.string());
-    kernel = d.plan(p, offline())->info().kernel;
-  }
-  auto j = read_json(f.path);
-  j["entries"][0]["kernel"] = "fam=sm90 tile=128x128x128 warps=2x1 stages=3";  // tile_k of fp8 inputs
-  std::ofstream(f.path) << j.dump();
-  Dispatcher d(Selector::default_selector(), f.path.string());
-  auto plan = d.plan(p, offline());
-  EXPECT_EQ(plan->info().cache, "new");
-  EXPECT_EQ(plan->info().kernel, kernel);
-  EXPECT_EQ(d.stats().bad_entries, 1u);
-  const auto after = read_json(f.path)["entries"];
-  ASSERT_EQ(after.size(), 1u);
-  EXPECT_EQ(after[0]["kernel"], kernel);
-  Dispatcher again(Selector::default_selector(), f.path.string());  // and the next process uses it
-  EXPECT_EQ(again.plan(p, offline())->info().cache, "file");
 }
 
 // A save keeps the newest max_entries entries: its cost is bounded however many plans were made.

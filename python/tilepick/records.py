@@ -110,9 +110,18 @@ def _parse_text(text: str, path: str) -> tuple[dict, pd.DataFrame]:
     return header, df
 
 
-def _device_name(header: dict):
+def device_of(header: dict) -> dict:
+    """The device block of a record-file header: the sweep writes "devices" (one per GPU it ran on;
+    the first), older files "device". {} when there is none."""
     dev = header.get("device")
-    return dev.get("name") if isinstance(dev, dict) else None
+    if isinstance(dev, dict):
+        return dev
+    devs = header.get("devices")
+    return devs[0] if isinstance(devs, list) and devs and isinstance(devs[0], dict) else {}
+
+
+def _device_name(header: dict):
+    return device_of(header).get("name")
 
 
 def read_one(path: str) -> tuple[dict, pd.DataFrame]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tilepick.records import oracle, problem_fields, problem_key, read_problem_tags, read_records
+from tilepick.records import device_of, oracle, problem_fields, problem_key, read_problem_tags, read_records
 
 PEAK_KEY = {"f16": "peak_f16", "bf16": "peak_bf16", "f32": "peak_tf32", "e4m3": "peak_fp8", "e5m2": "peak_fp8"}
 GEMM_BUCKETS = ((16, "tiny"), (256, "small"), (2048, "medium"), (None, "large"))
@@ -74,7 +74,7 @@ def device_roofs(header: dict, arch_arg: str | None = None) -> dict | None:
     if arch_arg:
         spec = load_arch(arch_arg)
         return dict(spec, source=f"--arch {arch_arg}")
-    dev = header.get("device") if isinstance(header.get("device"), dict) else {}
+    dev = device_of(header)
     roofs = {k: v for k, v in dev.items() if k == "mem_bw_gbps" or k.startswith("peak_")}
     sources = ["sweep header"] if roofs else []
     if "mem_bw_gbps" not in roofs or not any(k.startswith("peak_") for k in roofs):
@@ -239,7 +239,7 @@ def _fmt(x: float, spec: str = ".2f") -> str:
 def print_summary(header: dict, df: pd.DataFrame, report: pd.DataFrame, summary: pd.DataFrame,
                   roofs: dict | None, out: Path, file=None) -> None:
     file = file or sys.stdout
-    dev = header.get("device", {}).get("name", "?") if isinstance(header.get("device"), dict) else "?"
+    dev = device_of(header).get("name", "?")
     print(f"{len(df)} records from {len(header.get('record_files', []))} file(s), device {dev}; "
           f"{len(report)} problems, {int(report['oracle_us'].notna().sum())} with an ok config; "
           f"roofs: {roofs['source'] if roofs else 'unknown'}", file=file)

@@ -180,3 +180,14 @@ def test_report_without_any_ok_config_and_empty_files(tmp_path, capsys):
     empty = write_records(tmp_path / "e.csv.gz", [[]])
     assert main([empty, "--out", str(tmp_path / "e")]) == 1
     assert "no rows" in capsys.readouterr().err
+
+
+def test_device_block_of_the_sweeps_devices_list():
+    """The sweep writes "devices" (one per GPU); the report reads its first, as it read "device"."""
+    from tilepick.records import device_of
+
+    listed = {k: v for k, v in HEADER.items() if k != "device"}
+    listed["devices"] = [HEADER["device"], {"name": "NVIDIA H200"}]
+    assert device_of(listed) == HEADER["device"]
+    assert device_roofs(listed) == device_roofs(HEADER)
+    assert device_of({}) == {} and device_of({"devices": []}) == {} and device_of({"devices": ["x"]}) == {}
