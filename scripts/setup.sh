@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(cmake g++ make pkg-config nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
-              libbenchmark-dev zlib1g-dev python3 python3-pip)
+              libbenchmark-dev zlib1g-dev python3 python3-pip python3-venv)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -28,13 +28,15 @@ if [ ! -f "$CUDA_HOME/include/nvrtc.h" ]; then
 fi
 export PATH="$CUDA_HOME/bin:$PATH"
 
-if [ -f requirements.txt ] && [ -s requirements.txt ]; then
-  python3 -m pip install -q -r requirements.txt
-fi
+# The Python side lives in a virtual environment (VENV, default .venv; stock Debian and Ubuntu refuse
+# a system-wide pip install). It sees the interpreter's own packages (a preinstalled torch, say) and
+# gets requirements.txt; its python builds tilepick._core and runs the Python tests.
+VENV="${VENV:-.venv}"
+[ -x "$VENV/bin/python" ] || python3 -m venv --system-site-packages "$VENV"
+PYTHON="$(cd "$VENV/bin" && pwd)/python"
+"$PYTHON" -m pip install -q -r requirements.txt
 
 BUILD_DIR="${BUILD_DIR:-build}"
-# The python3 that got requirements.txt (nanobind) builds tilepick._core and runs the Python tests.
-PYTHON="$(command -v python3)"
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DCUDAToolkit_ROOT="$CUDA_HOME" \
   -DPython_EXECUTABLE="$PYTHON" -DPython3_EXECUTABLE="$PYTHON" -DTILEPICK_TSAN_TESTS="${TILEPICK_TSAN_TESTS:-ON}" >/dev/null
 cmake --build "$BUILD_DIR" -j "$(nproc)"

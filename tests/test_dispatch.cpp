@@ -298,6 +298,23 @@ TEST(DispatchOffline, MemoryCacheKeysOnOptions) {
   EXPECT_NE(d.plan(p, offline()).get(), a.get());
 }
 
+// TILEPICK_LOG_LEVEL=info says which kernel each new plan runs and why; warn (the default) does not.
+TEST(DispatchOffline, InfoLogsEachPlanMade) {
+  Dispatcher d(Selector::default_selector());
+  const Problem p = parse_problem("gemm rcr m72 n64 k64 bf16");
+  ::setenv("TILEPICK_LOG_LEVEL", "info", 1);
+  ::testing::internal::CaptureStderr();
+  const auto plan = d.plan(p, offline());
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  ::unsetenv("TILEPICK_LOG_LEVEL");
+  EXPECT_NE(said.find("tilepick: plan " + to_string(p) + " -> " + plan->info().kernel), std::string::npos) << said;
+  EXPECT_NE(said.find(plan->info().selection_source), std::string::npos) << said;
+  EXPECT_NE(said.find("from new"), std::string::npos) << said;
+  ::testing::internal::CaptureStderr();
+  d.plan(parse_problem("gemm rcr m73 n64 k64 bf16"), offline());
+  EXPECT_EQ(::testing::internal::GetCapturedStderr().find("tilepick: plan"), std::string::npos);
+}
+
 TEST(DispatchOffline, PlanRunChecksTensorCountFirst) {
   Dispatcher d(Selector::default_selector());
   auto plan = d.plan(parse_problem("gemm rcr m64 n64 k64 bf16"), offline());

@@ -19,7 +19,9 @@ namespace tilepick::cli {
 namespace {
 
 constexpr const char* kPython = "python3";
-constexpr const char* kInstallHint = "install them with `python3 -m pip install -r requirements.txt`";
+constexpr const char* kInstallHint =
+    "put a python3 that has them first on PATH (`source .venv/bin/activate` after scripts/setup.sh) or install "
+    "them with `python3 -m pip install -r requirements.txt`";
 
 // The current environment with PYTHONPATH led by the source tree's python/ folder and
 // TILEPICK_DATA_DIR set to the data folder the C++ side uses (so both read the same arch specs).

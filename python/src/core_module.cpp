@@ -24,11 +24,13 @@
 #include "tilepick/error.hpp"
 #include "tilepick/features.hpp"
 #include "tilepick/gbdt.hpp"
+#include "tilepick/jit.hpp"
 #include "tilepick/selector.hpp"
 #include "tilepick/legality.hpp"
 #include "tilepick/problem.hpp"
 #include "tilepick/registry.hpp"
 #include "tilepick/space.hpp"
+#include "tilepick/tilepick.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -224,10 +226,12 @@ NB_MODULE(_core, m) {
   });
 
 #ifdef TILEPICK_WHEEL_DATA
-  // An installed wheel has data/arch and data/spaces inside the package; TILEPICK_DATA_DIR still wins.
+  // An installed wheel has data/arch, data/spaces and models/ inside the package;
+  // TILEPICK_DATA_DIR and TILEPICK_MODELS_DIR still win.
   for (nb::handle dir : nb::module_::import_("tilepick").attr("__path__")) {
-    nb::module_::import_("os").attr("environ").attr("setdefault")("TILEPICK_DATA_DIR",
-                                                                   nb::cast<std::string>(dir) + "/data");
+    nb::object environ = nb::module_::import_("os").attr("environ");
+    environ.attr("setdefault")("TILEPICK_DATA_DIR", nb::cast<std::string>(dir) + "/data");
+    environ.attr("setdefault")("TILEPICK_MODELS_DIR", nb::cast<std::string>(dir) + "/models");
     break;
   }
 #endif
@@ -274,6 +278,21 @@ NB_MODULE(_core, m) {
         "FNV-1a 64 of 'name=hash\\n' of the default spaces covering op (sorted by name); models record it.");
   m.def("config_spaces", &config_space_names, "op"_a,
         "Names of the default spaces covering op, sorted: a model's pool (feature_spec 'spaces').");
+  m.def("version", [] { return std::string(tp_version()); }, "The library's version (tilepick.__version__).");
+  m.def("models_summary", [] {
+    std::vector<std::tuple<std::string, bool, std::string>> out;
+    for (const auto& e : Selector::default_selector().models()) out.emplace_back(e.spec.name, e.usable(), e.rejected);
+    return out;
+  }, "(folder name, usable, why not) of every model folder the default selector found (tilepick.info).");
+  m.def("device_summary", [](int ordinal) {
+    std::string why;
+    const auto d = query_device(ordinal, &why);
+    if (!d) return "none (" + why + ")";
+    return d->name + ", sm_" + std::to_string(d->cc_major) + std::to_string(d->cc_minor) + ", " +
+           std::to_string(d->sm_count) + " SMs, driver " + std::to_string(d->driver_version / 1000) + "." +
+           std::to_string(d->driver_version % 1000 / 10);
+  }, "ordinal"_a = 0, "The live device in one line, or why there is none (tilepick.info).");
+  m.def("jit_cache_dir", [] { return jit::cache_dir(); }, "Where compiled kernels are kept (TILEPICK_CACHE_DIR or the default).");
   m.def("arch_names", [] {
     std::vector<std::string> names;
     for (const auto& a : default_arch_specs()) names.push_back(a.name);

@@ -31,6 +31,8 @@ def _ext():
 def __getattr__(name: str) -> Any:
     if name == "Plan":
         return _ext().Plan
+    if name == "__version__":  # the library's own (one version: CMakeLists.txt's project(), also the wheel's)
+        return _ext().version()
     raise AttributeError(f"module 'tilepick' has no attribute {name!r}")
 
 
