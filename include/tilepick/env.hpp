@@ -4,9 +4,10 @@
 
 namespace tilepick::env {
 
-// TILEPICK_DATA_DIR, else the source tree's data/ baked in at build time.
+// TILEPICK_DATA_DIR, else <prefix>/share/tilepick/data of an installed tree this binary lies in
+// (<prefix>/lib or <prefix>/bin), else the source tree's data/ baked in at build time.
 std::string data_dir();
-// TILEPICK_MODELS_DIR, else the source tree's models/ baked in at build time.
+// TILEPICK_MODELS_DIR, else <prefix>/share/tilepick/models the same way, else the source tree's models/.
 std::string models_dir();
 // TILEPICK_NUM_THREADS (CPU references, parallel compilation), else the hardware concurrency.
 int num_threads();

@@ -1,9 +1,12 @@
 #include "tilepick/env.hpp"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <cstdlib>
+#include <filesystem>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -19,16 +22,32 @@ const char* get(const char* name) {
   return (v && *v) ? v : nullptr;
 }
 
+// <prefix>/share/tilepick/<what> when the binary holding this code (libtilepick_c.so, or a program
+// linked with the static library) lies in <prefix>/lib or <prefix>/bin of an installed tree
+// (`cmake --install`), else "".
+std::string installed_dir(const char* what) {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<const void*>(&installed_dir), &info) || !info.dli_fname) return "";
+  std::error_code ec;
+  const std::filesystem::path binary = std::filesystem::weakly_canonical(info.dli_fname, ec);
+  if (ec) return "";
+  const std::filesystem::path dir = binary.parent_path().parent_path() / "share" / "tilepick" / what;
+  return std::filesystem::is_directory(dir, ec) ? dir.string() : "";
+}
+
 }  // namespace
 
+// Order: the environment, an installed tree's share/tilepick, the source tree this was built from.
 std::string data_dir() {
   if (const char* v = get("TILEPICK_DATA_DIR")) return v;
-  return TILEPICK_SOURCE_DATA_DIR;
+  static const std::string installed = installed_dir("data");
+  return installed.empty() ? TILEPICK_SOURCE_DATA_DIR : installed;
 }
 
 std::string models_dir() {
   if (const char* v = get("TILEPICK_MODELS_DIR")) return v;
-  return TILEPICK_SOURCE_MODELS_DIR;
+  static const std::string installed = installed_dir("models");
+  return installed.empty() ? TILEPICK_SOURCE_MODELS_DIR : installed;
 }
 
 int num_threads() {
