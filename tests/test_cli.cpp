@@ -122,3 +122,26 @@ TEST(Cli, RegistryExportAndArch) {
     EXPECT_TRUE(has(dev.out, "cannot query device 0")) << dev.out;
   }
 }
+
+// A kernel pack: `jit build --picked K` compiles the selector's first K configs per problem into a
+// cache directory, `cache import` brings them into another cache.
+TEST(Cli, KernelPackBuildAndImport) {
+  const std::string root = (std::filesystem::temp_directory_path() / ("tilepick_pack_" + std::to_string(::getpid()))).string();
+  std::filesystem::remove_all(root);
+  const std::string problem = "'gemm rcr m96 n64 k64 bf16'";
+  ::setenv("TILEPICK_CACHE_DIR", (root + "/pack").c_str(), 1);
+  auto pack = tilepick::test::run_cli("jit build --picked 2 --arch h200 -p " + problem + " -j 1");
+  EXPECT_EQ(pack.code, 0) << pack.out;
+  EXPECT_TRUE(has(pack.out, "1 problems, 2 plans")) << pack.out;
+  ::setenv("TILEPICK_CACHE_DIR", (root + "/cache").c_str(), 1);
+  auto imported = tilepick::test::run_cli("cache import " + root + "/pack");
+  EXPECT_EQ(imported.code, 0) << imported.out;
+  EXPECT_TRUE(has(imported.out, "imported 2 entries")) << imported.out;
+  auto again = tilepick::test::run_cli("jit build --picked 2 --arch h200 -p " + problem + " -j 1");
+  EXPECT_TRUE(has(again.out, "compiled 0, cache hits 2")) << again.out;
+  auto missing = tilepick::test::run_cli("cache import " + root + "/nowhere");
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_TRUE(has(missing.out, "is not a directory")) << missing.out;
+  ::unsetenv("TILEPICK_CACHE_DIR");
+  std::filesystem::remove_all(root);
+}

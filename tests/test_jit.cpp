@@ -278,6 +278,38 @@ TEST_F(Jit, FuzzedEntriesServeTheSameKernelOrAreRebuilt) {
   EXPECT_GT(rebuilt, 20u);
 }
 
+// A kernel pack is another cache directory: import copies its valid entries of this build, which
+// later compiles then load without NVRTC; damaged entries and other builds' are counted, not copied.
+TEST_F(Jit, ImportCopiesAPacksValidEntriesOfThisBuild) {
+  const std::string pack = dir_ + "/pack", cache = dir_ + "/cache";
+  setenv("TILEPICK_CACHE_DIR", pack.c_str(), 1);
+  const jit::CompiledKernel a = jit::compile(tiny("pack_a"), "sm_80");
+  const jit::CompiledKernel b = jit::compile(tiny("pack_b", "x[i] = x[i];"), "sm_80");
+  const jit::CompiledKernel c = jit::compile(tiny("pack_c", "x[i] = tp::from_float<tp::bf16>(0.f);"), "sm_80");
+  auto entry_in = [](const std::string& d, const std::string& key) { return fs::path(d) / key.substr(0, 2) / key; };
+  std::string cubin = read_bytes(entry_in(pack, b.key) / "kernel.cubin");
+  cubin[cubin.size() / 2] ^= 0x01;  // damaged
+  write_bytes(entry_in(pack, b.key) / "kernel.cubin", cubin);
+  std::string meta = read_bytes(entry_in(pack, c.key) / "meta.json");  // another build's headers
+  meta.replace(meta.find(jit::bundled_headers_hash()), 4, "0000");
+  write_bytes(entry_in(pack, c.key) / "meta.json", meta);
+
+  setenv("TILEPICK_CACHE_DIR", cache.c_str(), 1);
+  jit::clear_memory_cache();
+  const jit::ImportStats st = jit::cache_import(pack);
+  EXPECT_EQ(st.imported, 1u);
+  EXPECT_EQ(st.invalid, 1u);
+  EXPECT_NE(st.first_invalid.find("checksum"), std::string::npos) << st.first_invalid;
+  EXPECT_EQ(st.other_build, 1u);
+  const auto s0 = jit::jit_stats();
+  const jit::CompiledKernel again = jit::compile(tiny("pack_a"), "sm_80");
+  EXPECT_TRUE(again.from_cache);
+  EXPECT_EQ(again.cubin, a.cubin);
+  EXPECT_EQ(jit::jit_stats().compiles, s0.compiles);
+  EXPECT_EQ(jit::cache_import(pack).present, 1u);  // a second import copies nothing
+  EXPECT_THROW(jit::cache_import(dir_ + "/nowhere"), NotFound);
+}
+
 INSTANTIATE_TEST_SUITE_P(Defects, JitCorrupt,
                          ::testing::Values("truncate", "flip", "garbage_meta", "wrong_key_meta", "missing_cubin",
                                            "missing_meta"));

@@ -1,4 +1,4 @@
-// tilepick jit build|headers, tilepick cache ls|clear
+// tilepick jit build|headers, tilepick cache ls|import|clear
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +14,7 @@
 #include "tilepick/jit.hpp"
 #include "tilepick/kernel_plan.hpp"
 #include "tilepick/legality.hpp"
+#include "tilepick/selector.hpp"
 #include "tilepick/space.hpp"
 
 namespace tilepick::cli {
@@ -26,6 +27,7 @@ struct BuildArgs {
   std::string file;
   int threads = 0;
   int limit = 0;
+  int picked = 0;  // > 0: the selector's first `picked` configs per problem instead of the spaces' pools
 };
 
 // Used when no problem is given: one dense and one depthwise problem per conv direction, one GEMM.
@@ -56,6 +58,16 @@ void build(const BuildArgs& a) {
   std::vector<KernelSource> sources;
   std::set<std::string> keys;
   std::size_t plans = 0;
+  auto add = [&](const Problem& p, const KernelConfig& c) {
+    ++plans;
+    for (auto& k : make_plan(p, c).kernels)
+      if (keys.insert(jit::cache_key(k, arch.jit_target)).second) sources.push_back(std::move(k));
+  };
+  if (a.picked > 0) {  // what dispatch runs and times first: a kernel pack
+    for (const auto& p : problems)
+      for (const auto& r : Selector::default_selector().select(p, arch, a.picked).top) add(p, r.config);
+    spaces.clear();
+  }
   for (const auto& space : spaces) {
     if (!space.has_arch(arch.sm)) continue;
     auto configs = space.enumerate();
@@ -66,12 +78,7 @@ void build(const BuildArgs& a) {
         if (legal(p, c, arch)) legal_configs.push_back(c);
       // --limit keeps N configs spread evenly over the legal pool (deterministic).
       std::size_t n = legal_configs.size(), take = a.limit > 0 ? std::min<std::size_t>(a.limit, n) : n;
-      for (std::size_t i = 0; i < take; ++i) {
-        const KernelConfig& c = legal_configs[i * n / take];
-        ++plans;
-        for (auto& k : make_plan(p, resolve(c, p)).kernels)
-          if (keys.insert(jit::cache_key(k, arch.jit_target)).second) sources.push_back(std::move(k));
-      }
+      for (std::size_t i = 0; i < take; ++i) add(p, resolve(legal_configs[i * n / take], p));
     }
   }
   int threads = a.threads > 0 ? a.threads : env::num_threads();
@@ -139,6 +146,10 @@ void add_jit_commands(CLI::App& app) {
   b->add_option("-f,--file", args->file, "problem file")->excludes(prob);
   b->add_option("-j,--threads", args->threads, "compile threads (default: TILEPICK_NUM_THREADS or all cores)");
   b->add_option("--limit", args->limit, "at most N legal configs per space and problem, spread evenly over the pool (0: all)");
+  b->add_option("--picked", args->picked,
+                "instead of the pools, the selector's first K configs per problem (what dispatch runs and times "
+                "first): with TILEPICK_CACHE_DIR=PACK, a kernel pack for `tilepick cache import PACK`")
+      ->check(CLI::NonNegativeNumber);
   b->callback([args] { build(*args); });
   jit->add_subcommand("headers", "list the bundled kernels/ headers and their hash")->callback(headers);
 
@@ -146,6 +157,16 @@ void add_jit_commands(CLI::App& app) {
   cache->require_subcommand(1);
   cache->add_subcommand("ls", "list cache entries (key, kernel, target, cubin bytes, compile s, registers)")
       ->callback(cache_ls);
+  auto from = std::make_shared<std::string>();
+  auto* import = cache->add_subcommand("import", "copy the valid entries of this build from another cache directory "
+                                                 "(a kernel pack) into the cache");
+  import->add_option("dir", *from, "the cache directory to import from")->required();
+  import->callback([from] {
+    const jit::ImportStats st = jit::cache_import(*from);
+    std::cout << "imported " << st.imported << " entries into " << jit::cache_dir() << " (" << st.present
+              << " already there, " << st.other_build << " of another build, " << st.invalid << " invalid)\n";
+    if (st.invalid) std::cerr << "tilepick: warning: first invalid entry: " << st.first_invalid << "\n";
+  });
   cache->add_subcommand("clear", "remove every cache entry")->callback([] {
     std::size_t n = jit::cache_clear();
     std::cout << "removed " << n << " entries from " << jit::cache_dir() << "\n";

@@ -61,6 +61,15 @@ struct CacheEntryInfo {
 };
 std::vector<CacheEntryInfo> cache_list();
 std::size_t cache_clear();  // returns entries removed
+// Copies the entries of another cache directory (a kernel pack: `TILEPICK_CACHE_DIR=PACK tilepick jit
+// build --picked K ...`) into cache_dir(): each one checked as a load checks it (format, key, size,
+// checksum) and made by this build (same NVRTC and bundled headers, else no request would ever hit it);
+// written through a temp directory renamed into place. Entries already present are left alone.
+struct ImportStats {
+  std::size_t imported = 0, present = 0, other_build = 0, invalid = 0;
+  std::string first_invalid;  // "<path>: <why>" of the first invalid entry
+};
+ImportStats cache_import(const std::string& from);
 
 }  // namespace tilepick::jit
 

@@ -308,6 +308,45 @@ std::vector<CacheEntryInfo> cache_list() {
   return out;
 }
 
+ImportStats cache_import(const std::string& from) {
+  ImportStats st;
+  const std::string dir = cache_dir();
+  std::error_code ec;
+  if (!fs::is_directory(from, ec)) throw NotFound("cache import: " + from + " is not a directory");
+  for_each_entry(from, [&](const fs::path& p, const std::string& key) {
+    nlohmann::json meta;
+    std::string why;
+    if (!detail::read_entry(p, key, &meta, &why)) {
+      if (st.invalid++ == 0) st.first_invalid = p.string() + ": " + why;
+      return;
+    }
+    if (meta.value("headers_hash", "") != bundled_headers_hash() || meta.value("nvrtc_version", "") != detail::nvrtc_version()) {
+      ++st.other_build;
+      return;
+    }
+    const fs::path dest = detail::entry_path(dir, key);
+    std::string ignored;
+    if (fs::is_directory(dest, ec) && detail::read_entry(dest, key, nullptr, &ignored)) {
+      ++st.present;
+      return;
+    }
+    const fs::path tmp = dest.parent_path() / (".tmp-" + key.substr(0, 16) + "-" + detail::unique_suffix());
+    fs::create_directories(tmp, ec);
+    fs::copy_file(p / "kernel.cubin", tmp / "kernel.cubin", ec);
+    if (!ec) fs::copy_file(p / "meta.json", tmp / "meta.json", ec);
+    if (ec) {
+      fs::remove_all(tmp, ec);
+      throw Error(Status::io_error, "cache import: cannot write into " + dir + ": " + ec.message());
+    }
+    fs::remove_all(dest, ec);  // a damaged entry under that key
+    fs::rename(tmp, dest, ec);
+    if (ec) fs::remove_all(tmp, ec);  // another writer got there first
+    else ++st.imported;
+  });
+  clear_memory_cache();
+  return st;
+}
+
 std::size_t cache_clear() {
   std::size_t n = 0;
   std::string dir = cache_dir();
