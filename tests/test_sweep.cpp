@@ -361,7 +361,7 @@ TEST_F(SweepTest, CorruptMemberMidFileIsDroppedAndOnlyItsPairsRemeasured) {
   EXPECT_EQ(got.size(), before.records.size());  // nothing lost, nothing measured twice
 }
 
-// Killed 20 times at random points, with one member corrupted mid-file after the 10th kill: the
+// Killed 20 times at random points, with one member corrupted mid-file from the 10th kill on: the
 // finished file holds every planned pair exactly once, and every record that survived intact at any
 // kill keeps its measurement (problem, config and time): only the corrupt member's pairs and the
 // unfinished ones were measured again.
@@ -379,7 +379,15 @@ TEST_F(SweepTest, TwentyKillsAndACorruptMemberLoseAndRepeatNothing) {
   std::mt19937 rng(20);
   std::vector<std::set<Row>> survived;  // after each kill
   std::set<Row> lost;                   // the corrupt member's rows
+  auto rows_now = [&] {
+    try {
+      return fs::exists(out()) ? read_record_file(out()).records.size() : std::size_t{0};
+    } catch (const std::exception&) {  // caught mid-write: try again
+      return std::size_t{0};
+    }
+  };
   for (int kill = 0; kill < 20; ++kill) {
+    const std::size_t had = survived.empty() ? 0 : survived.back().size();
     pid_t pid = fork();
     if (pid == 0) {
       ::setpgid(0, 0);
@@ -387,13 +395,15 @@ TEST_F(SweepTest, TwentyKillsAndACorruptMemberLoseAndRepeatNothing) {
                                       " --fake-pair-ms 25 2>/dev/null").c_str(), nullptr);
       ::_exit(127);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(40, 200)(rng)));
+    // Until the sweep has added a few rows (a busy CI machine starts it slowly), then a random moment.
+    for (int i = 0; i < 1000 && rows_now() < had + 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 80)(rng)));
     ::kill(pid, SIGKILL);
     ::kill(-pid, SIGKILL);  // and its workers
     int status = 0;
     waitpid(pid, &status, 0);
-    if (!fs::exists(out())) continue;
-    if (kill == 10) {  // flip bytes in the middle of the file, inside a rows member
+    ASSERT_TRUE(fs::exists(out()));
+    if (kill >= 10 && lost.empty() && fs::file_size(out()) > 2000) {  // flip bytes mid-file, inside a rows member
       const RecordFile before = read_record_file(out());
       std::string bytes;
       {
@@ -401,7 +411,6 @@ TEST_F(SweepTest, TwentyKillsAndACorruptMemberLoseAndRepeatNothing) {
         bytes.assign(std::istreambuf_iterator<char>(in), {});
       }
       const std::size_t mid = bytes.size() / 2;
-      ASSERT_GT(bytes.size(), 2000u) << "too little written by the 10th kill";
       for (std::size_t i = mid; i < mid + 8; ++i) bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
       std::ofstream(out(), std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
       const RecordFile after = read_record_file(out());
@@ -412,6 +421,7 @@ TEST_F(SweepTest, TwentyKillsAndACorruptMemberLoseAndRepeatNothing) {
     }
     survived.push_back(rows(read_record_file(out())));
   }
+  ASSERT_FALSE(lost.empty()) << "no member was corrupted: too little written";
   auto r = test::run_cli(sweep);
   ASSERT_EQ(r.code, 0) << r.out;
   const RecordFile f = read_record_file(out());

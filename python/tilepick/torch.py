@@ -13,7 +13,7 @@ through torch.autograd.Function (no torch.library dispatch on the host path); to
 meta tensors go through the custom ops. Inputs are f16 or bf16 CUDA tensors.
 Convolutions work on channels-last memory (torch channels_last == tilepick x NHWGC, a weight
 [K, C/G, kh, kw] in channels_last memory == tilepick w [K][Y][X][C/G]); other inputs are copied
-into it, and outputs are channels-last. Kernels run on torch.cuda.current_stream().
+into it on every call, with one warning per op and operand, and outputs are channels-last. Kernels run on torch.cuda.current_stream().
 
 Unsupported inputs (dtype, device, a shape with no kernel) raise an error naming the op and the
 reason. With set_fallback(True) they run through torch instead, with one warning per reason.
@@ -375,10 +375,17 @@ def _memory_format(ndim: int):
     return torch.channels_last if ndim == 4 else torch.channels_last_3d
 
 
-def _channels_last(t: Tensor) -> Tensor:
-    """t in channels-last memory (tilepick's NHWC / NDHWC, and KYXC for weights); a copy when it is not."""
+def _channels_last(t: Tensor, op: str, name: str) -> Tensor:
+    """t in channels-last memory (tilepick's NHWC / NDHWC, and KYXC for weights); a copy when it is not,
+    said once per op and operand (the copy costs a pass over the tensor on every call)."""
     fmt = _memory_format(t.dim())
-    return t if t.is_contiguous(memory_format=fmt) else t.contiguous(memory_format=fmt)
+    if t.is_contiguous(memory_format=fmt):
+        return t
+    if (op, name) not in _warned:
+        _warned.add((op, name))
+        warnings.warn(f"tilepick.{op}: the {name} is not in channels-last memory and is copied on every call; "
+                      "convert the model and its inputs with .to(memory_format=torch.channels_last)", stacklevel=4)
+    return t.contiguous(memory_format=fmt)
 
 
 def _new_channels_last(shape, like: Tensor) -> Tensor:
@@ -442,7 +449,8 @@ def _conv_fwd(op, x, weight, bias, stride, padding, dilation, groups) -> Tensor:
     plan = _plan_or_fallback(op, _conv_key("fwd", *args), _conv_problem_fn("fwd", *args), x.device)
     if plan is None:
         return _torch_conv(x, weight, bias, stride, padding, dilation, groups)
-    tensors = [_channels_last(x), _channels_last(weight), y] + ([bias.contiguous()] if bias is not None else [])
+    tensors = [_channels_last(x, op, "input"), _channels_last(weight, op, "weight"), y] + (
+        [bias.contiguous()] if bias is not None else [])
     _run(plan, tensors, _index(x.device))
     if tensors[0] is x and tensors[1] is weight and (bias is None or tensors[3] is bias):
         _remember(key, plan, y, _index(x.device))
@@ -493,7 +501,7 @@ def _conv_bwd_data_impl(dy: Tensor, weight: Tensor, input_size: List[int], strid
             grad = torch.nn.grad.conv2d_input if dy.dim() == 4 else torch.nn.grad.conv3d_input
             dx.copy_(grad(list(input_size), weight, dy, stride, padding, dilation, groups))
         return dx
-    tensors = [_channels_last(dy), _channels_last(weight), dx]
+    tensors = [_channels_last(dy, op, "output gradient"), _channels_last(weight, op, "weight"), dx]
     _run(plan, tensors, _index(dy.device))
     if tensors[0] is dy and tensors[1] is weight:
         _remember(key, plan, dx, _index(dy.device))
@@ -536,7 +544,7 @@ def _conv_bwd_weight_impl(x: Tensor, dy: Tensor, weight_size: List[int], stride:
             grad = torch.nn.grad.conv2d_weight if x.dim() == 4 else torch.nn.grad.conv3d_weight
             dw.copy_(grad(x, list(weight_size), dy, stride, padding, dilation, groups))
         return dw
-    tensors = [_channels_last(x), _channels_last(dy), dw]
+    tensors = [_channels_last(x, op, "input"), _channels_last(dy, op, "output gradient"), dw]
     _run(plan, tensors, _index(x.device))
     if tensors[0] is x and tensors[1] is dy:
         _remember(key, plan, dw, _index(x.device))

@@ -271,6 +271,20 @@ def test_conv_plumbing_matches_torch(reference_executor, case):
     assert reference_executor[0].endswith("ep=bias")
 
 
+def test_inputs_not_in_channels_last_memory_are_copied_with_one_warning(reference_executor):
+    torch.manual_seed(3)
+    x, w = rand(2, 16, 9, 9).contiguous(), rand(24, 16, 3, 3).contiguous()  # NCHW, torch's default
+    tpt._warned.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            y = tpt.conv2d(x, w, None, 1, 1)
+    said = [str(c.message) for c in caught if "channels-last" in str(c.message)]
+    assert len(said) == 2 and any("the input" in m for m in said) and any("the weight" in m for m in said), said
+    torch.testing.assert_close(y.double(), conv_ref(x.double(), w.double(), None, (1, 1), (1, 1), (1, 1), 1),
+                               atol=1e-2, rtol=1e-2)
+
+
 def test_repeated_shapes_take_the_seen_path(reference_executor):
     """A second call with the same shapes, strides and parameters plans nothing and runs the first call's
     plan on bare pointers, with the same results; a new stride order or a settings change does not."""
