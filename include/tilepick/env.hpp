@@ -1,4 +1,4 @@
-// The one place that reads TILEPICK_* environment variables (see the README's table).
+// The one place that reads TILEPICK_* environment variables (docs/usage.md has the table).
 #pragma once
 #include <string>
 

@@ -5,6 +5,7 @@
 // The register lists are spelled out per N (inline asm takes no loops); the macros keep them in one place.
 #pragma once
 #include "common/types.cuh"
+#include "common/wgmma_in.cuh"  // WgmmaIn: the input types
 
 namespace tp {
 
@@ -79,11 +80,6 @@ namespace tp {
   "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
   "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-
-// Input types of wgmma (Cfg::in_type of the kernels): 16-bit f16 / bf16 (k16 per instruction, either
-// operand K- or M/N-major) and 8-bit e4m3 / e5m2 (k32 per instruction, K-major operands only).
-enum WgmmaIn : int { kWgF16 = 0, kWgBf16 = 1, kWgE4m3 = 2, kWgE5m2 = 3 };
-template <int IN> inline constexpr int wgmma_in_bytes = IN >= kWgE4m3 ? 1 : 2;
 
 // One wgmma with scale-d as a predicate (0: D = A x B, 1: D += A x B); I_* are the operand numbers.
 #define TP_WGMMA_16BIT(N, TYPE, I_A, I_B, I_S, I_TA, I_TB)                                           \

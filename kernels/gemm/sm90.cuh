@@ -215,10 +215,8 @@ __device__ __forceinline__ void sm90_store(const GemmSm90Params& p, const float 
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
   const long long base = batch * p.batch_stride_c;
   TC* d = static_cast<TC*>(p.d);
-  const TC* c = static_cast<const TC*>(p.c);
   const long long cs = Cfg::c_colmajor ? p.ldc : 1;
   const bool pair = !Cfg::c_colmajor && Cfg::align_c >= 2;
-  constexpr bool fast = sizeof(TC) == 2;  // fast activations for 16-bit outputs (sm90_value)
   // Column pairs outermost: each thread's bias pair is read once for its 2 x MI rows.
 #pragma unroll
   for (int j = 0; j < Cfg::tile_n / 8; ++j) {
@@ -234,13 +232,8 @@ __device__ __forceinline__ void sm90_store(const GemmSm90Params& p, const float 
         const int m = row0 + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
         if (m >= p.m) continue;
         const long long ro = base + (Cfg::c_colmajor ? (long long)m : (long long)m * p.ldc);
-        float v0 = p.alpha * acc[mi][j * 4 + 2 * h], v1 = p.alpha * acc[mi][j * 4 + 2 * h + 1];
-        if (Cfg::has_beta) {
-          v0 += p.beta * to_float(c[ro + n * cs]);
-          if (two) v1 += p.beta * to_float(c[ro + (n + 1) * cs]);
-        }
-        if (Cfg::has_bias) v0 += b0, v1 += b1;
-        v0 = activate<Cfg::act, fast>(v0), v1 = activate<Cfg::act, fast>(v1);
+        const float v0 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h], ro + n * cs, b0, true);
+        const float v1 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h + 1], ro + (n + 1) * cs, b1, two);
         if (pair) {
           store2(d + ro + n, v0, v1);
         } else {

@@ -278,6 +278,8 @@ NB_MODULE(_core, m) {
         "FNV-1a 64 of 'name=hash\\n' of the default spaces covering op (sorted by name); models record it.");
   m.def("config_spaces", &config_space_names, "op"_a,
         "Names of the default spaces covering op, sorted: a model's pool (feature_spec 'spaces').");
+  m.def("fnv_hex16", [](nb::bytes data) { return hex16(fnv1a64(std::string_view(data.c_str(), data.size()))); },
+        "data"_a, "FNV-1a 64 of the bytes in hex: the hash of model versions and feature_spec model_text_fnv.");
   m.def("version", [] { return std::string(tp_version()); }, "The library's version (tilepick.__version__).");
   m.def("models_summary", [] {
     std::vector<std::tuple<std::string, bool, std::string>> out;

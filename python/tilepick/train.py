@@ -339,11 +339,10 @@ def prediction_text(text: str) -> str:
 
 
 def fnv_hex16(data: bytes) -> str:
-    """FNV-1a 64 in hex, as core/hash.hpp computes it (model versions, feature_spec "model_text_fnv")."""
-    h = 1469598103934665603
-    for b in data:
-        h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return f"{h:016x}"
+    """FNV-1a 64 in hex: core/hash.hpp's, through the extension (model versions, feature_spec "model_text_fnv")."""
+    from tilepick import _core
+
+    return _core.fnv_hex16(data)
 
 
 def text_fnv(text: str) -> str:

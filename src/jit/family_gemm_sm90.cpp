@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "../../kernels/gemm/params.cuh"
+#include "../../kernels/common/wgmma_in.cuh"
 #include "../../kernels/gemm/sm90_params.cuh"
 #include "codegen.hpp"
 #include "core/cuda_driver.hpp"
@@ -46,13 +47,13 @@ tp::TensorMap rowmajor_map(const void* ptr, DType t, std::int64_t cols, std::int
   return out;
 }
 
-// The kernel's Cfg::in_type (kernels/common/wgmma.cuh, WgmmaIn).
+// The kernel's Cfg::in_type (kernels/common/wgmma_in.cuh), -1 for what wgmma does not take.
 int wgmma_in_type(DType t) {
   switch (t) {
-    case DType::f16: return 0;
-    case DType::bf16: return 1;
-    case DType::e4m3: return 2;
-    case DType::e5m2: return 3;
+    case DType::f16: return tp::kWgF16;
+    case DType::bf16: return tp::kWgBf16;
+    case DType::e4m3: return tp::kWgE4m3;
+    case DType::e5m2: return tp::kWgE5m2;
     default: return -1;
   }
 }
