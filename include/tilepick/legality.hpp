@@ -41,11 +41,16 @@ Verdict legal(const Problem& p, const KernelConfig& c, const ArchSpec& arch);
 // Dynamic shared memory of a fam=sm90 GEMM block: alignment slack + stages x (A + B tiles + barriers)
 // + with epi=smem the staged output columns (out_bytes per element).
 int sm90_smem_bytes(const KernelConfig& c, int out_bytes);
-// epi=smem: columns of the output tile staged at once: tile_n when the whole tile fits beside the
-// pipeline in kSm90SmemPerBlock, else the widest part of it (down to one 128-byte column block) of
-// which two buffers fit, taking turns. 0 for epi=direct.
+// epi=smem staging of a fam=sm90 GEMM: the whole output tile (tile_n columns, 1 buffer) when it fits
+// beside the pipeline in kSm90SmemPerBlock; else two buffers of the widest part of the columns that
+// fits, taking turns; else one buffer of one 128-byte column block. {0, 0} for epi=direct.
 inline constexpr int kSm90SmemPerBlock = 232448;  // sm_90's opt-in limit, H100 and H200 alike
-int sm90_epi_cols(const KernelConfig& c, int out_bytes);
+struct Sm90Staging {
+  int cols;
+  int buffers;
+};
+Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes);
+int sm90_epi_cols(const KernelConfig& c, int out_bytes);  // sm90_staging(c, out_bytes).cols
 
 // legal() for many configs of one problem: the problem's terms (alignment, extents, GEMM K, largest
 // operand) computed once. check<false>(resolve(c)).ok == legal(problem, c, arch).ok for every c that

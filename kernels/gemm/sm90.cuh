@@ -42,7 +42,7 @@
 // Split-K (Cfg::splitk, parallel mode): the grid walks (slice, tile) units; each stores its fp32
 // partial tile to the workspace and gemm/splitk_reduce.cuh sums the slices in order.
 //
-// Cfg: tile_m, tile_n, stages, consumers, pingpong, cluster_m, cluster_n, raster, swizzle, epi_smem, epi_cols,
+// Cfg: tile_m, tile_n, stages, consumers, pingpong, cluster_m, cluster_n, raster, swizzle, epi_smem, epi_cols, epi_bufs,
 // splitk (parallel split-K on), a_mn, b_mn, c_colmajor,
 // has_beta, has_bias, act, TC, in_type (WgmmaIn).
 #pragma once
@@ -65,8 +65,8 @@ template <class Cfg> struct Sm90Shape {
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
   static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "consumer rows must be 64 or 128");
   static constexpr int C_BYTES = sizeof(typename Cfg::TC);
-  // epi=smem staging per consumer: the whole tile, or two buffers of epi_cols columns taking turns.
-  static constexpr int EPI_BUFS = Cfg::epi_cols < Cfg::tile_n ? 2 : 1;
+  // epi=smem staging per consumer: epi_bufs buffers of epi_cols columns (src/core/legality.cpp, sm90_staging).
+  static constexpr int EPI_BUFS = Cfg::epi_bufs > 1 ? Cfg::epi_bufs : 1;
   static constexpr int EPI_CONSUMER_BYTES = Cfg::epi_smem ? WM * Cfg::epi_cols * C_BYTES * EPI_BUFS : 0;
   static constexpr int EPI_BYTES = Cfg::consumers * EPI_CONSUMER_BYTES;
   static constexpr int CS = Cfg::cluster_m * Cfg::cluster_n;  // CTAs per cluster: 1 or 2
@@ -91,8 +91,7 @@ template <class Cfg> __device__ __forceinline__ void sm90_tile_coords(const Gemm
   n0 = (tn * Cfg::cluster_n + (Cfg::cluster_n == 2 ? int(rank) : 0)) * Cfg::tile_n;
 }
 
-// One output value: act(alpha * acc + beta * C[at] + bias), `bias` read once per column by the
-// caller; C is read only when `inside`. 16-bit outputs take the fast activations (their error is
+// One output value: act(alpha * acc + beta * C[at] + bias), `bias` from Sm90Bias; C is read only when `inside`. 16-bit outputs take the fast activations (their error is
 // below the output's rounding; common/types.cuh).
 template <class Cfg>
 __device__ __forceinline__ float sm90_value(const GemmSm90Params& p, float acc, long long at, float bias, bool inside) {
@@ -103,15 +102,46 @@ __device__ __forceinline__ float sm90_value(const GemmSm90Params& p, float acc, 
   return activate<Cfg::act, sizeof(TC) == 2>(v);
 }
 
-// The bias of columns n and n + 1 (zero past N or without a bias).
-template <class Cfg> __device__ __forceinline__ void sm90_bias_pair(const GemmSm90Params& p, int n, float& b0, float& b1) {
+// The bias of one tile's tile_n columns, loaded into registers when a consumer starts the tile (the
+// loads' latency hides behind the main loop) and handed out in the epilogue by warp shuffles: lane l
+// holds column pairs l, l + 32, ... of the tile (one 32-bit word per pair of 16-bit values, two for
+// f32), zero past N. The epilogue's thread needs pairs j * 4 + lane % 4 for column groups j of 8.
+template <class Cfg> struct Sm90Bias {
   typedef typename Cfg::TC TC;
-  b0 = b1 = 0.f;
-  if (!Cfg::has_bias) return;
-  const TC* bias = static_cast<const TC*>(p.bias);
-  if (n < p.n) b0 = to_float(bias[n]);
-  if (n + 1 < p.n) b1 = to_float(bias[n + 1]);
-}
+  static constexpr int PAIRS = Cfg::has_bias ? Cfg::tile_n / 64 : 0;  // pairs per lane
+  static constexpr int WORDS = sizeof(TC) == 4 ? 2 : 1;
+  u32 v[PAIRS > 0 ? PAIRS : 1][WORDS];
+
+  __device__ __forceinline__ void load(const GemmSm90Params& p, int n0) {
+    if constexpr (PAIRS > 0) {
+      const TC* bias = static_cast<const TC*>(p.bias);
+      const int lane = threadIdx.x % 32;
+#pragma unroll
+      for (int i = 0; i < PAIRS; ++i) {
+        const int n = n0 + 2 * (lane + 32 * i);
+        // Clamped indices keep the loads unconditional (no branch the compiler cannot hoist).
+        const float b0 = n < p.n ? to_float(bias[min(n, p.n - 1)]) : 0.f;
+        const float b1 = n + 1 < p.n ? to_float(bias[min(n + 1, p.n - 1)]) : 0.f;
+        if constexpr (WORDS == 2) v[i][0] = __float_as_uint(b0), v[i][1] = __float_as_uint(b1);
+        else v[i][0] = pack2<TC>(b0, b1);  // exact: b0 and b1 are TC values
+      }
+    }
+  }
+  // The bias of columns j * 8 + (lane % 4) * 2 and the next (0 without a bias).
+  __device__ __forceinline__ void pair(int j, float& b0, float& b1) const {
+    b0 = b1 = 0.f;
+    if constexpr (PAIRS > 0) {
+      const int src = (j % 8) * 4 + (threadIdx.x & 3);
+      if constexpr (WORDS == 2) {
+        b0 = __uint_as_float(__shfl_sync(0xffffffffu, v[j / 8][0], src));
+        b1 = __uint_as_float(__shfl_sync(0xffffffffu, v[j / 8][1], src));
+      } else {
+        const u32 w = __shfl_sync(0xffffffffu, v[j / 8][0], src);
+        b0 = to_float(TC{u16(w & 0xffffu)}), b1 = to_float(TC{u16(w >> 16)});
+      }
+    }
+  }
+};
 
 // Staging writes: no "memory" clobber, so that the compiler may issue the epilogue's global loads
 // (C, bias) ahead of them; the fence and barrier after the writes order them for the TMA store.
@@ -125,13 +155,15 @@ template <class T> __device__ __forceinline__ void st_shared_pair(u32 addr, floa
 // epi=smem: one consumer's tile rows go through shared memory and leave by TMA store, which runs
 // on while the consumer starts its next tile. The warpgroup's staging area (`stage`: rows x
 // Cfg::epi_cols of TC holding the whole tile_n, or, when shared memory is short, two buffers of
-// epi_cols columns: part p is written while part p - 1 is stored) is split into column blocks of 128 bytes, each rows x 128 bytes with the
+// epi_cols columns (part p is written while part p - 1 is stored) or one (reused once its store has
+// read it)) is split into column blocks of 128 bytes, each rows x 128 bytes with the
 // 128-byte swizzle that map_d's boxes use (16-byte chunk c of row r at c ^ (r % 8): the 8 rows a
 // warp writes at once hit distinct banks). Rows or columns past D are dropped by the TMA store.
 template <class Cfg>
 __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
-                                                  const float (&acc)[Sm90Shape<Cfg>::MI][Cfg::tile_n / 2], int batch,
-                                                  int row0, int n0, u32 stage, int cons) {
+                                                  const float (&acc)[Sm90Shape<Cfg>::MI][Cfg::tile_n / 2],
+                                                  const Sm90Bias<Cfg>& bias, int batch, int row0, int n0, u32 stage,
+                                                  int cons) {
   typedef typename Cfg::TC TC;
   typedef Sm90Shape<Cfg> S;
   constexpr int E = sizeof(TC), SUB = 128 / E;  // columns per block
@@ -146,13 +178,13 @@ __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
     const u32 buf = stage + (part % S::EPI_BUFS) * (S::WM * COLS * E);
     if (t == 0) bulk_wait_read<S::EPI_BUFS - 1>();  // the store that last used `buf` has read it
     sync_warpgroup();
-    // Column pairs outermost: each thread's bias pair is read once for its 2 x MI rows.
+    // Column pairs outermost: each thread's bias pair is taken once for its 2 x MI rows.
 #pragma unroll
     for (int j = part * COLS / 8; j < (part + 1) * COLS / 8; ++j) {
       const int col = j * 8 + (lane & 3) * 2, n = n0 + col, scol = col - part * COLS;
       const int cb = (scol % SUB) * E;  // byte within the block's row
       float b0, b1;
-      sm90_bias_pair<Cfg>(p, n, b0, b1);
+      bias.pair(j, b0, b1);
 #pragma unroll
       for (int mi = 0; mi < S::MI; ++mi)
 #pragma unroll
@@ -209,7 +241,7 @@ __device__ __forceinline__ void sm90_store_partial(const GemmSm90Params& p,
 // Stores one consumer's accumulators: D = act(alpha * acc + beta * C + bias), bounds-checked.
 template <class Cfg>
 __device__ __forceinline__ void sm90_store(const GemmSm90Params& p, const float (&acc)[Sm90Shape<Cfg>::MI][Cfg::tile_n / 2],
-                                           int batch, int row0, int n0) {
+                                           const Sm90Bias<Cfg>& bias, int batch, int row0, int n0) {
   typedef typename Cfg::TC TC;
   typedef Sm90Shape<Cfg> S;
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
@@ -217,14 +249,14 @@ __device__ __forceinline__ void sm90_store(const GemmSm90Params& p, const float 
   TC* d = static_cast<TC*>(p.d);
   const long long cs = Cfg::c_colmajor ? p.ldc : 1;
   const bool pair = !Cfg::c_colmajor && Cfg::align_c >= 2;
-  // Column pairs outermost: each thread's bias pair is read once for its 2 x MI rows.
+  // Column pairs outermost: each thread's bias pair is taken once for its 2 x MI rows.
 #pragma unroll
   for (int j = 0; j < Cfg::tile_n / 8; ++j) {
     const int n = n0 + j * 8 + (lane & 3) * 2;
+    float b0, b1;
+    bias.pair(j, b0, b1);  // a shuffle: every lane takes part
     if (n >= p.n) continue;
     const bool two = pair || n + 1 < p.n;
-    float b0, b1;
-    sm90_bias_pair<Cfg>(p, n, b0, b1);
 #pragma unroll
     for (int mi = 0; mi < S::MI; ++mi)
 #pragma unroll
@@ -263,9 +295,10 @@ __device__ __forceinline__ void load_operand(u32 dst, const void* map, u32 bar, 
   }
 }
 
-// wgmma descriptor of K step `kk` (32 bytes of K) of an operand tile at `addr` (its first row).
-template <bool MN_MAJOR> __device__ __forceinline__ u64 operand_desc(u32 addr, int kk) {
-  return MN_MAJOR ? smem_desc_mn128(addr + kk * 16 * 128) : smem_desc_k128(addr + kk * 32);
+// What K step `kk` (32 bytes of K) adds to an operand tile's wgmma descriptor: the descriptor's low
+// bits hold the address / 16, and no step leaves the 256 KB shared window, so steps add without carry.
+template <bool MN_MAJOR> __device__ __forceinline__ constexpr u64 desc_k_step(int kk) {
+  return MN_MAJOR ? u64(kk * 16 * 128 / 16) : u64(kk * 32 / 16);
 }
 
 template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Params& p) {
@@ -353,6 +386,8 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
     int batch, m0, n0;
     sm90_tile_coords<Cfg>(p, unit % p.tiles_total, rank, batch, m0, n0);
     const int slice = unit / p.tiles_total, kt0 = k_begin(slice), kt1 = k_begin(slice + 1);
+    Sm90Bias<Cfg> bias;
+    if (!Cfg::splitk) bias.load(p, n0);
 #pragma unroll
     for (int mi = 0; mi < S::MI; ++mi)
 #pragma unroll
@@ -364,12 +399,14 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
 #pragma unroll
       for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
       wgmma_fence();
+      const u64 da = Cfg::a_mn ? smem_desc_mn128(sa) : smem_desc_k128(sa);
+      const u64 db = Cfg::b_mn ? smem_desc_mn128(sb) : smem_desc_k128(sb);
 #pragma unroll
       for (int kk = 0; kk < S::KSTEPS; ++kk)
 #pragma unroll
-        for (int mi = 0; mi < S::MI; ++mi)
-          wgmma_m64<BN, Cfg::in_type, Cfg::a_mn, Cfg::b_mn>(acc[mi], operand_desc<Cfg::a_mn>(sa + mi * 64 * 128, kk),
-                                                         operand_desc<Cfg::b_mn>(sb, kk), 1);
+        for (int mi = 0; mi < S::MI; ++mi)  // the next 64 rows of A: 8192 bytes on
+          wgmma_m64<BN, Cfg::in_type, Cfg::a_mn, Cfg::b_mn>(acc[mi], da + desc_k_step<Cfg::a_mn>(kk) + mi * (8192 / 16),
+                                                         db + desc_k_step<Cfg::b_mn>(kk), 1);
       wgmma_commit();
 #pragma unroll
       for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
@@ -384,9 +421,9 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
     if (Cfg::splitk)
       sm90_store_partial<Cfg>(p, acc, batch, m0 + row0, n0, slice);
     else if (Cfg::epi_smem)
-      sm90_store_staged<Cfg>(p, acc, batch, m0 + row0, n0, cstage + cons * S::EPI_CONSUMER_BYTES, cons);
+      sm90_store_staged<Cfg>(p, acc, bias, batch, m0 + row0, n0, cstage + cons * S::EPI_CONSUMER_BYTES, cons);
     else
-      sm90_store<Cfg>(p, acc, batch, m0 + row0, n0);
+      sm90_store<Cfg>(p, acc, bias, batch, m0 + row0, n0);
     if (Cfg::pingpong && unit + clusters < units) it += unit_ktiles(unit + clusters);  // the partner's tile
   }
   if (Cfg::epi_smem && threadIdx.x % 128 == 0) bulk_wait<0>();  // stores done before the CTA exits

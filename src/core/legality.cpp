@@ -167,21 +167,26 @@ int sm90_pipeline_bytes(const KernelConfig& c) { return 1024 + c.stages * ((c.ti
 
 }  // namespace
 
-int sm90_epi_cols(const KernelConfig& c, int out_bytes) {
-  if (c.epi != static_cast<int>(EpiVariant::smem)) return 0;
+Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes) {
+  if (c.epi != static_cast<int>(EpiVariant::smem)) return {0, 0};
   const int pipeline = sm90_pipeline_bytes(c);
-  int cols = c.tile_n;
   const int rows = c.tile_m * c.warps_n;  // a ping-pong pair stages two tiles
-  if (pipeline + rows * cols * out_bytes <= kSm90SmemPerBlock) return cols;
-  // Two buffers of a part of the columns, taking turns (kernels/gemm/sm90.cuh, sm90_store_staged).
-  cols /= 2;
-  while (cols * out_bytes > 128 && pipeline + 2 * rows * cols * out_bytes > kSm90SmemPerBlock) cols /= 2;
-  return cols;
+  auto fits = [&](int cols, int buffers) { return pipeline + buffers * rows * cols * out_bytes <= kSm90SmemPerBlock; };
+  if (fits(c.tile_n, 1)) return {c.tile_n, 1};
+  // Two buffers of a part of the columns, taking turns (kernels/gemm/sm90.cuh, sm90_store_staged);
+  // else one buffer of one 128-byte column block, reused once its TMA store has read it.
+  const int block = std::max(1, 128 / out_bytes);
+  int cols = c.tile_n / 2;
+  while (cols > block && !fits(cols, 2)) cols /= 2;
+  if (fits(cols, 2)) return {cols, 2};
+  return {cols, 1};
 }
 
+int sm90_epi_cols(const KernelConfig& c, int out_bytes) { return sm90_staging(c, out_bytes).cols; }
+
 int sm90_smem_bytes(const KernelConfig& c, int out_bytes) {
-  const int cols = sm90_epi_cols(c, out_bytes), buffers = cols < c.tile_n ? 2 : 1;
-  return sm90_pipeline_bytes(c) + c.tile_m * c.warps_n * cols * out_bytes * buffers;
+  const Sm90Staging st = sm90_staging(c, out_bytes);
+  return sm90_pipeline_bytes(c) + c.tile_m * c.warps_n * st.cols * out_bytes * st.buffers;
 }
 
 Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {

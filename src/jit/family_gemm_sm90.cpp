@@ -76,7 +76,8 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   cfg.i("cluster_m", c.cluster_m).i("cluster_n", c.cluster_n);
   const bool staged = c.epi == static_cast<int>(EpiVariant::smem);
   if (staged && !c_row) throw Unsupported("fam=sm90 epi=smem stores row-major D only: '" + to_string(p) + "'");
-  cfg.b("epi_smem", staged).i("epi_cols", staged ? sm90_epi_cols(c, size_bytes(p.c)) : c.tile_n);
+  const Sm90Staging staging = sm90_staging(c, size_bytes(p.c));
+  cfg.b("epi_smem", staged).i("epi_cols", staged ? staging.cols : c.tile_n).i("epi_bufs", staging.buffers);
   const bool a_mn = p.layout_a == MatLayout::col, b_mn = p.layout_b == MatLayout::row;  // M/N-major operands
   if (is_fp8(p.a) && (a_mn || b_mn))
     throw Unsupported("fam=sm90: 8-bit wgmma reads K-major A and B only: '" + to_string(p) + "'");
