@@ -23,7 +23,7 @@ for step in ${STEPS:-verify sanitize sass perf}; do
     verify)
       timeout 150 $T verify -f data/problems/sm90_check.txt --family sm90 -n "${CHECK_N:-8}" --csv "$W/verify.csv" >"$W/verify.txt" 2>&1
       echo "verify rc=$?: $(tail -1 "$W/verify.txt")"; grep -A2 '^FAIL' "$W/verify.txt" | head -30
-      # Split-K, ping-pong and double-buffered staging on every check problem (the sample above draws few of them).
+      # Split-K, stream-K, ping-pong and double-buffered staging on every check problem (the sample above draws few of them).
       timeout 150 $T verify -f data/problems/sm90_check.txt -c "fam=sm90 tile=64x128x64 warps=1x1 stages=4 splitk=4 skmode=parallel" \
         -c "fam=sm90 tile=128x128x64 warps=2x1 stages=4 splitk=3 skmode=parallel" \
         -c "fam=sm90 tile=64x128x64 warps=1x2 stages=5 splitk=3 skmode=parallel" \
@@ -34,6 +34,8 @@ for step in ${STEPS:-verify sanitize sass perf}; do
         -c "fam=sm90 tile=128x128x128 warps=1x2 stages=4 swz=8 cluster=2x1 epi=smem" \
         -c "fam=sm90 tile=128x256x128 warps=2x1 stages=3 cluster=1x2 epi=direct" \
         -c "fam=sm90 tile=256x128x64 warps=2x1 stages=4 swz=8 cluster=1x2 epi=smem" \
+        -c "fam=sm90 tile=128x128x64 warps=2x1 stages=5 splitk=4 skmode=serial swz=8 epi=smem" \
+        -c "fam=sm90 tile=64x128x64 warps=1x1 stages=6 splitk=2 skmode=serial swz=8 epi=direct" \
         -c "fam=sm90 tile=64x128x128 warps=1x1 stages=5 splitk=3 skmode=parallel" --csv "$W/verify_fixed.csv" >"$W/verify_fixed.txt" 2>&1
       echo "verify split-K + ping-pong rc=$?: $(tail -1 "$W/verify_fixed.txt")"; grep -A2 '^FAIL' "$W/verify_fixed.txt" | head -20 ;;
     random)  # one sampled sm90 config for each of 520 random problems (bench/random_problems.py --sm90)

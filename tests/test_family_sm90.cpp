@@ -30,7 +30,7 @@ TEST(Sm90Plan, EveryLegalConfigPlans) {
       "gemm crc batch3 m520 n96 k1000 bf16:bf16:f32 alpha=0.5",
       "gemm ccr m16 n6144 k4096 bf16 ep=bias+gelu_erf",
   };
-  std::size_t planned = 0, split = 0, pingpong = 0;
+  std::size_t planned = 0, split = 0, streamed = 0, pingpong = 0;
   std::set<std::string> names;
   for (const char* text : problems) {
     SCOPED_TRACE(text);
@@ -51,7 +51,14 @@ TEST(Sm90Plan, EveryLegalConfigPlans) {
       // Layouts reach the kernel as its operands' majorness.
       EXPECT_NE(k.code.find(std::string("a_mn = ") + (g.layout_a == MatLayout::col ? "true" : "false")), std::string::npos);
       EXPECT_NE(k.code.find(std::string("b_mn = ") + (g.layout_b == MatLayout::row ? "true" : "false")), std::string::npos);
-      if (e.config.splitk > 1) {
+      const bool stream_k = e.config.splitk > 1 && e.config.splitk_mode == static_cast<int>(SplitKMode::serial);
+      EXPECT_NE(k.code.find(std::string("stream_k = ") + (stream_k ? "true" : "false")), std::string::npos);
+      if (stream_k) {  // one kernel; flags + a partial-sum tile per CTA
+        ++streamed;
+        EXPECT_EQ(plan.kernels.size(), 1u);
+        EXPECT_GT(plan.workspace_bytes, std::size_t{2048});
+        EXPECT_EQ((plan.workspace_bytes - 2048) % (e.config.tile_m * e.config.tile_n * 4), 0u);
+      } else if (e.config.splitk > 1) {
         ++split;
         ASSERT_EQ(plan.kernels.size(), 2u);
         EXPECT_EQ(plan.kernels[1].name.rfind("tp_splitk_reduce_", 0), 0u);
@@ -70,6 +77,7 @@ TEST(Sm90Plan, EveryLegalConfigPlans) {
   }
   EXPECT_GT(planned, 1000u);
   EXPECT_GT(split, 100u);
+  EXPECT_GT(streamed, 100u);
   EXPECT_GT(pingpong, 100u);
   EXPECT_EQ(names.size(), planned);  // every (problem, config) pair is its own program
 }
@@ -90,7 +98,15 @@ TEST(LegalityRule, Sm90SplitK) {
   auto check = [&](const std::string& c) { return legal(p, parse_config(c), h100()); };
   const std::string base = "fam=sm90 tile=64x128x64 warps=1x1 stages=4 ";
   EXPECT_TRUE(check(base + "splitk=4 skmode=parallel").ok);
-  EXPECT_EQ(check(base + "splitk=4 skmode=serial").rule, "splitk");
+  // skmode=serial is stream-K: no clusters, no ping-pong, at most 64 accumulators per consumer thread.
+  EXPECT_TRUE(check(base + "splitk=4 skmode=serial epi=smem").ok);
+  EXPECT_EQ(check(base + "splitk=4 skmode=serial cluster=2x1").rule, "splitk");
+  EXPECT_EQ(check("fam=sm90 tile=128x128x64 warps=1x2 stages=4 splitk=2 skmode=serial").rule, "splitk");
+  EXPECT_EQ(check("fam=sm90 tile=128x256x64 warps=2x1 stages=3 splitk=2 skmode=serial").rule, "splitk");
+  // Its workspace: 256 x 2 zeroed int flags, then one tile of fp32 partial sums per CTA: at most
+  // min(tiles x splitk, tiles x k-tiles, 256) CTAs (here 48 tiles x 4).
+  const KernelConfig sk = resolve(parse_config(base + "splitk=4 skmode=serial"), p);
+  EXPECT_EQ(make_plan(p, sk).workspace_bytes, std::size_t{2048 + 192 * 64 * 128 * 4});
   EXPECT_EQ(check(base + "splitk=4 skmode=parallel epi=smem").rule, "splitk");
   // 4096 / 64 = 64 K tiles: splitk 64 is the most.
   EXPECT_TRUE(check(base + "splitk=64 skmode=parallel").ok);

@@ -103,6 +103,23 @@ __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// ---- flags between CTAs in global memory: a release store after the writes it publishes, an
+// acquire load before reading them (the waiter spins; a wait that never ends traps instead of hanging).
+__device__ __forceinline__ void flag_release(int* flag, int value) {
+  asm volatile("st.release.gpu.global.s32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
+}
+__device__ __forceinline__ int flag_acquire(const int* flag) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+  return v;
+}
+__device__ __forceinline__ void flag_wait(const int* flag, int value) {
+  for (long long i = 0; flag_acquire(flag) != value; ++i) {
+    if (i > (1ll << 26)) __trap();  // seconds: a schedule bug, reported as a launch failure
+    __nanosleep(40);
+  }
+}
+
 // ---- wgmma shared-memory matrix descriptors for operands in 128-byte swizzled rows (TMA's
 // CU_TENSOR_MAP_SWIZZLE_128B; tiles 1024-byte aligned).
 // K-major: rows of 64 K (128 bytes) per M/N index, 8-row groups 1024 bytes apart (stride offset);

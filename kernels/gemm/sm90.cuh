@@ -41,9 +41,10 @@
 //
 // Split-K (Cfg::splitk, parallel mode): the grid walks (slice, tile) units; each stores its fp32
 // partial tile to the workspace and gemm/splitk_reduce.cuh sums the slices in order.
+// Stream-K (Cfg::stream_k, skmode=serial): CTAs take even shares of all k-tiles (Sm90StreamK).
 //
 // Cfg: tile_m, tile_n, stages, consumers, pingpong, cluster_m, cluster_n, raster, swizzle, epi_smem, epi_cols, epi_bufs,
-// splitk (parallel split-K on), a_mn, b_mn, c_colmajor,
+// splitk (parallel split-K on), stream_k, a_mn, b_mn, c_colmajor,
 // has_beta, has_bias, act, TC, in_type (WgmmaIn).
 #pragma once
 #include "common/hopper.cuh"
@@ -301,6 +302,95 @@ template <bool MN_MAJOR> __device__ __forceinline__ constexpr u64 desc_k_step(in
   return MN_MAJOR ? u64(kk * 16 * 128 / 16) : u64(kk * 32 / 16);
 }
 
+// Stream-K (Cfg::stream_k): the grid's G CTAs take even shares [begin(c), begin(c + 1)) of all
+// tiles_total x ktiles k-tiles, in tile order. A share starts inside a tile at most once (its first
+// piece): that piece's partial sums go to the CTA's slot of the workspace and its flag is raised.
+// The piece that starts a tile (k-tile 0) owns it: if the tile goes on past the piece, the owner
+// waits for the flags of the CTAs whose shares start inside the tile (c + 1, c + 2, ... in K order),
+// adds their slots in that order (the same sums every run: deterministic) and runs the epilogue.
+// Nothing waits on a piece that waits, so every wait ends once all CTAs run (the grid is persistent).
+// Workspace: kSkMaxCtas x consumers int flags (zeroed before each launch), then per CTA and consumer
+// one slot of WM x tile_n floats in accumulator order (float4 q of thread t at (q * 128 + t) * 4).
+constexpr int kSkFlagFloats = kSkMaxCtas * 2;
+struct Sm90StreamK {
+  int ctas, share, extra;  // G; the first `extra` CTAs take share + 1 k-tiles, the others share
+  __device__ __forceinline__ Sm90StreamK(int total, int g) : ctas(g), share(total / g), extra(total % g) {}
+  __device__ __forceinline__ int begin(int c) const { return c * share + min(c, extra); }
+
+  template <class Cfg> __device__ __forceinline__ static float4* slot(const GemmSm90Params& p, int c, int cons) {
+    typedef Sm90Shape<Cfg> S;
+    return reinterpret_cast<float4*>(p.workspace + kSkFlagFloats + (long long)(c * Cfg::consumers + cons) * S::WM * Cfg::tile_n);
+  }
+  template <class Cfg> __device__ __forceinline__ static int* flag(const GemmSm90Params& p, int c, int cons) {
+    return reinterpret_cast<int*>(p.workspace) + c * 2 + cons;
+  }
+  // Named barrier of consumer warpgroup `cons` (ids 1 and 2, as the staged epilogue's).
+  __device__ __forceinline__ static void sync_warpgroup(int cons) { cons == 0 ? named_barrier(1, 128) : named_barrier(2, 128); }
+
+  template <class Cfg>
+  __device__ __forceinline__ void publish(const GemmSm90Params& p, const float (&acc)[Sm90Shape<Cfg>::MI][Cfg::tile_n / 2],
+                                          int c, int cons) const {
+    const int t = threadIdx.x % 128;
+    float4* w = slot<Cfg>(p, c, cons);
+#pragma unroll
+    for (int mi = 0; mi < Sm90Shape<Cfg>::MI; ++mi)
+#pragma unroll
+      for (int q = 0; q < Cfg::tile_n / 8; ++q)
+        __stcg(w + (mi * (Cfg::tile_n / 8) + q) * 128 + t,
+               make_float4(acc[mi][4 * q], acc[mi][4 * q + 1], acc[mi][4 * q + 2], acc[mi][4 * q + 3]));
+    sync_warpgroup(cons);
+    if (t == 0) {
+      __threadfence();
+      flag_release(flag<Cfg>(p, c, cons), 1);
+    }
+  }
+  template <class Cfg>
+  __device__ __forceinline__ void gather(const GemmSm90Params& p, float (&acc)[Sm90Shape<Cfg>::MI][Cfg::tile_n / 2], int c,
+                                         int cons, int tile_end) const {
+    const int t = threadIdx.x % 128;
+    for (int c2 = c + 1; c2 < ctas && begin(c2) < tile_end && begin(c2) < begin(c2 + 1); ++c2) {
+      if (t == 0) flag_wait(flag<Cfg>(p, c2, cons), 1);
+      sync_warpgroup(cons);
+      const float4* w = slot<Cfg>(p, c2, cons);
+      // Four float4 loads in flight at a time: the accumulators leave few registers for more.
+#pragma unroll
+      for (int mi = 0; mi < Sm90Shape<Cfg>::MI; ++mi)
+#pragma unroll
+        for (int q0 = 0; q0 < Cfg::tile_n / 8; q0 += 4) {
+          float4 v[4];
+#pragma unroll
+          for (int q = 0; q < 4; ++q) v[q] = __ldcg(w + (mi * (Cfg::tile_n / 8) + q0 + q) * 128 + t);
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {  // indices, not a pointer: acc must stay in registers
+            const int e = 4 * (q0 + q);
+            acc[mi][e] += v[q].x, acc[mi][e + 1] += v[q].y, acc[mi][e + 2] += v[q].z, acc[mi][e + 3] += v[q].w;
+          }
+          asm volatile("" ::: "memory");  // keep the next loads after these adds
+        }
+    }
+  }
+};
+
+// A CTA's work as (tile, k-tiles [kt0, kt1), slice) pieces, in order: its units (every clusters-th,
+// slice-major), or under stream-K its even share of all tiles_total x ktiles k-tiles (Sm90StreamK).
+template <class Cfg, class F>
+__device__ __forceinline__ void sm90_for_each_work(const GemmSm90Params& p, int ktiles, int cluster, int clusters, F&& f) {
+  if constexpr (Cfg::stream_k) {
+    const Sm90StreamK sk(p.tiles_total * ktiles, clusters);  // below 2^31 (the plan checks)
+    for (int pos = sk.begin(cluster), end = sk.begin(cluster + 1); pos < end;) {
+      const int tile = pos / ktiles, kt0 = pos - tile * ktiles, kt1 = min(ktiles, kt0 + (end - pos));
+      f(tile, kt0, kt1, 0);
+      pos += kt1 - kt0;
+    }
+  } else {
+    for (int unit = cluster; unit < p.tiles_total * p.splitk; unit += clusters) {
+      const int slice = unit / p.tiles_total;
+      f(unit % p.tiles_total, int((long long)ktiles * slice / p.splitk), int((long long)ktiles * (slice + 1) / p.splitk),
+        slice);
+    }
+  }
+}
+
 template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Params& p) {
   typedef Sm90Shape<Cfg> S;
   constexpr int ST = Cfg::stages, BN = Cfg::tile_n;
@@ -340,10 +430,9 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
       tma_prefetch_map(&p.map_a);
       tma_prefetch_map(&p.map_b);
       int it = 0;
-      for (int unit = cluster; unit < units; unit += clusters) {
+      sm90_for_each_work<Cfg>(p, ktiles, cluster, clusters, [&](int tile, int kt0, int kt1, int) {
         int batch, m0, n0;
-        sm90_tile_coords<Cfg>(p, unit % p.tiles_total, rank, batch, m0, n0);
-        const int slice = unit / p.tiles_total, kt0 = k_begin(slice), kt1 = k_begin(slice + 1);
+        sm90_tile_coords<Cfg>(p, tile, rank, batch, m0, n0);
         for (int kt = kt0; kt < kt1; ++kt, ++it) {
           const int s = it % ST, parity = (it / ST) & 1;
           mbar_wait(empty + 8 * s, parity ^ 1);
@@ -357,7 +446,7 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
           load_operand<Cfg::b_mn, S::B_LOAD_ROWS>(sb + half_b * 128, &p.map_b, bar, kt * S::BK, n0 + half_b, batch,
                                                   Cfg::cluster_m == 2 ? 3 : 0);
         }
-      }
+      });
       // Cluster: wait until every stage was released by the consumers of both CTAs, so no remote
       // arrival can reach this CTA's barriers after it exits.
       if (S::CS > 1)
@@ -378,16 +467,14 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
     if (S::CS == 1) mbar_arrive(empty + 8 * s);
     else mbar_arrive_cluster(empty + 8 * s, u32(lane_wg));
   };
-  float acc[S::MI][BN / 2];
-  int it = 0, unit = cluster, turn = 0;  // turn: tiles this (ping-pong) consumer has run
-  if (Cfg::pingpong && cons == 1 && unit < units) it += unit_ktiles(unit), unit += clusters;
-  for (; unit < units; unit += (Cfg::pingpong ? 2 : 1) * clusters, ++turn) {
-    if (Cfg::pingpong && (cons == 1 || turn > 0)) mbar_wait(order + 8 * cons, (turn - (cons == 0)) & 1);
+  int it = 0;
+  // One piece of work: k-tiles [kt0, kt1) of `tile` into acc, then its epilogue.
+  auto run = [&](int tile, int kt0, int kt1, int slice) __attribute__((always_inline)) {  // inlined: acc stays in registers
     int batch, m0, n0;
-    sm90_tile_coords<Cfg>(p, unit % p.tiles_total, rank, batch, m0, n0);
-    const int slice = unit / p.tiles_total, kt0 = k_begin(slice), kt1 = k_begin(slice + 1);
+    sm90_tile_coords<Cfg>(p, tile, rank, batch, m0, n0);
     Sm90Bias<Cfg> bias;
     if (!Cfg::splitk) bias.load(p, n0);
+    float acc[S::MI][BN / 2];
 #pragma unroll
     for (int mi = 0; mi < S::MI; ++mi)
 #pragma unroll
@@ -418,13 +505,32 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
 #pragma unroll
     for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
     if (kt1 > kt0 && signal) release((it + ST - 1) % ST);
+    if constexpr (Cfg::stream_k) {
+      const Sm90StreamK sk(p.tiles_total * ktiles, clusters);
+      if (kt0 > 0) {  // a later part of the tile: to the workspace, for the CTA that owns the tile
+        sk.publish<Cfg>(p, acc, cluster, cons);
+        return;
+      }
+      if (kt1 < ktiles) sk.gather<Cfg>(p, acc, cluster, cons, (tile + 1) * ktiles);
+    }
     if (Cfg::splitk)
       sm90_store_partial<Cfg>(p, acc, batch, m0 + row0, n0, slice);
     else if (Cfg::epi_smem)
       sm90_store_staged<Cfg>(p, acc, bias, batch, m0 + row0, n0, cstage + cons * S::EPI_CONSUMER_BYTES, cons);
     else
       sm90_store<Cfg>(p, acc, bias, batch, m0 + row0, n0);
-    if (Cfg::pingpong && unit + clusters < units) it += unit_ktiles(unit + clusters);  // the partner's tile
+  };
+  if constexpr (Cfg::pingpong) {
+    int unit = cluster, turn = 0;  // turn: tiles this consumer has run
+    if (cons == 1 && unit < units) it += unit_ktiles(unit), unit += clusters;
+    for (; unit < units; unit += 2 * clusters, ++turn) {
+      if (cons == 1 || turn > 0) mbar_wait(order + 8 * cons, (turn - (cons == 0)) & 1);
+      const int slice = unit / p.tiles_total;
+      run(unit % p.tiles_total, k_begin(slice), k_begin(slice + 1), slice);
+      if (unit + clusters < units) it += unit_ktiles(unit + clusters);  // the partner's tile
+    }
+  } else {
+    sm90_for_each_work<Cfg>(p, ktiles, cluster, clusters, run);
   }
   if (Cfg::epi_smem && threadIdx.x % 128 == 0) bulk_wait<0>();  // stores done before the CTA exits
 }

@@ -15,6 +15,9 @@ struct alignas(64) TensorMap {
 // C and D share a layout and leading dimension (elements); the persistent grid walks
 // tiles_m * tiles_n * batch output tiles, each split into `splitk` slices of K when splitk > 1
 // (fp32 partials in the workspace, summed in order with the epilogue by gemm/splitk_reduce.cuh).
+// Stream-K grids run at most this many CTAs (the workspace holds a flag and a partial-sum slot for each).
+constexpr int kSkMaxCtas = 256;
+
 struct GemmSm90Params {
   TensorMap map_a;
   TensorMap map_b;
@@ -22,12 +25,12 @@ struct GemmSm90Params {
   const void* c;
   void* d;
   const void* bias;       // N values, dtype of D
-  float* workspace;       // split-K: splitk fp32 slices of D, slice_stride elements apart
+  float* workspace;       // split-K: splitk fp32 slices of D, slice_stride elements apart; stream-K: flags + slots
   long long batch_stride_c;
   long long slice_stride;
   int m, n, k, batch;
   int ldc, tiles_m, tiles_n, tiles_total;
-  int splitk;             // slices of K; work units = tiles_total x splitk
+  int splitk;             // parallel split-K: slices of K; work units = tiles_total x splitk (else 1)
   float alpha, beta;
 };
 

@@ -147,8 +147,13 @@ Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
     return no("smem", std::to_string(smem) + " bytes of shared memory (stages x (tile_m + tile_n) x 128 + barriers" +
                           (c.epi == static_cast<int>(EpiVariant::smem) ? " + 16-bit output tile" : "") + ") exceed " +
                           std::to_string(arch.smem_per_block_optin) + " per block on " + arch.name);
-  if (c.splitk > 1 && (c.splitk_mode != static_cast<int>(SplitKMode::parallel) || c.epi != static_cast<int>(EpiVariant::direct)))
-    return no("splitk", "fam=sm90 splits K with skmode=parallel and epi=direct only (fp32 partials, then the reduce kernel)");
+  if (c.splitk > 1 && c.splitk_mode == static_cast<int>(SplitKMode::parallel) && c.epi != static_cast<int>(EpiVariant::direct))
+    return no("splitk", "fam=sm90 parallel split-K (fp32 partials, then the reduce kernel) runs with epi=direct only");
+  if (c.splitk > 1 && c.splitk_mode == static_cast<int>(SplitKMode::serial) &&
+      (c.cluster_m * c.cluster_n > 1 || c.warps_n > 1 || rows * c.tile_n / 128 > 64))
+    return no("splitk", "fam=sm90 skmode=serial is stream-K (up to splitk CTAs per tile, reduced in the kernel): "
+                        "cluster=1x1, no ping-pong (warps=1x1 or 2x1) and at most 64 accumulators per consumer "
+                        "thread (with 128 its registers spill)");
   if (c.cluster_m * c.cluster_n > 2)
     return no("cluster", "fam=sm90 runs clusters of at most 2 CTAs (cluster=1x1, 2x1 or 1x2)");
   if (c.cluster_m * c.cluster_n > arch.max_cluster_size || (c.cluster_m * c.cluster_n > 1 && !arch.clusters))
@@ -175,11 +180,11 @@ Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes) {
   if (fits(c.tile_n, 1)) return {c.tile_n, 1};
   // Two buffers of a part of the columns, taking turns (kernels/gemm/sm90.cuh, sm90_store_staged);
   // else one buffer of one 128-byte column block, reused once its TMA store has read it.
-  const int block = std::max(1, 128 / out_bytes);
+  const int block = std::min(c.tile_n, std::max(1, 128 / out_bytes));
   int cols = c.tile_n / 2;
   while (cols > block && !fits(cols, 2)) cols /= 2;
-  if (fits(cols, 2)) return {cols, 2};
-  return {cols, 1};
+  if (cols >= block && fits(cols, 2)) return {cols, 2};
+  return {block, 1};  // may not fit either: the smem rule refuses the config then
 }
 
 int sm90_epi_cols(const KernelConfig& c, int out_bytes) { return sm90_staging(c, out_bytes).cols; }

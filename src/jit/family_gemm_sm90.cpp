@@ -82,16 +82,20 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   if (is_fp8(p.a) && (a_mn || b_mn))
     throw Unsupported("fam=sm90: 8-bit wgmma reads K-major A and B only: '" + to_string(p) + "'");
   cfg.b("a_mn", a_mn).b("b_mn", b_mn);
-  const bool split = c.splitk > 1;  // parallel split-K: fp32 partials + the reduction kernel
-  if (split && (c.splitk_mode != static_cast<int>(SplitKMode::parallel) || staged))
-    throw Unsupported("fam=sm90: config '" + config_text + "': split-K runs with skmode=parallel and epi=direct only");
-  cfg.b("splitk", split);
+  // skmode=parallel: fp32 partials + the reduction kernel; skmode=serial: stream-K inside the kernel.
+  const bool parallel = c.splitk_mode == static_cast<int>(SplitKMode::parallel);
+  const bool split = c.splitk > 1 && parallel, stream_k = c.splitk > 1 && !parallel;
+  if (split && staged)
+    throw Unsupported("fam=sm90: config '" + config_text + "': parallel split-K runs with epi=direct only");
+  if (stream_k && (c.cluster_m * c.cluster_n > 1 || c.warps_n > 1))
+    throw Unsupported("fam=sm90: config '" + config_text + "': stream-K runs without clusters or ping-pong");
+  cfg.b("splitk", split).b("stream_k", stream_k);
   cfg.i("raster", c.raster).i("swizzle", c.swizzle).i("align_c", c.align_c);
   cfg.b("c_colmajor", !c_row).b("has_beta", beta).b("has_bias", p.epilogue.bias).i("act", static_cast<int>(p.epilogue.act));
   cfg.i("in_type", wgmma_in_type(p.a)).type("TC", device_type(p.c));
   const std::string spec = "gemm.sm90 a=" + std::string(to_string(p.a)) + " c=" + std::string(to_string(p.c)) +
                            " layout=" + p.layout_string() + " align_c=" + std::to_string(c.align_c) +
-                           " beta=" + (beta ? "1" : "0") + " ep=" + to_string(p.epilogue) + (split ? " splitk" : "");
+                           " beta=" + (beta ? "1" : "0") + " ep=" + to_string(p.epilogue) + (split ? " splitk" : "") + (stream_k ? " stream_k" : "");
   const int threads = threads_per_block(c);
   KernelPlan plan;
   plan.kernels.push_back(make_source("tp_gemm_sm90_", "gemm/sm90.cuh", cfg, "tp::GemmSm90Params", "tp::gemm_sm90", spec,
@@ -113,10 +117,21 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   base.tiles_m = static_cast<int>(tiles_m), base.tiles_n = static_cast<int>(tiles_n);
   base.tiles_total = static_cast<int>(tiles_total);
   base.alpha = static_cast<float>(p.alpha), base.beta = static_cast<float>(p.beta);
-  base.splitk = c.splitk;
+  base.splitk = split ? c.splitk : 1;
   const std::int64_t out_elems = p.m * p.n * p.batch;
   base.slice_stride = out_elems;
   if (split) plan.workspace_bytes = round256(static_cast<std::size_t>(out_elems) * 4 * c.splitk);
+  // Stream-K (kernels/gemm/sm90.cuh, Sm90StreamK): up to splitk CTAs per tile, at most kSkMaxCtas in
+  // all and never more than k-tiles; flags (zeroed before each launch), then a partial-sum slot per CTA.
+  const std::int64_t ktiles = ceil_div(p.k, std::int64_t{c.tile_k});
+  const std::int64_t sk_ctas = std::min<std::int64_t>({tiles_total * c.splitk, tiles_total * ktiles, tp::kSkMaxCtas});
+  std::size_t sk_flag_bytes = 0;
+  if (stream_k && tiles_total * ktiles > 0x7fffffff)
+    throw Unsupported("fam=sm90 stream-K: more than 2^31 - 1 k-tiles in all: '" + to_string(p) + "'");
+  if (stream_k) {
+    sk_flag_bytes = static_cast<std::size_t>(tp::kSkMaxCtas) * 2 * 4;
+    plan.workspace_bytes = sk_flag_bytes + static_cast<std::size_t>(sk_ctas) * c.tile_m * c.tile_n * 4;
+  }
 
   Launch main;
   main.block[0] = static_cast<unsigned>(threads);
@@ -132,8 +147,8 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   std::optional<GemmSplitkReduce> reduce;
   if (split) reduce.emplace(plan, p, c);
   const std::int64_t units = tiles_total * c.splitk;
-  plan.launches = [base, main, prob, box_m, box_n, box_k, units, cs, staged, rows_per_consumer, a_mn, b_mn,
-                   reduce](const Operands& o) {
+  plan.launches = [base, main, prob, box_m, box_n, box_k, units, cs, staged, rows_per_consumer, a_mn, b_mn, reduce,
+                   stream_k, sk_ctas, sk_flag_bytes](const Operands& o) {
     tp::GemmSm90Params g = base;
     // K-major operands as (K, rows, batch) in boxes of 128 bytes of K x the rows one producer loads;
     // M/N-major ones (16-bit) as (rows, K, batch) in boxes of 64 x 64 (kernels/gemm/sm90.cuh, load_operand).
@@ -147,7 +162,8 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
                              128 / size_bytes(prob.c), rows_per_consumer, "D");
     g.c = o.c, g.d = o.d, g.bias = o.bias, g.workspace = static_cast<float*>(o.workspace);
     std::vector<Launch> out{main};
-    out[0].grid[0] = static_cast<unsigned>(cs * std::max<std::int64_t>(units, 1));  // the launch bounds it per device
+    out[0].grid[0] = static_cast<unsigned>(cs * std::max<std::int64_t>(stream_k ? sk_ctas : units, 1));  // the launch bounds it per device
+    out[0].zero_workspace_bytes = sk_flag_bytes;
     out[0].params = pack(g);
     if (reduce) out.push_back(reduce->for_operands(o));
     return out;
