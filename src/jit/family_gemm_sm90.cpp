@@ -117,12 +117,13 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   base.tiles_m = static_cast<int>(tiles_m), base.tiles_n = static_cast<int>(tiles_n);
   base.tiles_total = static_cast<int>(tiles_total);
   base.alpha = static_cast<float>(p.alpha), base.beta = static_cast<float>(p.beta);
-  base.splitk = split ? c.splitk : 1;
+  base.splitk = split || stream_k ? c.splitk : 1;  // stream-K: at most splitk CTAs per split tile
   const std::int64_t out_elems = p.m * p.n * p.batch;
   base.slice_stride = out_elems;
   if (split) plan.workspace_bytes = round256(static_cast<std::size_t>(out_elems) * 4 * c.splitk);
-  // Stream-K (kernels/gemm/sm90.cuh, Sm90StreamK): up to splitk CTAs per tile, at most kSkMaxCtas in
-  // all and never more than k-tiles; flags (zeroed before each launch), then a partial-sum slot per CTA.
+  // Stream-K (kernels/gemm/sm90.cuh, Sm90StreamK): a grid of every tile's CTA, or when there are few
+  // tiles up to splitk CTAs per tile (never more than k-tiles), at most kSkMaxCtas; the workspace holds
+  // flags (zeroed before each launch), then a partial-sum slot per CTA.
   const std::int64_t ktiles = ceil_div(p.k, std::int64_t{c.tile_k});
   const std::int64_t sk_ctas = std::min<std::int64_t>({tiles_total * c.splitk, tiles_total * ktiles, tp::kSkMaxCtas});
   std::size_t sk_flag_bytes = 0;
