@@ -35,11 +35,11 @@ timed_sweep() {
     -o "$W/$name.csv.gz" >"$W/$name.log" 2>&1
   echo "$name rc=$? after $(( $(date +%s) - START )) s: $(tail -1 "$W/$name.log")"
 }
-# plan_chunks DIR PLAN_ARGS...: `$T plan --json` over bench/race/problems.txt, 8 problems per process (a chunk's JSON is
+# plan_chunks DIR PLAN_ARGS...: `$T plan --json` over the problem file $PLAN_PROBLEMS, 8 problems per process (a chunk's JSON is
 # written when all its plans are made), into DIR/chunk_??.json; stops while FLOOR (default 30) seconds are left.
 plan_chunks() {
   local dir=$1 f; shift
-  mkdir -p "$dir" && grep -v '^#' bench/race/problems.txt | split -l 8 - "$dir/chunk_"
+  mkdir -p "$dir" && grep -v '^#' "${PLAN_PROBLEMS:?plan_chunks: set PLAN_PROBLEMS}" | split -l 8 - "$dir/chunk_"
   for f in "$dir"/chunk_??; do
     [ $(left) -gt ${FLOOR:-30} ] || { echo "$dir: stopped at $f"; break; }
     timeout $(( $(left) - ${FLOOR:-30} + 10 )) $T plan -f "$f" "$@" --json >"$f.json" 2>"$f.err" || tail -2 "$f.err"

@@ -7,7 +7,7 @@
 # (stored as data/sweeps/h100-graph/transfer_val.csv.gz). LIST=h100_transfer_val2: the rest of conv_val2 and
 # the f16 held-out sets (gemm_val_f16, conv_val_f16) the same way (transfer_val2.csv.gz). LIST=h100_fallback_val:
 # the analytic fallback's first choices on those problems, and tf32 GEMMs of gemm_val with 32 sampled configs
-# and both fallbacks' first choices (bench/fallback_pairs.py; fallback_val.csv.gz); LIST=h100_fallback_val2: those
+# and both fallbacks' first choices (experiments/2026-11-25-analytic-fallback/fallback_pairs.py; fallback_val.csv.gz); LIST=h100_fallback_val2: those
 # first choices that list missed (it broke score ties by pool order, the selector by config string;
 # fallback_val2.csv.gz); LIST=h100_fallback_val3: the depthwise first choices of the fallback with its
 # depthwise term (fallback_val3.csv.gz). RESUME=FILE starts

@@ -165,7 +165,7 @@ def _launch(plan, index: int, run) -> None:
 
 # Calls seen before: a call whose tensors (shape, strides, dtype, device), parameters and settings match an
 # earlier call that ran without copies reuses that call's checks and plan, and passes bare pointers
-# (Plan.run_pointers checks device and alignment). Key -> (plan, output shape, device index). A conv call took 24 us of host time without it, 14 us with it (bench/torch_host_breakdown.py, H200 host).
+# (Plan.run_pointers checks device and alignment). Key -> (plan, output shape, device index). A conv call took 24 us of host time without it, 14 us with it (experiments/2026-11-25-host-cost/torch_host_breakdown.py, H200 host).
 _seen: Dict[tuple, tuple] = {}
 
 

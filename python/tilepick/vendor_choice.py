@@ -42,7 +42,7 @@ from tilepick import train
 
 OPS = {"conv": ["conv_fwd", "conv_bwd_data", "conv_bwd_weight"], "gemm": ["gemm"]}
 # Chosen on grouped CV over the 4,830 conv problems of 2026-11-26 (300 x 15 leaves, right for 800, scored 92.6 there;
-# 600 x 31 with feature_fraction 0.5 94.9; bench/vendor_choice_study.py params).
+# 600 x 31 with feature_fraction 0.5 94.9; experiments/2026-11-26-vendor-choice-study/vendor_choice_study.py params).
 PARAMS = dict(objective="regression", learning_rate=0.05, num_leaves=31, min_data_in_leaf=10, feature_fraction=0.5,
               bagging_fraction=0.8, bagging_freq=1, seed=7, deterministic=True, force_row_wise=True, verbose=-1)
 ROUNDS = 600

@@ -1,7 +1,7 @@
 // One convolution (with its fwd epilogue) as a cuDNN backend-API (graph) execution plan: the first engine config of cuDNN's
 // heuristic mode A that finalizes within the workspace limit. Its host cost per run is a variant pack
 // and cudnnBackendExecute: 9-15 us per Plan::run against 41-99 us for the legacy cudnnConvolution* call,
-// which rebuilds its engine on every call (bench/plan_run_host.cpp, bench/cudnn_host_cost.cpp; 1x H200,
+// which rebuilds its engine on every call (bench/plan_run_host.cpp, experiments/2026-11-25-host-cost/cudnn_host_cost.cpp; 1x H200,
 // cuDNN 9.19; bench/results/2026-11-25-h200-cudnn-graph/).
 #pragma once
 #include <cudnn.h>
