@@ -2,7 +2,7 @@
 (the fastest M, plus any within BAND of the best, at most CAP) and the shipped models' first K choices.
 Measured again side by side in one run (`tilepick sweep --pairs ... --repeat 3`), they give an oracle and a
 choice timed on the same GPU minutes apart, free of the min-over-noisy-records bias of the sweep files
-(docs/selection.md, "The misses are real: a same-run recheck"). Output: 'problem|config' lines.
+(docs/history.md, "The misses are real: a same-run recheck"). Output: 'problem|config' lines.
 
 usage: python bench/recheck_pairs.py --records R.csv.gz... [-m 8] [--band 0.05] [--cap 16] [-k 4]
        [--models DIR...] [--ops fwd bwd_data ...] [--problems FILE] [--arch A] --out PAIRS.txt[.gz]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One GPU session of the same-run recheck of the held-out eval (issue 5, docs/selection.md "The misses are real: a same-run recheck"):
+# One GPU session of the same-run recheck of the held-out eval (issue 5, docs/history.md "The misses are real: a same-run recheck"):
 # measures bench/sweep/recheck_val{,_f16}.txt.gz (bench/recheck_pairs.py) three times each, passes interleaved
 # per problem on one worker, each sweep time-boxed and resumable. Everything lands in $OUT/results.tgz.
 #   BUDGET_S=570 bash experiments/2026-11-22-recheck/recheck_gpu.sh [NAME...]    (default: recheck_val recheck_val_f16)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Studies behind the conv vendor choice's data, threshold rule and settings (CPU only; docs/selection.md, "More
-training problems"; results in bench/results/2026-11-26-h200x4-vendor-choice-more/).
+"""Studies behind the conv vendor choice's data, threshold rule and settings (CPU only; docs/history.md, "Vendor choice:
+more training problems"; results in bench/results/2026-11-26-h200x4-vendor-choice-more/).
 
   PYTHONPATH=python python3 experiments/2026-11-26-vendor-choice-study/vendor_choice_study.py curve        # held-out quality on a share of the 800 problems
   PYTHONPATH=python python3 experiments/2026-11-26-vendor-choice-study/vendor_choice_study.py thresholds   # CV and held-out per grid threshold, 4,830 problems

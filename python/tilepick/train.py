@@ -40,7 +40,7 @@ BASE_PARAMS = dict(learning_rate=0.08, num_leaves=63, min_data_in_leaf=10, featu
                    bagging_fraction=0.8, bagging_freq=1, lambda_l2=1.0)
 PARAMS = {"gemm": BASE_PARAMS,
           "conv": {**BASE_PARAMS, "min_data_in_leaf": 20, "feature_fraction": 0.4, "lambda_l2": 5.0}}
-# Boosters per model (seeds summed): bagging raised grouped-CV mean and P10 of every op (grouped CV, docs/selection.md).
+# Boosters per model (seeds summed): bagging raised grouped-CV mean and P10 of every op (grouped CV, docs/history.md).
 BAG = {"gemm": 3, "conv": 3}
 POOL_CONV = True
 THREADS = os.cpu_count() or 2

@@ -168,7 +168,7 @@ def cross_validated(X: np.ndarray, y: np.ndarray, groups: pd.Series, threads: in
 
 
 # What a threshold is chosen for: the choice's mean, P10 and time-weighted efficiency, equally. Time-weighted alone
-# (until 2026-11-26) bought +0.7 of it for -5 points of P10 on the 4,830-problem CV (docs/selection.md).
+# (until 2026-11-26) bought +0.7 of it for -5 points of P10 on the 4,830-problem CV (docs/history.md).
 CRITERIA = ("mean", "p10", "time_weighted")
 
 
