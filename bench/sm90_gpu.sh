@@ -36,6 +36,8 @@ for step in ${STEPS:-verify sanitize sass perf}; do
         -c "fam=sm90 tile=256x128x64 warps=2x1 stages=4 swz=8 cluster=1x2 epi=smem" \
         -c "fam=sm90 tile=128x128x64 warps=2x1 stages=5 splitk=4 skmode=serial swz=8 epi=smem" \
         -c "fam=sm90 tile=64x128x64 warps=1x1 stages=6 splitk=2 skmode=serial swz=8 epi=direct" \
+        -c "fam=sm90 tile=128x192x64 warps=2x1 stages=5 swz=8 cluster=2x1 epi=smem" \
+        -c "fam=sm90 tile=64x192x64 warps=1x2 stages=5 swz=8 epi=direct" \
         -c "fam=sm90 tile=64x128x128 warps=1x1 stages=5 splitk=3 skmode=parallel" --csv "$W/verify_fixed.csv" >"$W/verify_fixed.txt" 2>&1
       echo "verify split-K + ping-pong rc=$?: $(tail -1 "$W/verify_fixed.txt")"; grep -A2 '^FAIL' "$W/verify_fixed.txt" | head -20 ;;
     random)  # one sampled sm90 config for each of 520 random problems (bench/random_problems.py --sm90)

@@ -31,11 +31,11 @@ ParseError parse_error_of(const std::string& text) {
   return ParseError("<none>", "<no error>");
 }
 
-// Powers of two (or any integer) in the field's domain; 0 (auto) is left out.
+// The field's integer domain (powers of two, or any integer); 0 (auto) is left out.
 std::vector<int> domain_values(const FieldDesc& f) {
   std::vector<int> v;
   for (int x = std::max(f.min, 1); x <= f.max; ++x)
-    if (!f.pow2 || (x & (x - 1)) == 0) v.push_back(x);
+    if (in_domain(f, x)) v.push_back(x);
   return v;
 }
 

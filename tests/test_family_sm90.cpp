@@ -93,6 +93,21 @@ TEST(Sm90Plan, RefusesWhatLegalityRefuses) {
   EXPECT_THROW(make_plan(col, staged), Unsupported);
 }
 
+// tile_n 192 is sm90's (wgmma N = 192): the config grammar takes multiples of 64 besides powers of
+// two, sm80 refuses them, and a cluster sharing an N-major B needs whole 64-row halves.
+TEST(LegalityRule, Sm90TileN192) {
+  const Problem rcr = parse_problem("gemm rcr m3072 n768 k2048 bf16"), rrr = parse_problem("gemm rrr m3072 n768 k2048 bf16");
+  EXPECT_TRUE(legal(rcr, parse_config("fam=sm90 tile=128x192x64 warps=2x1 stages=4 epi=smem"), h100()).ok);
+  EXPECT_TRUE(legal(rcr, parse_config("fam=sm90 tile=64x192x64 warps=1x2 stages=5"), h100()).ok);
+  EXPECT_EQ(legal(rcr, parse_config("fam=sm90 tile=128x192x64 warps=1x1 stages=4"), h100()).rule, "registers");
+  EXPECT_TRUE(legal(rcr, parse_config("fam=sm90 tile=128x192x64 warps=2x1 stages=4 cluster=2x1"), h100()).ok);
+  EXPECT_EQ(legal(rrr, parse_config("fam=sm90 tile=128x192x64 warps=2x1 stages=4 cluster=2x1"), h100()).rule, "cluster");
+  EXPECT_EQ(legal(rcr, parse_config("fam=sm80 tile=128x192x32 warps=2x2 stages=3"), h100()).rule, "tile");
+  EXPECT_THROW(parse_config("fam=sm90 tile=128x96x64"), ParseError);
+  const KernelPlan plan = make_plan(rcr, resolve(parse_config("fam=sm90 tile=128x192x64 warps=2x1 stages=4 epi=smem"), rcr));
+  EXPECT_NE(plan.kernels.at(0).code.find("tile_n = 192"), std::string::npos);
+}
+
 TEST(LegalityRule, Sm90SplitK) {
   const Problem p = parse_problem("gemm rcr m16 n6144 k4096 bf16");
   auto check = [&](const std::string& c) { return legal(p, parse_config(c), h100()); };

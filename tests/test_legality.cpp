@@ -152,6 +152,13 @@ TEST(LegalityRule, Smem) {
   EXPECT_EQ(sm90_staging(tall, 2).buffers, 1);
   EXPECT_EQ(sm90_smem_bytes(tall, 2), 230480);
   EXPECT_EQ(sm90_staging(parse_config(sm90 + " stages=4"), 2).buffers, 2);
+  // tile_n 192 (wgmma N = 192): parts are whole 128-byte column blocks that divide 192, so at 5 stages
+  // (205920 pipeline bytes) one 64-column buffer (+ 16384) rather than two (+ 32768, over the limit).
+  const auto wide = parse_config("fam=sm90 tile=128x192x64 warps=2x1 stages=5 epi=smem");
+  EXPECT_EQ(sm90_staging(wide, 2).cols, 64);
+  EXPECT_EQ(sm90_staging(wide, 2).buffers, 1);
+  EXPECT_EQ(sm90_smem_bytes(wide, 2), 205920 + 16384);
+  EXPECT_EQ(sm90_staging(parse_config("fam=sm90 tile=128x192x64 warps=2x1 stages=3 epi=smem"), 2).cols, 192);
   // A ping-pong pair stages two tiles: 1024 + 4 x ((128 + 128) x 128 + 16) + 16 + 2 x 128 x 128 x 2.
   const auto pingpong = parse_config("fam=sm90 tile=128x128x64 warps=1x2 stages=4 epi=smem");
   EXPECT_EQ(sm90_smem_bytes(pingpong, 2), 197712);

@@ -57,7 +57,10 @@ struct FieldDesc {
   int min, max;            // integer domain of each component (inclusive)
   bool pow2;               // integer components must be powers of two (0 allowed if min == 0)
   unsigned families;       // bit (1 << Family) for each family that uses the field
+  int or_multiple_of = 0;  // with pow2: multiples of this are valid too (tile: 64, for sm90's N = 192)
 };
+// Whether v is in f's integer domain.
+bool in_domain(const FieldDesc& f, int v);
 
 std::span<const FieldDesc> config_fields();
 // Parses one field value ("128x128x32", "auto", "parallel") or, with component >= 0, one component

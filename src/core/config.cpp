@@ -27,7 +27,7 @@ const FieldDesc kFields[] = {
     {"fam", "kernel family: sm80 (mma.sync implicit GEMM), sm90 (wgmma), dw (depthwise direct)",
      FieldKind::enumeration, 1, {&KC::family, kNone, kNone}, {"fam"}, kFamilyNames, 0, 2, false, kAll},
     {"tile", "block tile M x N x K of the GEMM view", FieldKind::integer, 3,
-     {&KC::tile_m, &KC::tile_n, &KC::tile_k}, {"tile_m", "tile_n", "tile_k"}, {}, 16, 256, true, kIgemm},
+     {&KC::tile_m, &KC::tile_n, &KC::tile_k}, {"tile_m", "tile_n", "tile_k"}, {}, 16, 256, true, kIgemm, 64},
     {"warps", "warp layout M x N (warp tile = tile / warps); sm90: consumer warpgroups, M (sharing each tile) x N (tiles in turn: 2 = ping-pong)", FieldKind::integer, 2,
      {&KC::warps_m, &KC::warps_n, kNone}, {"warps_m", "warps_n"}, {}, 1, 8, true, kIgemm},
     {"stages", "shared-memory pipeline stages", FieldKind::integer, 1, {&KC::stages, kNone, kNone},
@@ -58,6 +58,15 @@ const FieldDesc kFields[] = {
 
 bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
+}  // namespace
+
+bool in_domain(const FieldDesc& f, int v) {
+  if (v < f.min || v > f.max) return false;
+  return !f.pow2 || is_pow2(v) || (v == 0 && f.min == 0) || (f.or_multiple_of > 0 && v % f.or_multiple_of == 0);
+}
+
+namespace {
+
 std::string component_text(const FieldDesc& f, int v) {
   bool named = f.kind == FieldKind::enumeration && v >= 0 && v < static_cast<int>(f.enum_names.size());
   return named ? std::string(f.enum_names[v]) : std::to_string(v);
@@ -78,6 +87,7 @@ std::string domain_text(const FieldDesc& f) {
   }
   std::string s = "integers in [" + std::to_string(f.min) + ", " + std::to_string(f.max) + "]";
   if (f.pow2) s += ", powers of two";
+  if (f.pow2 && f.or_multiple_of > 0) s += " or multiples of " + std::to_string(f.or_multiple_of);
   if (f.arity > 1) s = std::to_string(f.arity) + " " + s + " written AxB" + (f.arity == 3 ? "xC" : "");
   return s;
 }
@@ -92,8 +102,7 @@ void set_component(KernelConfig& c, const FieldDesc& f, int i, std::string_view 
     auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), value);
     if (ec != std::errc() || p != v.data() + v.size()) value = -1;
   }
-  bool ok = value >= f.min && value <= f.max && (!f.pow2 || is_pow2(value) || (value == 0 && f.min == 0));
-  if (!ok)
+  if (!in_domain(f, value))
     throw ParseError(std::string(token), "config token '" + std::string(token) + "': '" + std::string(v) +
                                              "' is not a valid " + std::string(f.name) + " (" + domain_text(f) + ")");
   c.*f.slots[i] = value;
@@ -156,8 +165,7 @@ std::optional<std::string> config_error(const KernelConfig& c) {
   for (const auto& f : kFields) {
     for (int i = 0; i < f.arity; ++i) {
       int v = c.*f.slots[i];
-      bool ok = v >= f.min && v <= f.max && (!f.pow2 || is_pow2(v) || (v == 0 && f.min == 0));
-      if (!ok)
+      if (!in_domain(f, v))
         return "config field " + std::string(f.vars[i]) + "=" + std::to_string(v) + " is outside its domain (" +
                domain_text(f) + ")";
       if (!applies(f, c.fam()) && v != defaults.*f.slots[i])

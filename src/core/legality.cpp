@@ -136,7 +136,8 @@ Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
   if (rows != 64 && rows != 128)
     return no("warp_tile", "fam=sm90: each consumer warpgroup owns tile_m / warps_m = " + std::to_string(rows) +
                                " rows; wgmma needs 64 or 128");
-  if (c.tile_n < 64) return no("tile_n", "fam=sm90 runs tile_n 64, 128 or 256 (wgmma N)");
+  if (c.tile_n < 64 || c.tile_n % 64 != 0 || c.tile_n > 256)
+    return no("tile_n", "fam=sm90 runs tile_n 64, 128, 192 or 256 (wgmma N)");
   if (rows * c.tile_n / 128 > 128)
     return no("registers", "fam=sm90: " + std::to_string(rows * c.tile_n / 128) +
                                " accumulators per consumer thread exceed 128 (ptxas holds consumers to the "
@@ -180,10 +181,10 @@ Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes) {
   if (fits(c.tile_n, 1)) return {c.tile_n, 1};
   // Two buffers of a part of the columns, taking turns (kernels/gemm/sm90.cuh, sm90_store_staged);
   // else one buffer of one 128-byte column block, reused once its TMA store has read it.
+  // Parts are whole 128-byte column blocks that divide tile_n.
   const int block = std::min(c.tile_n, std::max(1, 128 / out_bytes));
-  int cols = c.tile_n / 2;
-  while (cols > block && !fits(cols, 2)) cols /= 2;
-  if (cols >= block && fits(cols, 2)) return {cols, 2};
+  for (int cols = c.tile_n - block; cols >= block; cols -= block)
+    if (c.tile_n % cols == 0 && fits(cols, 2)) return {cols, 2};
   return {block, 1};  // may not fit either: the smem rule refuses the config then
 }
 
@@ -205,6 +206,8 @@ Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) 
     case Family::sm80: {
       if (!arch.mma_sync) return no("family_arch", "fam=sm80 needs mma.sync (sm_80+)");
       if (c.epi == static_cast<int>(EpiVariant::smem)) return no("epi", "fam=sm80 implements epi=direct only");
+      if ((c.tile_m & (c.tile_m - 1)) || (c.tile_n & (c.tile_n - 1)) || (c.tile_k & (c.tile_k - 1)))
+        return no("tile", "fam=sm80 tiles are powers of two (192 is sm90's)");
       if (is_fp8(input)) return no("dtype", "fp8 inputs need fam=sm90 with fp8 tensor cores");
       int wm = c.tile_m / c.warps_m, wn = c.tile_n / c.warps_n;
       if (wm < 16 || wn < 16 || c.tile_m % c.warps_m || c.tile_n % c.warps_n)
@@ -388,10 +391,10 @@ Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
                " is not a multiple of 16 bytes (fam=sm80 serves it)";
       });
   const bool a_mn = g.layout_a == MatLayout::col, b_mn = g.layout_b == MatLayout::row;
-  if ((a_mn && c.cluster_n == 2 && c.tile_m < 128) || (b_mn && c.cluster_m == 2 && c.tile_n < 128))
+  if ((a_mn && c.cluster_n == 2 && c.tile_m % 128 != 0) || (b_mn && c.cluster_m == 2 && c.tile_n % 128 != 0))
     return fail<kExplain>("cluster", [] {
       return "an M/N-major operand shared by a cluster is loaded in halves of whole 64-row blocks: its tile "
-             "dimension must be at least 128";
+             "dimension must be a multiple of 128";
     });
   if (c.epi == static_cast<int>(EpiVariant::smem)) {
     if (g.layout_c != MatLayout::row)
