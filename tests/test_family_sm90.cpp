@@ -108,6 +108,36 @@ TEST(LegalityRule, Sm90TileN192) {
   EXPECT_NE(plan.kernels.at(0).code.find("tile_n = 192"), std::string::npos);
 }
 
+// A convolution that is a GEMM (1x1, stride 1, no padding, one group) runs on the sm90 GEMM kernel:
+// fwd as rcr, bwd_data as rrr, bwd_weight as crr; other convolutions are refused with the reason.
+TEST(LegalityRule, Sm90PointwiseConv) {
+  const KernelConfig cfg = parse_config("fam=sm90 tile=128x128x64 warps=2x1 stages=4 epi=smem");
+  const struct {
+    const char* problem;
+    bool a_mn, b_mn;
+  } cases[] = {{"fwd mb32 ic256 ih56 iw56 oc64 kh1 kw1 bf16 ep=bias+relu", false, false},
+               {"bwd_data mb32 ic256 ih56 iw56 oc64 kh1 kw1 bf16", false, true},
+               {"bwd_weight mb2 ic64 id4 ih14 iw14 oc128 kd1 kh1 kw1 bf16", true, true}};
+  for (const auto& k : cases) {
+    SCOPED_TRACE(k.problem);
+    const Problem p = parse_problem(k.problem);
+    const Verdict v = legal(p, resolve(cfg, p), h100());
+    ASSERT_TRUE(v.ok) << v.rule << ": " << v.reason;
+    const KernelPlan plan = make_plan(p, resolve(cfg, p));
+    const std::string& code = plan.kernels.at(0).code;
+    EXPECT_NE(code.find(std::string("a_mn = ") + (k.a_mn ? "true" : "false")), std::string::npos);
+    EXPECT_NE(code.find(std::string("b_mn = ") + (k.b_mn ? "true" : "false")), std::string::npos);
+  }
+  const Problem spatial = parse_problem("fwd mb32 ic256 ih56 iw56 oc64 kh3 kw3 ph1 pw1 bf16");
+  const Verdict v = legal(spatial, resolve(cfg, spatial), h100());
+  EXPECT_EQ(v.rule, "family_op");
+  EXPECT_NE(v.reason.find("1x1 filter"), std::string::npos) << v.reason;
+  EXPECT_THROW(make_plan(spatial, resolve(cfg, spatial)), Unsupported);
+  // The default spaces hold no sm90 convolution configs (data/spaces/trial/conv_sm90.json is not loaded).
+  for (const auto& e : Registry::default_registry().lookup(parse_problem(cases[0].problem), h100()))
+    EXPECT_NE(e.config.fam(), Family::sm90) << to_string(e.config);
+}
+
 TEST(LegalityRule, Sm90SplitK) {
   const Problem p = parse_problem("gemm rcr m16 n6144 k4096 bf16");
   auto check = [&](const std::string& c) { return legal(p, parse_config(c), h100()); };

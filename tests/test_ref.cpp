@@ -208,9 +208,9 @@ Vec brute_bwd_weight(const ConvProblem& p, const Vec& x, const Vec& dy) {
 struct ConvOut {
   Vec y, dx, dw;
 };
-ConvOut run_ref(const ConvProblem& p, const Vec& x, const Vec& w, const Vec& dy) {
+ConvOut run_ref(const ConvProblem& p, const Vec& x, const Vec& w, const Vec& dy, const Vec* bias = nullptr) {
   ConvOut r{Vec(dy.size(), std::nan("")), Vec(x.size(), std::nan("")), Vec(w.size(), std::nan(""))};
-  ref::conv_fwd(p, x.data(), w.data(), nullptr, r.y.data());
+  ref::conv_fwd(p, x.data(), w.data(), bias ? bias->data() : nullptr, r.y.data());
   ref::conv_bwd_data(p, dy.data(), w.data(), r.dx.data());
   ref::conv_bwd_weight(p, x.data(), dy.data(), r.dw.data());
   return r;
@@ -269,6 +269,54 @@ void check_conv(const ConvProblem& p, Rng& rng) {
   EXPECT_EQ(r.y, brute_fwd(p, x, w)) << to_string(p);
   EXPECT_EQ(dot(r.y, dy), dot(x, r.dx)) << to_string(p);
   EXPECT_EQ(dot(r.y, dy), dot(w, r.dw)) << to_string(p);
+}
+
+// A 1x1, stride-1, unpadded, ungrouped convolution is the GEMM ConvProblem::pointwise_gemm names
+// (sm90 runs such layers on its GEMM kernel): the GEMM reference on the conv's buffers, in the
+// operand order Operands documents, gives the conv reference's result exactly (small integers),
+// bias and activation included; any other geometry has no such GEMM.
+TEST(RefConv, PointwiseConvIsItsGemm) {
+  Rng rng(11);
+  for (int trial = 0; trial < 60; ++trial) {
+    ConvProblem p;
+    p.ndim = trial % 3 == 0 ? 3 : 2;
+    p.n = uniform(rng, 1, 3), p.c = uniform(rng, 1, 9), p.k = uniform(rng, 1, 9);
+    for (int a = 3 - p.ndim; a < 3; ++a) p.in[a] = uniform(rng, 1, 7);
+    p.dir = static_cast<ConvDir>(trial % 3);
+    if (p.dir == ConvDir::fwd) p.epilogue = {trial % 2 == 0, kActs[trial % 7]};
+    validate(p);
+    const std::optional<GemmProblem> g = p.pointwise_gemm();
+    ASSERT_TRUE(g) << to_string(p);
+    const Vec x = random_ints(rng, p.x_elems()), w = random_ints(rng, p.w_elems()), dy = random_ints(rng, p.y_elems());
+    const Vec bias = random_ints(rng, p.k);
+    const ConvOut r = run_ref(p, x, w, dy, p.epilogue.bias ? &bias : nullptr);
+    Vec got(static_cast<std::size_t>(g->m * g->n));
+    switch (p.dir) {
+      case ConvDir::fwd:
+        ref::gemm(*g, x.data(), w.data(), nullptr, p.epilogue.bias ? bias.data() : nullptr, got.data());
+        EXPECT_EQ(got, r.y) << to_string(p);
+        break;
+      case ConvDir::bwd_data:
+        ref::gemm(*g, dy.data(), w.data(), nullptr, nullptr, got.data());
+        EXPECT_EQ(got, r.dx) << to_string(p);
+        break;
+      case ConvDir::bwd_weight:
+        ref::gemm(*g, dy.data(), x.data(), nullptr, nullptr, got.data());
+        EXPECT_EQ(got, r.dw) << to_string(p);
+        break;
+    }
+  }
+  ConvProblem p;
+  p.n = 2, p.c = 4, p.k = 4, p.in = {1, 5, 5};
+  EXPECT_TRUE(p.pointwise_gemm());
+  for (auto change : std::initializer_list<std::function<void(ConvProblem&)>>{
+           [](ConvProblem& q) { q.filter[2] = 3; }, [](ConvProblem& q) { q.stride[1] = 2; },
+           [](ConvProblem& q) { q.pad[2] = 1; }, [](ConvProblem& q) { q.dilation[1] = 2; },
+           [](ConvProblem& q) { q.g = 2; }}) {
+    ConvProblem q = p;
+    change(q);
+    EXPECT_FALSE(q.pointwise_gemm()) << to_string(q);
+  }
 }
 
 TEST(RefConv, BruteForceAndAdjoint2D) {

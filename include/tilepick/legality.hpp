@@ -3,6 +3,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "tilepick/arch.hpp"
@@ -71,6 +72,7 @@ class ProblemLegality {
   const ArchSpec& arch_;
   const ConvProblem* conv_ = nullptr;
   const GemmProblem* gemm_ = nullptr;
+  std::optional<GemmProblem> pointwise_;  // a conv that is a plain GEMM (ConvProblem::pointwise_gemm)
   std::array<int, 3> allowed_;
   std::array<std::int64_t, 3> extents_;
   std::int64_t gemm_k_ = 0, largest_ = 0;

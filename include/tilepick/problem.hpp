@@ -14,6 +14,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -70,6 +71,10 @@ struct ConvProblem {
   std::int64_t k_per_group() const { return k / g; }
   bool depthwise() const { return g > 1 && c == g && k == g; }
   GemmView gemm() const;
+  // The plain GEMM this convolution is when it is one (1x1 filter, stride 1, no padding, one group):
+  // fwd y = x w^T (rcr: x NHWC as M x C, w as K x C), bwd_data dx = dy w (rrr), bwd_weight
+  // dw = dy^T x (crr, A = dy); operand order as Operands documents (bwd_weight swaps x and dy).
+  std::optional<GemmProblem> pointwise_gemm() const;
   double flops() const;      // useful multiply-adds x 2 (same for all directions)
   double min_bytes() const;  // x, w, y each touched once
   // Element counts of the three tensors.

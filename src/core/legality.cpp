@@ -275,6 +275,7 @@ ProblemLegality::ProblemLegality(const Problem& p, const ArchSpec& arch)
     : problem_(p), arch_(arch), allowed_(max_alignment(p)), extents_(contiguous_extents(p)) {
   conv_ = std::get_if<ConvProblem>(&problem_);
   gemm_ = std::get_if<GemmProblem>(&problem_);
+  if (conv_) pointwise_ = conv_->pointwise_gemm();
   gemm_k_ = gemm_ ? gemm_->k : conv_->gemm().k;
   if (gemm_) largest_ = std::max({gemm_->m * gemm_->k, gemm_->k * gemm_->n, gemm_->m * gemm_->n});
   else largest_ = std::max({conv_->x_elems(), conv_->w_elems(), conv_->y_elems()});
@@ -375,12 +376,16 @@ Verdict ProblemLegality::check(const KernelConfig& c) const {
   return {};
 }
 
-// The rules of fam=sm90 beyond the shared ones: GEMM only, A and B by TMA (16-byte row strides),
-// cluster halves, the staged epilogue, the split-K workspace.
+// The rules of fam=sm90 beyond the shared ones: GEMM (or a convolution that is one), A and B by TMA
+// (16-byte row strides), cluster halves, the staged epilogue, the split-K workspace.
 template <bool kExplain>
 Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
-  if (!gemm_) return fail<kExplain>("family_op", [] { return "fam=sm90 runs GEMM only (convolution: fam=sm80, dw)"; });
-  const GemmProblem& g = *gemm_;
+  if (!gemm_ && !pointwise_)
+    return fail<kExplain>("family_op", [] {
+      return "fam=sm90 runs GEMM and convolutions that are one (1x1 filter, stride 1, no padding, one group); "
+             "the others: fam=sm80, dw";
+    });
+  const GemmProblem& g = gemm_ ? *gemm_ : *pointwise_;
   if (g.a != g.b) return fail<kExplain>("dtype", [] { return "fam=sm90 needs A and B of one dtype"; });
   // Each operand's contiguous extent (K when K-major, M or N when M/N-major) is TMA's row stride.
   for (int i = 0; i < 2; ++i)

@@ -84,6 +84,30 @@ GemmView ConvProblem::gemm() const {
   return {0, 0, 0, 0};
 }
 
+std::optional<GemmProblem> ConvProblem::pointwise_gemm() const {
+  for (int i = 0; i < 3; ++i)
+    if (filter[i] != 1 || stride[i] != 1 || pad[i] != 0 || dilation[i] != 1) return std::nullopt;
+  if (g != 1) return std::nullopt;
+  const std::int64_t pixels = n * in[0] * in[1] * in[2];
+  GemmProblem p;
+  p.acc = acc;
+  const auto row = MatLayout::row, col = MatLayout::col;
+  switch (dir) {
+    case ConvDir::fwd:  // y[pixels, k] = x[pixels, c] w[k, c]^T
+      p.m = pixels, p.n = k, p.k = c, p.layout_a = row, p.layout_b = col, p.a = x, p.b = w, p.c = y;
+      p.epilogue = epilogue;
+      break;
+    case ConvDir::bwd_data:  // dx[pixels, c] = dy[pixels, k] w[k, c]
+      p.m = pixels, p.n = c, p.k = k, p.layout_a = row, p.layout_b = row, p.a = y, p.b = w, p.c = x;
+      break;
+    case ConvDir::bwd_weight:  // dw[k, c] = dy[pixels, k]^T x[pixels, c]
+      p.m = k, p.n = c, p.k = pixels, p.layout_a = col, p.layout_b = row, p.a = y, p.b = x, p.c = w;
+      break;
+  }
+  p.layout_c = row;
+  return p;
+}
+
 double ConvProblem::flops() const {
   auto o = out();
   return 2.0 * double(n) * double(o[0]) * double(o[1]) * double(o[2]) * double(k) *

@@ -8,6 +8,8 @@ namespace tilepick::family {
 
 KernelPlan plan_gemm_sm80(const GemmProblem& p, const KernelConfig& c);  // src/jit/family_gemm_sm80.cpp
 KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c);  // src/jit/family_gemm_sm90.cpp
+// A convolution that is a plain GEMM (ConvProblem::pointwise_gemm) on the sm90 GEMM kernel.
+KernelPlan plan_conv_sm90(const ConvProblem& p, const KernelConfig& c);  // src/jit/family_gemm_sm90.cpp
 KernelPlan plan_conv_sm80(const ConvProblem& p, const KernelConfig& c);  // src/jit/family_conv_sm80.cpp
 KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c);         // src/jit/family_dw.cpp
 // Dynamic shared memory of the depthwise kernel (legality checks it against the arch); throws

@@ -172,4 +172,20 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   return plan;
 }
 
+KernelPlan plan_conv_sm90(const ConvProblem& p, const KernelConfig& c) {
+  const std::optional<GemmProblem> g = p.pointwise_gemm();
+  if (!g)
+    throw Unsupported("fam=sm90 runs convolutions that are a GEMM (1x1 filter, stride 1, no padding, one group): '" +
+                      to_string(p) + "'");
+  KernelPlan plan = plan_gemm_sm90(*g, c);
+  if (p.dir == ConvDir::bwd_weight) {  // Operands (x, dy) -> GEMM (A = dy, B = x)
+    plan.launches = [gemm = std::move(plan.launches)](const Operands& o) {
+      Operands swapped = o;
+      std::swap(swapped.a, swapped.b);
+      return gemm(swapped);
+    };
+  }
+  return plan;
+}
+
 }  // namespace tilepick::family

@@ -18,7 +18,7 @@ KernelPlan make_plan(const Problem& p, const KernelConfig& c) {
       break;
     case Family::sm90:
       if (gemm) return family::plan_gemm_sm90(*gemm, c);
-      break;
+      return family::plan_conv_sm90(*conv, c);
   }
   throw Unsupported("no kernel of family " + std::string(to_string(c.fam())) + " for '" + to_string(p) + "'");
 }
