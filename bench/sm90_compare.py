@@ -1,7 +1,8 @@
-"""Side-by-side table of fam=sm90 against cuBLASLt from `tilepick sweep` record files of one run.
+"""Side-by-side table of fam=sm90 against the vendor (cuBLASLt, cuDNN for convolutions) from `tilepick sweep`
+record files of one run.
 
-For every problem: the fastest verified sm90 config, cuBLASLt's heuristic pick and the best of its
-heuristic list (each timed; `vendor=cublaslt:exhaustive`), TFLOPS, % of the arch's dense peak and
+For every problem: the fastest verified sm90 config, the vendor's heuristic pick and the best of its
+algorithms (each timed; `vendor=...:exhaustive` and the like), TFLOPS, % of the arch's dense peak and
 speed-up = vendor best time / sm90 time (fp8 problems against cuBLASLt fp8, % of the fp8 peak);
 the last line is the geomean speed-up. Each row's
 `tilepick verify --time` command replays our kernel.
@@ -59,7 +60,7 @@ def main():
     for p in sorted(set(bad) - set(ours)):
         print(f"{p:44} no {a.family} config ok ({bad[p]} not ok)")
     if logs:
-        print(f"geomean speed-up over cuBLASLt's best: {math.exp(sum(logs) / len(logs)):.3f} on {len(logs)} problems")
+        print(f"geomean speed-up over the vendor's best: {math.exp(sum(logs) / len(logs)):.3f} on {len(logs)} problems")
     for p in sorted(ours, key=lambda s: (len(s), s)):
         print(f"replay: tilepick verify --time -p '{p}' -c '{ours[p][1]}'")
 

@@ -7,6 +7,9 @@
 #   sanitize compute-sanitizer memcheck / racecheck / synccheck on 4 problems (one fp8), 1 sampled config each (or SAN_CONFIGS)
 #   ncu      Nsight Compute (--clock-control none) of NCU_CONFIG and of cuBLASLt on NCU_PROBLEM
 #   sass     HGMMA / UTMALDG / setmaxnreg counts in one compiled sm90 kernel (cuobjdump)
+#   conv     convolutions that are a GEMM (data/problems/sm90_conv_pointwise.txt, CONV_FILE) on the trial space
+#            data/spaces/trial/conv_sm90.json: verify with fixed configs, then a sweep of the space's configs
+#            matching every regexp of CONV_GREP (default: swz=8, stages 4-5) with cuDNN's rows of the same run
 #   perf     `tilepick sweep` of PERF_FILE (default data/problems/sm90_perf.txt) over the sm90 space
 #            (or SWEEP_ARGS, or the configs matching every regexp of PERF_GREP, or the pairs of the file
 #            PERF_PAIRS) with the cuBLASLt
@@ -44,6 +47,19 @@ for step in ${STEPS:-verify sanitize sass perf}; do
       timeout 200 $T verify -f data/problems/verify_random_sm90.txt --family sm90 -n 1 --seed 2 --csv "$W/verify_random.csv" \
         >"$W/verify_random.txt" 2>&1
       echo "verify random rc=$?: $(tail -1 "$W/verify_random.txt")"; grep -A2 '^FAIL' "$W/verify_random.txt" | head -20 ;;
+    conv)
+      CF=${CONV_FILE:-data/problems/sm90_conv_pointwise.txt}
+      timeout 200 $T verify -f "$CF" -c "fam=sm90 tile=128x128x64 warps=2x1 stages=4 epi=smem" \
+        -c "fam=sm90 tile=128x256x64 warps=2x1 stages=3 cluster=2x1 epi=smem" -c "fam=sm90 tile=128x192x64 warps=2x1 stages=4" \
+        -c "fam=sm90 tile=128x128x64 warps=1x2 stages=4 epi=smem" -c "fam=sm90 tile=128x128x64 warps=2x1 stages=5 splitk=2 skmode=serial epi=smem" \
+        -c "fam=sm90 tile=64x128x64 warps=1x1 stages=6 splitk=4 skmode=parallel" --csv "$W/verify_conv.csv" >"$W/verify_conv.txt" 2>&1
+      echo "verify conv rc=$?: $(tail -1 "$W/verify_conv.txt")"; grep -A2 '^FAIL' "$W/verify_conv.txt" | head -20
+      $T configs list -s data/spaces/trial/conv_sm90.json > "$W/conv_configs.txt"
+      for re in ${CONV_GREP:-"stages=[45]"}; do grep -E "$re" "$W/conv_configs.txt" > "$W/c.tmp"; mv "$W/c.tmp" "$W/conv_configs.txt"; done
+      grep -v '^#' "$CF" | sed 's/^[^:]*: //' | while read -r prob; do sed "s/^/$prob|/" "$W/conv_configs.txt"; done > "$W/conv_pairs.txt"
+      echo "conv: $(wc -l < "$W/conv_configs.txt") configs, $(wc -l < "$W/conv_pairs.txt") pairs"
+      timed_sweep conv $(( $(left) - 15 )) --pairs "$W/conv_pairs.txt"
+      python3 bench/sm90_compare.py "$W/conv.csv.gz" > "$W/compare_conv.txt" 2>&1; grep -v "^replay" "$W/compare_conv.txt" | tail -40 ;;
     sanitize)
       # SAN_CONFIGS: ';'-separated configs instead of one sampled per problem (pairs that are not legal are skipped)
       sel=(-n 1 --family sm90); if [ -n "${SAN_CONFIGS:-}" ]; then sel=(); IFS=';' read -ra cs <<< "$SAN_CONFIGS"
