@@ -10,6 +10,10 @@
 #   conv     convolutions that are a GEMM (data/problems/sm90_conv_pointwise.txt, CONV_FILE) on the trial space
 #            data/spaces/trial/conv_sm90.json: verify with fixed configs, then a sweep of the space's configs
 #            matching every regexp of CONV_GREP (default: swz=8, stages 4-5) with cuDNN's rows of the same run
+#   tf32     f32 GEMMs read as tf32 (data/problems/sm90_tf32.txt) on the trial space
+#            data/spaces/trial/gemm_sm90_tf32.json: verify the check.* rows with fixed configs, then a sweep
+#            of the space's configs matching TF32_GREP (default: stages 3-5, swz 8) on the perf.* rows with
+#            cuBLASLt (FAST_TF32) of the same run
 #   perf     `tilepick sweep` of PERF_FILE (default data/problems/sm90_perf.txt) over the sm90 space
 #            (or SWEEP_ARGS, or the configs matching every regexp of PERF_GREP, or the pairs of the file
 #            PERF_PAIRS) with the cuBLASLt
@@ -60,6 +64,19 @@ for step in ${STEPS:-verify sanitize sass perf}; do
       echo "conv: $(wc -l < "$W/conv_configs.txt") configs, $(wc -l < "$W/conv_pairs.txt") pairs"
       timed_sweep conv $(( $(left) - 15 )) --pairs "$W/conv_pairs.txt"
       python3 bench/sm90_compare.py "$W/conv.csv.gz" > "$W/compare_conv.txt" 2>&1; grep -v "^replay" "$W/compare_conv.txt" | tail -40 ;;
+    tf32)
+      grep '^check' data/problems/sm90_tf32.txt > "$W/tf32_check.txt"; grep '^perf' data/problems/sm90_tf32.txt > "$W/tf32_perf.txt"
+      timeout 200 $T verify -f "$W/tf32_check.txt" -c "fam=sm90 tile=128x128x32 warps=2x1 stages=4 epi=smem" \
+        -c "fam=sm90 tile=128x256x32 warps=2x1 stages=3 cluster=2x1 epi=smem" -c "fam=sm90 tile=128x128x32 warps=1x2 stages=4" \
+        -c "fam=sm90 tile=64x128x32 warps=1x1 stages=6 splitk=3 skmode=parallel" \
+        -c "fam=sm90 tile=128x128x32 warps=2x1 stages=5 splitk=2 skmode=serial epi=smem" --csv "$W/verify_tf32.csv" >"$W/verify_tf32.txt" 2>&1
+      echo "verify tf32 rc=$?: $(tail -1 "$W/verify_tf32.txt")"; grep -A2 '^FAIL' "$W/verify_tf32.txt" | head -20
+      $T configs list -s data/spaces/trial/gemm_sm90_tf32.json > "$W/tf32_configs.txt"
+      for re in ${TF32_GREP:-"stages=[345] " "swz=8"}; do grep -E "$re" "$W/tf32_configs.txt" > "$W/c.tmp"; mv "$W/c.tmp" "$W/tf32_configs.txt"; done
+      sed 's/^[^:]*: //' "$W/tf32_perf.txt" | while read -r prob; do sed "s/^/$prob|/" "$W/tf32_configs.txt"; done > "$W/tf32_pairs.txt"
+      echo "tf32: $(wc -l < "$W/tf32_configs.txt") configs, $(wc -l < "$W/tf32_pairs.txt") pairs"
+      timed_sweep tf32 $(( $(left) - 15 )) --pairs "$W/tf32_pairs.txt"
+      python3 bench/sm90_compare.py "$W/tf32.csv.gz" --peak 494.7 > "$W/compare_tf32.txt" 2>&1; grep -v "^replay" "$W/compare_tf32.txt" | tail -12 ;;
     sanitize)
       # SAN_CONFIGS: ';'-separated configs instead of one sampled per problem (pairs that are not legal are skipped)
       sel=(-n 1 --family sm90); if [ -n "${SAN_CONFIGS:-}" ]; then sel=(); IFS=';' read -ra cs <<< "$SAN_CONFIGS"

@@ -138,6 +138,18 @@ TEST(LegalityRule, Sm90PointwiseConv) {
     EXPECT_NE(e.config.fam(), Family::sm90) << to_string(e.config);
 }
 
+// f32 inputs run as tf32 (wgmma k8): tile_k 32 (128 bytes of K), K-major A and B only.
+TEST(LegalityRule, Sm90Tf32) {
+  const Problem rcr = parse_problem("gemm rcr m131 n232 k200 f32 ep=bias+relu"), crr = parse_problem("gemm crr m128 n256 k200 f32");
+  const KernelConfig c = parse_config("fam=sm90 tile=128x128x32 warps=2x1 stages=4 epi=smem");
+  ASSERT_TRUE(legal(rcr, resolve(c, rcr), h100()).ok) << legal(rcr, resolve(c, rcr), h100()).reason;
+  EXPECT_EQ(legal(crr, resolve(c, crr), h100()).rule, "layout");
+  EXPECT_EQ(legal(rcr, resolve(parse_config("fam=sm90 tile=128x128x64 warps=2x1 stages=4"), rcr), h100()).rule, "tile_k");
+  const KernelPlan plan = make_plan(rcr, resolve(c, rcr));
+  EXPECT_NE(plan.kernels.at(0).code.find("in_type = 4"), std::string::npos);
+  EXPECT_THROW(make_plan(crr, resolve(c, crr)), Unsupported);
+}
+
 TEST(LegalityRule, Sm90SplitK) {
   const Problem p = parse_problem("gemm rcr m16 n6144 k4096 bf16");
   auto check = [&](const std::string& c) { return legal(p, parse_config(c), h100()); };

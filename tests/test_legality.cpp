@@ -75,11 +75,12 @@ TEST(LegalityRule, FamilyArch) {
 
 TEST(LegalityRule, Dtype) {
   EXPECT_TRUE(violates(check(kFp8, kSm80, "h100_sxm"), "dtype", {"fp8", "sm90"}));
-  // fam=sm90 reads 128 bytes of K per stage: tile_k 64 for 16-bit inputs, 128 for fp8.
+  // fam=sm90 reads 128 bytes of K per stage: tile_k 64 for 16-bit inputs, 128 for fp8, 32 for f32 (tf32).
   EXPECT_TRUE(violates(check(kFp8, kSm90, "h100_sxm"), "tile_k", {"128", "e4m3"}));
   EXPECT_TRUE(ok(check(kFp8, "fam=sm90 tile=128x128x128 warps=2x1 stages=3", "h100_sxm")));
   EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=128x128x128 warps=2x1 stages=3", "h100_sxm"), "tile_k", {"64", "bf16"}));
-  EXPECT_TRUE(violates(check("gemm rcr m256 n256 k256 f32", kSm90, "h100_sxm"), "dtype", {"f32", "sm80"}));
+  EXPECT_TRUE(violates(check("gemm rcr m256 n256 k256 f32", kSm90, "h100_sxm"), "tile_k", {"32", "f32"}));
+  EXPECT_TRUE(ok(check("gemm rcr m256 n256 k256 f32", "fam=sm90 tile=128x128x32 warps=2x1 stages=3", "h100_sxm")));
   EXPECT_TRUE(ok(check(kGemm, kSm90, "h100_sxm")));
   EXPECT_TRUE(violates(check("gemm rcr m256 n256 k256 f16 acc=f16", kSm80), "dtype", {"f32"}));
   EXPECT_TRUE(ok(check("gemm rcr m256 n256 k256 f16", kSm80)));

@@ -88,21 +88,23 @@ namespace tp {
                "}, %" I_A ", %" I_B ", p, 1, 1, %" I_TA ", %" I_TB ";\n}\n"                        \
                : TP_WGMMA_ACC_##N                                                                   \
                : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(TRANS_A), "n"(TRANS_B))
-#define TP_WGMMA_8BIT(N, TYPE, I_A, I_B, I_S)                                                        \
+// K-major only types (8-bit: k32, tf32: k8): no transpose operands.
+#define TP_WGMMA_KMAJOR(N, K, TYPE, I_A, I_B, I_S)                                                   \
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" I_S ", 0;\n"                                     \
-               "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32." TYPE "." TYPE " {" TP_WGMMA_REGS_##N  \
+               "wgmma.mma_async.sync.aligned.m64n" #N "k" #K ".f32." TYPE "." TYPE " {" TP_WGMMA_REGS_##N \
                "}, %" I_A ", %" I_B ", p, 1, 1;\n}\n"                                             \
                : TP_WGMMA_ACC_##N                                                                   \
                : "l"(desc_a), "l"(desc_b), "r"(scale_d))
-// wgmma_m64n<N>: the four input types of one N (R accumulators; I_* its operand numbers).
+// wgmma_m64n<N>: the five input types of one N (R accumulators; I_* its operand numbers).
 #define TP_WGMMA_DEFINE(N, R, I_A, I_B, I_S, I_TA, I_TB)                                             \
   template <int IN, int TRANS_A, int TRANS_B>                                                        \
   __device__ __forceinline__ void wgmma_m64n##N(float (&d)[R], u64 desc_a, u64 desc_b, int scale_d) { \
-    static_assert(IN < kWgE4m3 || (TRANS_A == 0 && TRANS_B == 0), "8-bit wgmma reads K-major operands"); \
+    static_assert(IN < kWgE4m3 || (TRANS_A == 0 && TRANS_B == 0), "8-bit and tf32 wgmma read K-major operands"); \
     if constexpr (IN == kWgF16) TP_WGMMA_16BIT(N, "f16", I_A, I_B, I_S, I_TA, I_TB);               \
     else if constexpr (IN == kWgBf16) TP_WGMMA_16BIT(N, "bf16", I_A, I_B, I_S, I_TA, I_TB);        \
-    else if constexpr (IN == kWgE4m3) TP_WGMMA_8BIT(N, "e4m3", I_A, I_B, I_S);                     \
-    else TP_WGMMA_8BIT(N, "e5m2", I_A, I_B, I_S);                                                   \
+    else if constexpr (IN == kWgE4m3) TP_WGMMA_KMAJOR(N, 32, "e4m3", I_A, I_B, I_S);               \
+    else if constexpr (IN == kWgE5m2) TP_WGMMA_KMAJOR(N, 32, "e5m2", I_A, I_B, I_S);               \
+    else TP_WGMMA_KMAJOR(N, 8, "tf32", I_A, I_B, I_S);                                              \
   }
 TP_WGMMA_DEFINE(64, 32, "32", "33", "34", "35", "36")
 TP_WGMMA_DEFINE(128, 64, "64", "65", "66", "67", "68")
@@ -110,7 +112,7 @@ TP_WGMMA_DEFINE(192, 96, "96", "97", "98", "99", "100")
 TP_WGMMA_DEFINE(256, 128, "128", "129", "130", "131", "132")
 #undef TP_WGMMA_DEFINE
 
-// D(64 x N) op= A x B (k16 for 16-bit inputs, k32 for 8-bit) for N in {64, 128, 192, 256}: the one
+// D(64 x N) op= A x B (k16 for 16-bit inputs, k32 for 8-bit, k8 for tf32) for N in {64, 128, 192, 256}: the one
 // entry point the kernels call.
 template <int N, int IN, int TRANS_A, int TRANS_B>
 __device__ __forceinline__ void wgmma_m64(float (&d)[N / 2], u64 desc_a, u64 desc_b, int scale_d) {

@@ -36,8 +36,9 @@
 //
 // Layouts: A and B K-major, or (16-bit inputs) M/N-major (a_mn: A column-major, b_mn: B row-major)
 // through wgmma's transpose bits; shared memory holds 8192 bytes per 64 rows of an operand either way.
-// Inputs (Cfg::in_type, common/wgmma.cuh): f16 / bf16 with 64 K per stage, e4m3 / e5m2 with 128; a
-// stage row is 128 bytes of K either way, and a k-tile is 4 wgmma K steps of 32 bytes.
+// Inputs (Cfg::in_type, common/wgmma.cuh): f16 / bf16 with 64 K per stage, e4m3 / e5m2 with 128, f32
+// (read as tf32) with 32; a stage row is 128 bytes of K either way, and a k-tile is 4 wgmma K steps
+// of 32 bytes.
 //
 // Split-K (Cfg::splitk, parallel mode): the grid walks (slice, tile) units; each stores its fp32
 // partial tile to the workspace and gemm/splitk_reduce.cuh sums the slices in order.

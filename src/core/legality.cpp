@@ -124,8 +124,6 @@ namespace {
 // consumer in its registers.
 Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
   if (!arch.wgmma) return no("family_arch", "fam=sm90 needs wgmma (sm_90a); " + arch.sm + " has none");
-  if (input == DType::f32)
-    return no("dtype", "fam=sm90 runs f16, bf16, e4m3 and e5m2 inputs (f32: fam=sm80)");
   if (c.tile_k * size_bytes(input) != 128)
     return no("tile_k", "fam=sm90 loads K in 128-byte swizzled rows: tile_k must be " +
                             std::to_string(128 / size_bytes(input)) + " for " + std::string(to_string(input)) + " inputs");
@@ -396,6 +394,10 @@ Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
                " is not a multiple of 16 bytes (fam=sm80 serves it)";
       });
   const bool a_mn = g.layout_a == MatLayout::col, b_mn = g.layout_b == MatLayout::row;
+  if (g.a == DType::f32 && (a_mn || b_mn))
+    return fail<kExplain>("layout", [] {
+      return "fam=sm90 reads f32 inputs as tf32, which wgmma takes K-major only (layout r c x); fam=sm80 serves the others";
+    });
   if ((a_mn && c.cluster_n == 2 && c.tile_m % 128 != 0) || (b_mn && c.cluster_m == 2 && c.tile_n % 128 != 0))
     return fail<kExplain>("cluster", [] {
       return "an M/N-major operand shared by a cluster is loaded in halves of whole 64-row blocks: its tile "

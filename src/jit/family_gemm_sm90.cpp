@@ -54,6 +54,7 @@ int wgmma_in_type(DType t) {
     case DType::bf16: return tp::kWgBf16;
     case DType::e4m3: return tp::kWgE4m3;
     case DType::e5m2: return tp::kWgE5m2;
+    case DType::f32: return tp::kWgTf32;  // read as tf32 by the tensor cores
     default: return -1;
   }
 }
@@ -64,7 +65,7 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   using namespace codegen;
   const std::string config_text = to_string(c);
   if (p.a != p.b || wgmma_in_type(p.a) < 0 || is_fp8(p.c))
-    throw Unsupported("fam=sm90 gemm needs f16, bf16, e4m3 or e5m2 A and B of one dtype and a 16- or 32-bit output: '" +
+    throw Unsupported("fam=sm90 gemm needs f16, bf16, e4m3, e5m2 or f32 (tf32) A and B of one dtype and a 16- or 32-bit output: '" +
                       to_string(p) + "'");
   if (c.align_c == 0) throw Unsupported("fam=sm90 gemm: config alignment not resolved");
   const bool c_row = p.layout_c == MatLayout::row, beta = p.beta != 0.0;
@@ -79,8 +80,8 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   const Sm90Staging staging = sm90_staging(c, size_bytes(p.c));
   cfg.b("epi_smem", staged).i("epi_cols", staged ? staging.cols : c.tile_n).i("epi_bufs", staging.buffers);
   const bool a_mn = p.layout_a == MatLayout::col, b_mn = p.layout_b == MatLayout::row;  // M/N-major operands
-  if (is_fp8(p.a) && (a_mn || b_mn))
-    throw Unsupported("fam=sm90: 8-bit wgmma reads K-major A and B only: '" + to_string(p) + "'");
+  if ((is_fp8(p.a) || p.a == DType::f32) && (a_mn || b_mn))
+    throw Unsupported("fam=sm90: 8-bit and tf32 wgmma read K-major A and B only: '" + to_string(p) + "'");
   cfg.b("a_mn", a_mn).b("b_mn", b_mn);
   // skmode=parallel: fp32 partials + the reduction kernel; skmode=serial: stream-K inside the kernel.
   const bool parallel = c.splitk_mode == static_cast<int>(SplitKMode::parallel);
