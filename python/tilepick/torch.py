@@ -10,7 +10,8 @@ The ops are torch.library custom ops (namespace `tilepick`) with fake kernels (t
 autograd: linear backward runs the GEMMs dy @ W (rrr) and dy^T @ x (crr), conv backward runs the
 bwd_data and bwd_weight problems; bias gradients are torch sums. In eager mode the same code runs
 through torch.autograd.Function (no torch.library dispatch on the host path); torch.compile, fake and
-meta tensors go through the custom ops. Inputs are f16 or bf16 CUDA tensors.
+meta tensors go through the custom ops. Inputs are f16 or bf16 CUDA tensors; under torch.autocast
+other floating inputs (fp32 parameters) are cast to its dtype first, as torch's own ops do.
 Convolutions work on channels-last memory (torch channels_last == tilepick x NHWGC, a weight
 [K, C/G, kh, kw] in channels_last memory == tilepick w [K][Y][X][C/G]); other inputs are copied
 into it on every call, with one warning per op and operand, and outputs are channels-last. Kernels run on torch.cuda.current_stream().
@@ -637,19 +638,47 @@ def _grad_needed(*tensors) -> bool:
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
+def _autocast_dtype(device_type: str) -> Optional[torch.dtype]:
+    """torch.autocast's dtype for `device_type` while it is on, else None (torch >= 2.4 takes the device
+    type; older versions have per-device functions)."""
+    try:
+        if not torch.is_autocast_enabled(device_type):
+            return None
+        return torch.get_autocast_dtype(device_type)
+    except (TypeError, AttributeError):
+        if device_type == "cuda" and torch.is_autocast_enabled():
+            return torch.get_autocast_gpu_dtype()
+        if device_type == "cpu" and torch.is_autocast_cpu_enabled():
+            return torch.get_autocast_cpu_dtype()
+        return None
+
+
+def _autocast(*tensors):
+    """Under torch.autocast, floating tensors of another dtype run in its dtype, as torch's own linear,
+    matmul and conv do: fp32 parameters become bf16 / f16 operands, and their gradients come back in
+    fp32 through the cast."""
+    dtype = _autocast_dtype(tensors[0].device.type)
+    if dtype is None:
+        return tensors
+    return tuple(t.to(dtype) if t is not None and t.is_floating_point() and t.dtype != dtype else t for t in tensors)
+
+
 def _linear_call(x, weight, bias):
+    x, weight, bias = _autocast(x, weight, bias)
     if not _eager(x):
         return torch.ops.tilepick.linear(x, weight, bias)
     return _LinearFn.apply(x, weight, bias) if _grad_needed(x, weight, bias) else _linear_impl(x, weight, bias)
 
 
 def _matmul_call(a, b):
+    a, b = _autocast(a, b)
     if not _eager(a):
         return torch.ops.tilepick.matmul(a, b)
     return _MatmulFn.apply(a, b) if _grad_needed(a, b) else _matmul_impl(a, b)
 
 
 def _conv_call(x, weight, bias, stride, padding, dilation, groups):
+    x, weight, bias = _autocast(x, weight, bias)
     if not _eager(x):
         op = torch.ops.tilepick.conv2d if x.dim() == 4 else torch.ops.tilepick.conv3d
         return op(x, weight, bias, stride, padding, dilation, groups)

@@ -339,6 +339,28 @@ def test_linear_and_matmul_plumbing_matches_torch(reference_executor):
     assert any(" crr " in q or " ccr " in q for q in reference_executor)  # transposed views read in place
 
 
+def test_autocast_runs_fp32_parameters_in_its_dtype(reference_executor):
+    """Under torch.autocast (here on the CPU: the same code path as CUDA) fp32 inputs and parameters run
+    as bf16 problems, like torch's own ops, and the fp32 parameters get fp32 gradients."""
+    torch.manual_seed(6)
+    x, w, b = rand(3, 5, 12), rand(7, 12), rand(7)
+    xr, wr, br = clone_leaves(x, w, b)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out, ref = tpt.linear(x, w, b), F.linear(xr, wr, br)
+        conv_x, conv_w = rand(2, 8, 9, 9), rand(16, 8, 3, 3)
+        conv_xr, conv_wr = clone_leaves(conv_x, conv_w)
+        conv_out = tpt.conv2d(conv_x, conv_w, None, padding=1)
+        conv_ref = F.conv2d(conv_xr, conv_wr, None, padding=1)
+    assert out.dtype == ref.dtype == torch.bfloat16 and conv_out.dtype == torch.bfloat16
+    assert all(" bf16" in q for q in reference_executor), reference_executor
+    check_grads(out.float(), ref.float(), [x, w, b], [xr, wr, br], atol=3e-2, rtol=3e-2)
+    check_grads(conv_out.float(), conv_ref.float(), [conv_x, conv_w], [conv_xr, conv_wr], atol=5e-2, rtol=3e-2)
+    assert w.grad.dtype == torch.float32 and conv_w.grad.dtype == torch.float32
+    # Outside autocast nothing is cast.
+    same = tpt._autocast(x, w)
+    assert same[0] is x and same[1] is w
+
+
 # ------------------------------------------------------------------------------------------- GPU
 
 def rel_err(out, ref):
@@ -414,6 +436,27 @@ def test_matmul_gpu(dtype):
         a, b = torch.randn(a_shape, **dev), torch.randn(b_shape, **dev) / 8
         compare(lambda a, b: tpt.matmul(*view(a, b)), lambda a, b: torch.matmul(*view(a, b)), [a, b],
                 f"matmul {a_shape} {b_shape}")
+
+
+@cuda
+def test_autocast_gpu():
+    """fp32 parameters under torch.autocast(bf16) after swap_modules: outputs and gradients within
+    bf16 error of torch's own autocast run."""
+    torch.manual_seed(7)
+    model = torch.nn.Sequential(torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
+                                torch.nn.Linear(32 * 9 * 9, 40)).cuda()
+    ref = copy.deepcopy(model)
+    assert tpt.swap_modules(model) == 2
+    x = torch.randn(4, 16, 9, 9, device="cuda").to(memory_format=torch.channels_last)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        out, want = model(x), ref(x)
+    assert out.dtype == want.dtype == torch.bfloat16
+    assert rel_err(out.float(), want.double()) < 2e-2
+    out.float().sum().backward()
+    want.float().sum().backward()
+    for p, q in zip(model.parameters(), ref.parameters()):
+        assert p.grad.dtype == torch.float32
+        assert rel_err(p.grad, q.grad.double()) < 3e-2
 
 
 @cuda
