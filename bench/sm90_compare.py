@@ -4,7 +4,7 @@ record files of one run.
 For every problem: the fastest verified sm90 config, the vendor's heuristic pick and the best of its
 algorithms (each timed; `vendor=...:exhaustive` and the like), TFLOPS, % of the arch's dense peak and
 speed-up = vendor best time / sm90 time (fp8 problems against cuBLASLt fp8, % of the fp8 peak);
-the last line is the geomean speed-up. Each row's
+then the geomean speed-up, overall and per class (GEMM layout, dtype and epilogue; conv direction). Each row's
 `tilepick verify --time` command replays our kernel.
 
   python3 bench/sm90_compare.py RECORDS.csv.gz [...] [--family sm90] [--peak 989.4]
@@ -21,6 +21,16 @@ def read(path):
     with gzip.open(path, "rt") as f:
         lines = [ln for ln in f if not ln.startswith("#")]
     return list(csv.DictReader(io.StringIO("".join(lines))))
+
+
+def problem_class(problem):
+    """GEMM: layout, input dtype and epilogue ("rcr bf16 ep=bias"); conv: direction and dtype."""
+    words = problem.split()
+    ep = next((w for w in words if w.startswith("ep=")), "ep=none")
+    if words[0] == "gemm":
+        dtype = next(w for w in words if w[0] in "bfe" and (":" in w or w in ("bf16", "f16", "f32")))
+        return f"{words[1]} {dtype.split(':')[0]} {ep}"
+    return f"{words[0]} {words[-1] if words[-1] != ep else words[-2]}"
 
 
 def main():
@@ -61,6 +71,15 @@ def main():
         print(f"{p:44} no {a.family} config ok ({bad[p]} not ok)")
     if logs:
         print(f"geomean speed-up over the vendor's best: {math.exp(sum(logs) / len(logs)):.3f} on {len(logs)} problems")
+        by_class = defaultdict(list)
+        for p, (t, c, tf) in ours.items():
+            vb = min(best.get(p, math.inf), heur.get(p, math.inf))
+            if vb < math.inf:
+                by_class[problem_class(p)].append(math.log(vb / t))
+        if len(by_class) > 1:
+            for k in sorted(by_class):
+                v = by_class[k]
+                print(f"  {k:40} {math.exp(sum(v) / len(v)):.3f} on {len(v)} (min {math.exp(min(v)):.3f})")
     for p in sorted(ours, key=lambda s: (len(s), s)):
         print(f"replay: tilepick verify --time -p '{p}' -c '{ours[p][1]}'")
 
