@@ -4,8 +4,11 @@
 // bench/sm90_gpu.sh); NVRTC compiles of the space run in ctest jit_compile_sm_90a.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tilepick/arch.hpp"
 #include "tilepick/error.hpp"
@@ -13,6 +16,8 @@
 #include "tilepick/legality.hpp"
 #include "tilepick/registry.hpp"
 
+#include "../kernels/gemm/sm90_params.cuh"
+#include "../kernels/gemm/sm90_schedule.cuh"
 #include "test_util.hpp"
 
 using namespace tilepick;
@@ -148,6 +153,52 @@ TEST(LegalityRule, Sm90Tf32) {
   const KernelPlan plan = make_plan(rcr, resolve(c, rcr));
   EXPECT_NE(plan.kernels.at(0).code.find("in_type = 4"), std::string::npos);
   EXPECT_THROW(make_plan(crr, resolve(c, crr)), Unsupported);
+}
+
+// The stream-K schedule the kernel runs (kernels/gemm/sm90_schedule.cuh, compiled here for the host):
+// every k-tile of every tile runs exactly once; a CTA starts inside a tile at most once, in its first
+// piece after the data-parallel tiles; each tile's owner (the piece at k-tile 0) gathers exactly the
+// CTAs whose pieces cover the rest of the tile, contiguous in K; no CTA beyond the grid is named.
+TEST(Sm90StreamK, ScheduleCoversEveryKTileOnceAndOwnersGatherTheRest) {
+  int checked = 0;
+  for (int tiles : {1, 2, 7, 36, 72, 131, 132, 133, 144, 263, 264, 265, 1024})
+    for (int ktiles : {1, 2, 3, 13, 64, 128})
+      for (int splitk : {2, 4})
+        for (int grid : {1, 16, 132}) {
+          const int g = std::min({grid, tiles * std::min(splitk, ktiles), tp::kSkMaxCtas});
+          SCOPED_TRACE("tiles " + std::to_string(tiles) + " ktiles " + std::to_string(ktiles) + " splitk " +
+                       std::to_string(splitk) + " ctas " + std::to_string(g));
+          const tp::Sm90SkSchedule sk(tiles, ktiles, splitk, g);
+          std::vector<int> runs(static_cast<std::size_t>(tiles) * ktiles, 0);
+          std::vector<std::array<int, 3>> started_inside(static_cast<std::size_t>(g), {-1, -1, -1});
+          std::vector<std::vector<std::array<int, 3>>> pieces(static_cast<std::size_t>(g));
+          for (int c = 0; c < g; ++c)
+            sk.for_each_piece(c, g, ktiles, [&](int tile, int kt0, int kt1) {
+              ASSERT_TRUE(tile >= 0 && tile < tiles && kt0 >= 0 && kt0 < kt1 && kt1 <= ktiles);
+              for (int k = kt0; k < kt1; ++k) ++runs[static_cast<std::size_t>(tile) * ktiles + k];
+              if (kt0 > 0) {
+                ASSERT_EQ(started_inside[c][0], -1) << "CTA " << c << " starts inside two tiles";
+                ASSERT_TRUE(pieces[c].empty() || pieces[c].back()[2] == ktiles) << "not its first split piece";
+                started_inside[c] = {tile, kt0, kt1};
+              }
+              pieces[c].push_back({tile, kt0, kt1});
+            });
+          for (int r : runs) ASSERT_EQ(r, 1);
+          for (int c = 0; c < g; ++c)
+            for (const auto& [tile, kt0, kt1] : pieces[c]) {
+              if (kt0 != 0 || kt1 == ktiles) continue;
+              int next = kt1;
+              for (int c2 = c + 1; sk.contributes(c2, tile, ktiles); ++c2) {
+                ASSERT_LT(c2, g);
+                ASSERT_EQ(started_inside[c2][0], tile) << "CTA " << c2 << " gathered for tile " << tile;
+                ASSERT_EQ(started_inside[c2][1], next);
+                next = started_inside[c2][2];
+              }
+              ASSERT_EQ(next, ktiles) << "tile " << tile << " owned by CTA " << c;
+            }
+          ++checked;
+        }
+  EXPECT_EQ(checked, 13 * 6 * 2 * 3);
 }
 
 TEST(LegalityRule, Sm90SplitK) {

@@ -52,6 +52,7 @@
 #include "common/wgmma.cuh"
 #include "gemm/sm80_core.cuh"  // raster_tile, store1/store2, activate
 #include "gemm/sm90_params.cuh"
+#include "gemm/sm90_schedule.cuh"
 
 namespace tp {
 
@@ -303,31 +304,18 @@ template <bool MN_MAJOR> __device__ __forceinline__ constexpr u64 desc_k_step(in
   return MN_MAJOR ? u64(kk * 16 * 128 / 16) : u64(kk * 32 / 16);
 }
 
-// Stream-K (Cfg::stream_k): whole waves of tiles run data-parallel (tile = c, c + G, ...), so that the
-// CTAs of a wave read the same K slabs at once (shared in L2); the tiles of the last partial wave
-// (all tiles when there are fewer than G) are split by K: the first min(G, tiles x splitk) CTAs take
-// even shares [begin(c), begin(c + 1)) of their tiles x ktiles k-tiles, in tile order. A share starts
-// inside a tile at most once (its first piece): that piece's partial sums go to the CTA's slot of the
-// workspace and its flag is raised. The piece that starts a tile (k-tile 0) owns it: if the tile goes
-// on past the piece, the owner waits for the flags of the CTAs whose shares start inside the tile
-// (c + 1, c + 2, ... in K order), adds their slots in that order (the same sums every run:
-// deterministic) and runs the epilogue. Nothing waits on a piece that waits, so every wait ends once
-// all CTAs run (the grid is persistent).
+// Stream-K (Cfg::stream_k): the schedule of gemm/sm90_schedule.cuh (whole waves data-parallel, the
+// last partial wave split by K). A share starts inside a tile at most once (its first piece): that
+// piece's partial sums go to the CTA's slot of the workspace and its flag is raised. The piece that
+// starts a tile (k-tile 0) owns it: if the tile goes on past the piece, the owner waits for the flags
+// of the CTAs whose shares start inside the tile (c + 1, c + 2, ... in K order), adds their slots in
+// that order (the same sums every run: deterministic) and runs the epilogue. Nothing waits on a piece
+// that waits, so every wait ends once all CTAs run (the grid is persistent).
 // Workspace: kSkMaxCtas x consumers int flags (zeroed before each launch), then per CTA and consumer
 // one slot of WM x tile_n floats in accumulator order (float4 q of thread t at (q * 128 + t) * 4).
 constexpr int kSkFlagFloats = kSkMaxCtas * 2;
-struct Sm90StreamK {
-  int first;               // first split tile: the tiles before it run data-parallel
-  int ctas, share, extra;  // CTAs splitting; the first `extra` take share + 1 k-tiles, the others share
-  // tiles, ktiles and splitk of the problem (tiles x ktiles < 2^31: the plan checks), G CTAs.
-  __device__ __forceinline__ Sm90StreamK(int tiles, int ktiles, int splitk, int g) {
-    first = tiles - tiles % g;
-    const int split = tiles - first, total = split * ktiles;
-    ctas = min(g, min(split * splitk, total));
-    share = ctas > 0 ? total / ctas : 0, extra = ctas > 0 ? total % ctas : 0;
-  }
-  // Position (k-tiles from the first split tile's start) where CTA c's share begins; c <= ctas.
-  __device__ __forceinline__ int begin(int c) const { return c * share + min(c, extra); }
+struct Sm90StreamK : Sm90SkSchedule {
+  __device__ __forceinline__ Sm90StreamK(int tiles, int ktiles, int splitk, int g) : Sm90SkSchedule(tiles, ktiles, splitk, g) {}
 
   template <class Cfg> __device__ __forceinline__ static float4* slot(const GemmSm90Params& p, int c, int cons) {
     typedef Sm90Shape<Cfg> S;
@@ -358,9 +346,9 @@ struct Sm90StreamK {
   }
   template <class Cfg>
   __device__ __forceinline__ void gather(const GemmSm90Params& p, float (&acc)[Sm90Shape<Cfg>::MI][Cfg::tile_n / 2], int c,
-                                         int cons, int tile_end) const {
+                                         int cons, int tile, int ktiles) const {
     const int t = threadIdx.x % 128;
-    for (int c2 = c + 1; c2 < ctas && begin(c2) < tile_end; ++c2) {
+    for (int c2 = c + 1; contributes(c2, tile, ktiles); ++c2) {
       if (t == 0) flag_wait(flag<Cfg>(p, c2, cons), 1);
       sync_warpgroup(cons);
       const float4* w = slot<Cfg>(p, c2, cons);
@@ -388,14 +376,8 @@ struct Sm90StreamK {
 template <class Cfg, class F>
 __device__ __forceinline__ void sm90_for_each_work(const GemmSm90Params& p, int ktiles, int cluster, int clusters, F&& f) {
   if constexpr (Cfg::stream_k) {
-    const Sm90StreamK sk(p.tiles_total, ktiles, p.splitk, clusters);
-    for (int tile = cluster; tile < sk.first; tile += clusters) f(tile, 0, ktiles, 0);
-    if (cluster >= sk.ctas) return;
-    for (int pos = sk.begin(cluster), end = sk.begin(cluster + 1); pos < end;) {
-      const int t = pos / ktiles, kt0 = pos - t * ktiles, kt1 = min(ktiles, kt0 + (end - pos));
-      f(sk.first + t, kt0, kt1, 0);
-      pos += kt1 - kt0;
-    }
+    const Sm90SkSchedule sk(p.tiles_total, ktiles, p.splitk, clusters);
+    sk.for_each_piece(cluster, clusters, ktiles, [&](int tile, int kt0, int kt1) { f(tile, kt0, kt1, 0); });
   } else {
     for (int unit = cluster; unit < p.tiles_total * p.splitk; unit += clusters) {
       const int slice = unit / p.tiles_total;
@@ -525,7 +507,7 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
         sk.publish<Cfg>(p, acc, cluster, cons);
         return;
       }
-      if (kt1 < ktiles) sk.gather<Cfg>(p, acc, cluster, cons, (tile - sk.first + 1) * ktiles);
+      if (kt1 < ktiles) sk.gather<Cfg>(p, acc, cluster, cons, tile, ktiles);
     }
     if (Cfg::splitk)
       sm90_store_partial<Cfg>(p, acc, batch, m0 + row0, n0, slice);
