@@ -25,6 +25,17 @@ source bench/gpu_session.sh
 build_cli
 $T arch show --device 0 > "$W/arch.txt" 2>&1; git log -1 --format='commit %H' > "$W/commit.txt" 2>/dev/null
 echo "sm90 pool: $($T configs count 2>/dev/null | grep gemm_sm90 | tr -s " ")"
+# space_sweep NAME SPACE PROBLEMS REGEXPS: `tilepick sweep` of the configs of SPACE (name or .json) that match
+# every extended regexp of REGEXPS (one word each) on every problem of the file PROBLEMS (`name:` tags dropped).
+space_sweep() {
+  local name=$1 space=$2 problems=$3 re; shift 3
+  $T configs list -s "$space" > "$W/${name}_configs.txt"
+  for re in "$@"; do grep -E "$re" "$W/${name}_configs.txt" > "$W/c.tmp"; mv "$W/c.tmp" "$W/${name}_configs.txt"; done
+  grep -v '^#' "$problems" | sed 's/^[^:]*: //' | while read -r prob; do sed "s/^/$prob|/" "$W/${name}_configs.txt"; done \
+    > "$W/${name}_pairs.txt"
+  echo "$name: $(wc -l < "$W/${name}_configs.txt") configs, $(wc -l < "$W/${name}_pairs.txt") pairs"
+  timed_sweep "$name" $(( $(left) - 15 )) --pairs "$W/${name}_pairs.txt"
+}
 for step in ${STEPS:-verify sanitize sass perf}; do
   case $step in
     verify)
@@ -58,11 +69,7 @@ for step in ${STEPS:-verify sanitize sass perf}; do
         -c "fam=sm90 tile=128x128x64 warps=1x2 stages=4 epi=smem" -c "fam=sm90 tile=128x128x64 warps=2x1 stages=5 splitk=2 skmode=serial epi=smem" \
         -c "fam=sm90 tile=64x128x64 warps=1x1 stages=6 splitk=4 skmode=parallel" --csv "$W/verify_conv.csv" >"$W/verify_conv.txt" 2>&1
       echo "verify conv rc=$?: $(tail -1 "$W/verify_conv.txt")"; grep -A2 '^FAIL' "$W/verify_conv.txt" | head -20
-      $T configs list -s data/spaces/trial/conv_sm90.json > "$W/conv_configs.txt"
-      for re in ${CONV_GREP:-"stages=[45]"}; do grep -E "$re" "$W/conv_configs.txt" > "$W/c.tmp"; mv "$W/c.tmp" "$W/conv_configs.txt"; done
-      grep -v '^#' "$CF" | sed 's/^[^:]*: //' | while read -r prob; do sed "s/^/$prob|/" "$W/conv_configs.txt"; done > "$W/conv_pairs.txt"
-      echo "conv: $(wc -l < "$W/conv_configs.txt") configs, $(wc -l < "$W/conv_pairs.txt") pairs"
-      timed_sweep conv $(( $(left) - 15 )) --pairs "$W/conv_pairs.txt"
+      space_sweep conv data/spaces/trial/conv_sm90.json "$CF" ${CONV_GREP:-"stages=[45]"}
       python3 bench/sm90_compare.py "$W/conv.csv.gz" > "$W/compare_conv.txt" 2>&1; grep -v "^replay" "$W/compare_conv.txt" | tail -40 ;;
     tf32)
       grep '^check' data/problems/sm90_tf32.txt > "$W/tf32_check.txt"; grep '^perf' data/problems/sm90_tf32.txt > "$W/tf32_perf.txt"
@@ -71,11 +78,7 @@ for step in ${STEPS:-verify sanitize sass perf}; do
         -c "fam=sm90 tile=64x128x32 warps=1x1 stages=6 splitk=3 skmode=parallel" \
         -c "fam=sm90 tile=128x128x32 warps=2x1 stages=5 splitk=2 skmode=serial epi=smem" --csv "$W/verify_tf32.csv" >"$W/verify_tf32.txt" 2>&1
       echo "verify tf32 rc=$?: $(tail -1 "$W/verify_tf32.txt")"; grep -A2 '^FAIL' "$W/verify_tf32.txt" | head -20
-      $T configs list -s data/spaces/trial/gemm_sm90_tf32.json > "$W/tf32_configs.txt"
-      for re in ${TF32_GREP:-"stages=[345] " "swz=8"}; do grep -E "$re" "$W/tf32_configs.txt" > "$W/c.tmp"; mv "$W/c.tmp" "$W/tf32_configs.txt"; done
-      sed 's/^[^:]*: //' "$W/tf32_perf.txt" | while read -r prob; do sed "s/^/$prob|/" "$W/tf32_configs.txt"; done > "$W/tf32_pairs.txt"
-      echo "tf32: $(wc -l < "$W/tf32_configs.txt") configs, $(wc -l < "$W/tf32_pairs.txt") pairs"
-      timed_sweep tf32 $(( $(left) - 15 )) --pairs "$W/tf32_pairs.txt"
+      space_sweep tf32 data/spaces/trial/gemm_sm90_tf32.json "$W/tf32_perf.txt" ${TF32_GREP:-"stages=[345] " "swz=8"}
       python3 bench/sm90_compare.py "$W/tf32.csv.gz" --peak 494.7 > "$W/compare_tf32.txt" 2>&1; grep -v "^replay" "$W/compare_tf32.txt" | tail -12 ;;
     sanitize)
       # SAN_CONFIGS: ';'-separated configs instead of one sampled per problem (pairs that are not legal are skipped)
@@ -109,12 +112,7 @@ for step in ${STEPS:-verify sanitize sass perf}; do
       if [ -n "${PERF_PAIRS:-}" ]; then  # a 'problem|config' file made beforehand
         timed_sweep perf $(( $(left) - 15 )) --pairs "$PERF_PAIRS"
       elif [ -n "${PERF_GREP:-}" ]; then
-        $T configs list --space gemm_sm90 > "$W/configs.txt"
-        for re in $PERF_GREP; do grep -E "$re" "$W/configs.txt" > "$W/c.tmp"; mv "$W/c.tmp" "$W/configs.txt"; done
-        grep -v '^#' "${PERF_FILE:-data/problems/sm90_perf.txt}" | sed 's/^[^:]*: //' | while read -r prob; do
-          sed "s/^/$prob|/" "$W/configs.txt"; done > "$W/pairs.txt"
-        echo "perf: $(wc -l < "$W/configs.txt") configs, $(wc -l < "$W/pairs.txt") pairs"
-        timed_sweep perf $(( $(left) - 15 )) --pairs "$W/pairs.txt"
+        space_sweep perf gemm_sm90 "${PERF_FILE:-data/problems/sm90_perf.txt}" $PERF_GREP
       else
         timed_sweep perf $(( $(left) - 15 )) -f "${PERF_FILE:-data/problems/sm90_perf.txt}" ${SWEEP_ARGS:---family sm90}
       fi

@@ -144,10 +144,10 @@ TEST(LegalityRule, Smem) {
   const std::string sm90 = "fam=sm90 tile=128x256x64 warps=2x1 epi=smem";
   const std::string f32_out = "gemm rcr m1024 n1024 k1024 bf16:bf16:f32";
   EXPECT_EQ(estimate_resources(parse_config(sm90 + " stages=3"), parse_problem(kGemm)).smem_bytes, 214080);
-  EXPECT_EQ(sm90_epi_cols(parse_config(sm90 + " stages=3"), 2), 256);
+  EXPECT_EQ(sm90_staging(parse_config(sm90 + " stages=3"), 2).cols, 256);
   EXPECT_EQ(estimate_resources(parse_config(sm90 + " stages=4"), parse_problem(kGemm)).smem_bytes, 230480);
-  EXPECT_EQ(sm90_epi_cols(parse_config(sm90 + " stages=4"), 2), 64);
-  EXPECT_EQ(sm90_epi_cols(parse_config(sm90 + " stages=3"), 4), 64);
+  EXPECT_EQ(sm90_staging(parse_config(sm90 + " stages=4"), 2).cols, 64);
+  EXPECT_EQ(sm90_staging(parse_config(sm90 + " stages=3"), 4).cols, 64);
   const auto tall = parse_config("fam=sm90 tile=256x128x64 warps=2x1 stages=4 epi=smem");
   EXPECT_EQ(sm90_staging(tall, 2).cols, 64);
   EXPECT_EQ(sm90_staging(tall, 2).buffers, 1);
@@ -163,8 +163,8 @@ TEST(LegalityRule, Smem) {
   // A ping-pong pair stages two tiles: 1024 + 4 x ((128 + 128) x 128 + 16) + 16 + 2 x 128 x 128 x 2.
   const auto pingpong = parse_config("fam=sm90 tile=128x128x64 warps=1x2 stages=4 epi=smem");
   EXPECT_EQ(sm90_smem_bytes(pingpong, 2), 197712);
-  EXPECT_EQ(sm90_epi_cols(pingpong, 2), 128);
-  EXPECT_EQ(sm90_epi_cols(parse_config("fam=sm90 tile=128x256x64 warps=2x1 stages=3"), 2), 0);  // epi=direct
+  EXPECT_EQ(sm90_staging(pingpong, 2).cols, 128);
+  EXPECT_EQ(sm90_staging(parse_config("fam=sm90 tile=128x256x64 warps=2x1 stages=3"), 2).cols, 0);  // epi=direct
   EXPECT_TRUE(ok(check(kGemm, sm90 + " stages=4", "h100_sxm")));
   EXPECT_TRUE(ok(check(f32_out, sm90 + " stages=3", "h100_sxm")));
   EXPECT_TRUE(violates(check(kGemm, sm90 + " stages=5", "h100_sxm"), "smem", {"263264", "232448"}));

@@ -51,7 +51,6 @@ struct Sm90Staging {
   int buffers;
 };
 Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes);
-int sm90_epi_cols(const KernelConfig& c, int out_bytes);  // sm90_staging(c, out_bytes).cols
 
 // legal() for many configs of one problem: the problem's terms (alignment, extents, GEMM K, largest
 // operand) computed once. check<false>(resolve(c)).ok == legal(problem, c, arch).ok for every c that

@@ -146,6 +146,9 @@ template <class Cfg> struct Sm90Bias {
   }
 };
 
+// Named barrier of consumer warpgroup `cons` (ids 1 and 2: constant ids, as a variable id reserves all 16).
+__device__ __forceinline__ void sm90_consumer_sync(int cons) { cons == 0 ? named_barrier(1, 128) : named_barrier(2, 128); }
+
 // Staging writes: no "memory" clobber, so that the compiler may issue the epilogue's global loads
 // (C, bias) ahead of them; the fence and barrier after the writes order them for the TMA store.
 __device__ __forceinline__ void st_shared_pair(u32 addr, float a, float b, float*) {
@@ -172,15 +175,13 @@ __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
   constexpr int E = sizeof(TC), SUB = 128 / E;  // columns per block
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
   const long long base = batch * p.batch_stride_c;
-  // Named barriers 1 and 2, one per consumer warpgroup (constant ids: a variable id reserves all 16).
-  auto sync_warpgroup = [&] { cons == 0 ? named_barrier(1, 128) : named_barrier(2, 128); };
   constexpr int COLS = Cfg::epi_cols;
   static_assert(Cfg::tile_n % COLS == 0 && COLS % SUB == 0, "staging holds whole 128-byte column blocks");
 #pragma unroll
   for (int part = 0; part < Cfg::tile_n / COLS; ++part) {
     const u32 buf = stage + (part % S::EPI_BUFS) * (S::WM * COLS * E);
     if (t == 0) bulk_wait_read<S::EPI_BUFS - 1>();  // the store that last used `buf` has read it
-    sync_warpgroup();
+    sm90_consumer_sync(cons);
     // Column pairs outermost: each thread's bias pair is taken once for its 2 x MI rows.
 #pragma unroll
     for (int j = part * COLS / 8; j < (part + 1) * COLS / 8; ++j) {
@@ -201,7 +202,7 @@ __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
         }
     }
     fence_proxy_async_shared();
-    sync_warpgroup();
+    sm90_consumer_sync(cons);
     if (t == 0) {
 #pragma unroll
       for (int b = 0; b < COLS / SUB; ++b)
@@ -321,11 +322,9 @@ struct Sm90StreamK : Sm90SkSchedule {
     typedef Sm90Shape<Cfg> S;
     return reinterpret_cast<float4*>(p.workspace + kSkFlagFloats + (long long)(c * Cfg::consumers + cons) * S::WM * Cfg::tile_n);
   }
-  template <class Cfg> __device__ __forceinline__ static int* flag(const GemmSm90Params& p, int c, int cons) {
+  __device__ __forceinline__ static int* flag(const GemmSm90Params& p, int c, int cons) {
     return reinterpret_cast<int*>(p.workspace) + c * 2 + cons;
   }
-  // Named barrier of consumer warpgroup `cons` (ids 1 and 2, as the staged epilogue's).
-  __device__ __forceinline__ static void sync_warpgroup(int cons) { cons == 0 ? named_barrier(1, 128) : named_barrier(2, 128); }
 
   template <class Cfg>
   __device__ __forceinline__ void publish(const GemmSm90Params& p, const float (&acc)[Sm90Shape<Cfg>::MI][Cfg::tile_n / 2],
@@ -338,10 +337,10 @@ struct Sm90StreamK : Sm90SkSchedule {
       for (int q = 0; q < Cfg::tile_n / 8; ++q)
         __stcg(w + (mi * (Cfg::tile_n / 8) + q) * 128 + t,
                make_float4(acc[mi][4 * q], acc[mi][4 * q + 1], acc[mi][4 * q + 2], acc[mi][4 * q + 3]));
-    sync_warpgroup(cons);
+    sm90_consumer_sync(cons);
     if (t == 0) {
       __threadfence();
-      flag_release(flag<Cfg>(p, c, cons), 1);
+      flag_release(flag(p, c, cons), 1);
     }
   }
   template <class Cfg>
@@ -349,8 +348,8 @@ struct Sm90StreamK : Sm90SkSchedule {
                                          int cons, int tile, int ktiles) const {
     const int t = threadIdx.x % 128;
     for (int c2 = c + 1; contributes(c2, tile, ktiles); ++c2) {
-      if (t == 0) flag_wait(flag<Cfg>(p, c2, cons), 1);
-      sync_warpgroup(cons);
+      if (t == 0) flag_wait(flag(p, c2, cons), 1);
+      sm90_consumer_sync(cons);
       const float4* w = slot<Cfg>(p, c2, cons);
       // Four float4 loads in flight at a time: the accumulators leave few registers for more.
 #pragma unroll
@@ -502,6 +501,7 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
     for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
     if (kt1 > kt0 && signal) release((it + ST - 1) % ST);
     if constexpr (Cfg::stream_k) {
+      // Made here, not once per CTA: kept across the main loop, its fields cost registers.
       const Sm90StreamK sk(p.tiles_total, ktiles, p.splitk, clusters);
       if (kt0 > 0) {  // a later part of the tile: to the workspace, for the CTA that owns the tile
         sk.publish<Cfg>(p, acc, cluster, cons);

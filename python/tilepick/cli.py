@@ -15,10 +15,9 @@ def main() -> int:
         print(f"tilepick: no CLI binary at {binary}: this is a source tree (use build/tilepick) or a package "
               "built without it", file=sys.stderr)
         return 1
-    if (pkg / "data").is_dir():
-        os.environ.setdefault("TILEPICK_DATA_DIR", str(pkg / "data"))
-    if (pkg / "models").is_dir():
-        os.environ.setdefault("TILEPICK_MODELS_DIR", str(pkg / "models"))
+    # The extension module points TILEPICK_DATA_DIR / TILEPICK_MODELS_DIR at the package's data and
+    # models when it loads (python/src/core_module.cpp); the CLI inherits them.
+    import tilepick._core  # noqa: F401
     # `tilepick report` runs the python3 on PATH: this interpreter's, which has the package.
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
     os.execv(str(binary), [str(binary), *sys.argv[1:]])

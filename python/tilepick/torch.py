@@ -638,14 +638,13 @@ def _grad_needed(*tensors) -> bool:
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
-def _autocast_dtype(device_type: str) -> Optional[torch.dtype]:
-    """torch.autocast's dtype for `device_type` while it is on, else None (torch >= 2.4 takes the device
-    type; older versions have per-device functions)."""
-    try:
-        if not torch.is_autocast_enabled(device_type):
-            return None
-        return torch.get_autocast_dtype(device_type)
-    except (TypeError, AttributeError):
+if hasattr(torch, "get_autocast_dtype"):  # torch >= 2.4: one pair of functions taking the device type
+    def _autocast_dtype(device_type: str) -> Optional[torch.dtype]:
+        """torch.autocast's dtype for `device_type` while it is on, else None."""
+        return torch.get_autocast_dtype(device_type) if torch.is_autocast_enabled(device_type) else None
+else:  # torch 2.3: per-device functions
+    def _autocast_dtype(device_type: str) -> Optional[torch.dtype]:
+        """torch.autocast's dtype for `device_type` while it is on, else None."""
         if device_type == "cuda" and torch.is_autocast_enabled():
             return torch.get_autocast_gpu_dtype()
         if device_type == "cpu" and torch.is_autocast_cpu_enabled():

@@ -186,8 +186,6 @@ Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes) {
   return {block, 1};  // may not fit either: the smem rule refuses the config then
 }
 
-int sm90_epi_cols(const KernelConfig& c, int out_bytes) { return sm90_staging(c, out_bytes).cols; }
-
 int sm90_smem_bytes(const KernelConfig& c, int out_bytes) {
   const Sm90Staging st = sm90_staging(c, out_bytes);
   return sm90_pipeline_bytes(c) + c.tile_m * c.warps_n * st.cols * out_bytes * st.buffers;
