@@ -14,6 +14,7 @@
 #            data/spaces/trial/gemm_sm90_tf32.json: verify the check.* rows with fixed configs, then a sweep
 #            of the space's configs matching TF32_GREP (default: stages 3-5, swz 8) on the perf.* rows with
 #            cuBLASLt (FAST_TF32) of the same run
+#   bandwidth  the device copy rate (bench/copy_bandwidth.cu, nvcc); later compare tables show each GEMM's share of it
 #   perf     `tilepick sweep` of PERF_FILE (default data/problems/sm90_perf.txt) over the sm90 space
 #            (or SWEEP_ARGS, or the configs matching every regexp of PERF_GREP, or the pairs of the file
 #            PERF_PAIRS) with the cuBLASLt
@@ -36,8 +37,12 @@ space_sweep() {
   echo "$name: $(wc -l < "$W/${name}_configs.txt") configs, $(wc -l < "$W/${name}_pairs.txt") pairs"
   timed_sweep "$name" $(( $(left) - 15 )) --pairs "$W/${name}_pairs.txt"
 }
+COPY_ARG=()
 for step in ${STEPS:-verify sanitize sass perf}; do
   case $step in
+    bandwidth)
+      nvcc -O2 -o /tmp/copy_bandwidth bench/copy_bandwidth.cu && /tmp/copy_bandwidth > "$W/copy_bandwidth.txt" 2>&1
+      cat "$W/copy_bandwidth.txt"; COPY_ARG=(--copy-gbs "$(awk '/^copy_gbs/ {print $2}' "$W/copy_bandwidth.txt")") ;;
     verify)
       timeout 150 $T verify -f data/problems/sm90_check.txt --family sm90 -n "${CHECK_N:-8}" --csv "$W/verify.csv" >"$W/verify.txt" 2>&1
       echo "verify rc=$?: $(tail -1 "$W/verify.txt")"; grep -A2 '^FAIL' "$W/verify.txt" | head -30
@@ -116,6 +121,6 @@ for step in ${STEPS:-verify sanitize sass perf}; do
       else
         timed_sweep perf $(( $(left) - 15 )) -f "${PERF_FILE:-data/problems/sm90_perf.txt}" ${SWEEP_ARGS:---family sm90}
       fi
-      python3 bench/sm90_compare.py "$W/perf.csv.gz" | tee "$W/compare.txt" ;;
+      python3 bench/sm90_compare.py "$W/perf.csv.gz" "${COPY_ARG[@]}" > "$W/compare.txt"; grep -v "^replay" "$W/compare.txt" | tail -25 ;;
   esac
 done
