@@ -7,9 +7,11 @@
 #   sanitize compute-sanitizer memcheck / racecheck / synccheck on 4 problems (one fp8), 1 sampled config each (or SAN_CONFIGS)
 #   ncu      Nsight Compute (--clock-control none) of NCU_CONFIG and of cuBLASLt on NCU_PROBLEM
 #   sass     HGMMA / UTMALDG / setmaxnreg counts in one compiled sm90 kernel (cuobjdump)
-#   conv     convolutions that are a GEMM (data/problems/sm90_conv_pointwise.txt, CONV_FILE) on the trial space
-#            data/spaces/trial/conv_sm90.json: verify with fixed configs, then a sweep of the space's configs
-#            matching every regexp of CONV_GREP (default: swz=8, stages 4-5) with cuDNN's rows of the same run
+#   conv     the trial space data/spaces/trial/conv_sm90.json: verify data/problems/sm90_conv_check.txt (CONV_CHECK;
+#            forward convolutions by TMA im2col) with fixed configs, then a sweep of CONV_PAIRS, or of CONV_FILE
+#            (default data/problems/sm90_conv_fwd.txt; sm90_conv_pointwise.txt holds the 1x1 layers) x the space's
+#            configs matching every regexp of CONV_GREP (default: 4 stages, no cluster, no split), with cuDNN's rows;
+#            CONV_LEAVE: seconds left for the steps after it (default 15)
 #   tf32     f32 GEMMs read as tf32 (data/problems/sm90_tf32.txt) on the trial space
 #            data/spaces/trial/gemm_sm90_tf32.json: verify the check.* rows with fixed configs, then a sweep
 #            of the space's configs matching TF32_GREP (default: stages 3-5, swz 8) on the perf.* rows with
@@ -68,14 +70,18 @@ for step in ${STEPS:-verify sanitize sass perf}; do
         >"$W/verify_random.txt" 2>&1
       echo "verify random rc=$?: $(tail -1 "$W/verify_random.txt")"; grep -A2 '^FAIL' "$W/verify_random.txt" | head -20 ;;
     conv)
-      CF=${CONV_FILE:-data/problems/sm90_conv_pointwise.txt}
-      timeout 200 $T verify -f "$CF" -c "fam=sm90 tile=128x128x64 warps=2x1 stages=4 epi=smem" \
-        -c "fam=sm90 tile=128x256x64 warps=2x1 stages=3 cluster=2x1 epi=smem" -c "fam=sm90 tile=128x192x64 warps=2x1 stages=4" \
-        -c "fam=sm90 tile=128x128x64 warps=1x2 stages=4 epi=smem" -c "fam=sm90 tile=128x128x64 warps=2x1 stages=5 splitk=2 skmode=serial epi=smem" \
-        -c "fam=sm90 tile=64x128x64 warps=1x1 stages=6 splitk=4 skmode=parallel" --csv "$W/verify_conv.csv" >"$W/verify_conv.txt" 2>&1
+      # Correctness: forward convolutions by TMA im2col (CONV_CHECK) with fixed configs: cooperative, clusters
+      # sharing B (2x1) and A (1x2, im2col multicast), ping-pong, stream-K, parallel split-K, epi=direct.
+      timeout 200 $T verify -f "${CONV_CHECK:-data/problems/sm90_conv_check.txt}" -c "fam=sm90 tile=128x128x64 warps=2x1 stages=4 swz=8 epi=smem" \
+        -c "fam=sm90 tile=128x256x64 warps=2x1 stages=3 swz=8 cluster=2x1 epi=smem" -c "fam=sm90 tile=128x128x64 warps=2x1 stages=4 swz=8 cluster=1x2 epi=smem" \
+        -c "fam=sm90 tile=128x128x64 warps=1x2 stages=4 swz=8 epi=smem" -c "fam=sm90 tile=128x128x64 warps=2x1 stages=5 splitk=2 skmode=serial swz=8 epi=smem" \
+        -c "fam=sm90 tile=64x128x64 warps=1x1 stages=6 splitk=3 skmode=parallel swz=8" -c "fam=sm90 tile=64x192x64 warps=1x1 stages=5 swz=8 epi=direct" \
+        --csv "$W/verify_conv.csv" >"$W/verify_conv.txt" 2>&1
       echo "verify conv rc=$?: $(tail -1 "$W/verify_conv.txt")"; grep -A2 '^FAIL' "$W/verify_conv.txt" | head -20
-      space_sweep conv data/spaces/trial/conv_sm90.json "$CF" ${CONV_GREP:-"stages=[45]"}
-      python3 bench/sm90_compare.py "$W/conv.csv.gz" > "$W/compare_conv.txt" 2>&1; grep -v "^replay" "$W/compare_conv.txt" | tail -40 ;;
+      # Speed: CONV_PAIRS ('problem|config' lines), else CONV_FILE x the trial space's configs matching CONV_GREP.
+      if [ -n "${CONV_PAIRS:-}" ]; then timed_sweep conv $(( $(left) - ${CONV_LEAVE:-15} )) --pairs "$CONV_PAIRS"
+      else space_sweep conv data/spaces/trial/conv_sm90.json "${CONV_FILE:-data/problems/sm90_conv_fwd.txt}" ${CONV_GREP:-"stages=4 " "cluster=1x1" "splitk=1"}; fi
+      python3 bench/sm90_compare.py "$W/conv.csv.gz" > "$W/compare_conv.txt" 2>&1; grep -v "^replay" "$W/compare_conv.txt" | tail -30 ;;
     tf32)
       grep '^check' data/problems/sm90_tf32.txt > "$W/tf32_check.txt"; grep '^perf' data/problems/sm90_tf32.txt > "$W/tf32_perf.txt"
       timeout 200 $T verify -f "$W/tf32_check.txt" -c "fam=sm90 tile=128x128x32 warps=2x1 stages=4 epi=smem" \

@@ -133,14 +133,67 @@ TEST(LegalityRule, Sm90PointwiseConv) {
     EXPECT_NE(code.find(std::string("a_mn = ") + (k.a_mn ? "true" : "false")), std::string::npos);
     EXPECT_NE(code.find(std::string("b_mn = ") + (k.b_mn ? "true" : "false")), std::string::npos);
   }
-  const Problem spatial = parse_problem("fwd mb32 ic256 ih56 iw56 oc64 kh3 kw3 ph1 pw1 bf16");
-  const Verdict v = legal(spatial, resolve(cfg, spatial), h100());
-  EXPECT_EQ(v.rule, "family_op");
-  EXPECT_NE(v.reason.find("1x1 filter"), std::string::npos) << v.reason;
-  EXPECT_THROW(make_plan(spatial, resolve(cfg, spatial)), Unsupported);
+  const KernelPlan plan = make_plan(parse_problem(cases[0].problem), resolve(cfg, parse_problem(cases[0].problem)));
+  EXPECT_NE(plan.kernels.at(0).code.find("conv = 0"), std::string::npos);  // the GEMM kernel itself
   // The default spaces hold no sm90 convolution configs (data/spaces/trial/conv_sm90.json is not loaded).
   for (const auto& e : Registry::default_registry().lookup(parse_problem(cases[0].problem), h100()))
     EXPECT_NE(e.config.fam(), Family::sm90) << to_string(e.config);
+}
+
+// Other forward convolutions of one group read x by TMA im2col (Sm90Im2col in kernels/gemm/sm90.cuh): legal
+// within im2col's limits, planned as a conv = 2 / 3 kernel; the others are refused with the reason.
+TEST(LegalityRule, Sm90Im2colConv) {
+  const KernelConfig cfg = parse_config("fam=sm90 tile=128x128x64 warps=2x1 stages=4 epi=smem");
+  const struct {
+    const char* problem;
+    int ndim;
+  } runs[] = {{"fwd mb32 ic256 ih56 iw56 oc64 kh3 kw3 ph1 pw1 bf16 ep=bias+relu", 2},
+              {"fwd mb2 ic40 id7 ih8 iw9 oc64 kd3 kh3 kw3 sd2 sh2 sw2 pd1 ph1 pw1 f16", 3},
+              {"fwd mb2 ic64 ih13 iw13 oc128 kh1 kw1 sh2 sw2 bf16", 2},
+              {"fwd mb2 ic48 ih17 iw17 oc64 kh1 kw7 ph0 pw3 dh1 dw2 bf16:bf16:f32", 2}};
+  for (const auto& k : runs) {
+    SCOPED_TRACE(k.problem);
+    const Problem p = parse_problem(k.problem);
+    const Verdict v = legal(p, resolve(cfg, p), h100());
+    ASSERT_TRUE(v.ok) << v.rule << ": " << v.reason;
+    const KernelPlan plan = make_plan(p, resolve(cfg, p));
+    EXPECT_NE(plan.kernels.at(0).code.find("conv = " + std::to_string(k.ndim)), std::string::npos);
+    EXPECT_NE(plan.kernels.at(0).specialization.find("conv=" + std::to_string(k.ndim) + "d"), std::string::npos);
+  }
+  const struct {
+    const char* problem;
+    const char* rule;
+    const char* says;
+  } refused[] = {{"bwd_data mb32 ic256 ih56 iw56 oc64 kh3 kw3 ph1 pw1 bf16", "family_op", "1x1 filter"},
+                 {"fwd g2 mb32 ic256 ih56 iw56 oc64 kh3 kw3 ph1 pw1 bf16", "family_op", "one group"},
+                 {"fwd mb2 ic64 ih300 iw300 oc64 kh3 kw3 ph129 pw1 bf16", "family_op", "[-128, 127]"},
+                 {"fwd mb2 ic64 ih300 iw9 oc64 kh3 kw3 ph1 pw1 dh70 dw1 bf16", "family_op", "box corners"},
+                 {"fwd mb2 ic64 id40 ih9 iw9 oc64 kd3 kh3 kw3 pd17 bf16", "family_op", "[-16, 15]"},
+                 {"fwd mb2 ic64 ih90 iw90 oc64 kh9 kw9 sh9 sw9 bf16", "family_op", "strides at most 8"},
+                 {"fwd mb2 ic12 ih9 iw9 oc64 kh3 kw3 bf16", "tma_stride", "16-byte"},
+                 {"fwd mb2 ic64 ih9 iw9 oc36 kh3 kw3 bf16", "tma_stride", "epi=direct"}};
+  for (const auto& k : refused) {
+    SCOPED_TRACE(k.problem);
+    Problem p;
+    try {
+      p = parse_problem(k.problem);
+    } catch (const Error& e) {
+      ADD_FAILURE() << e.what();
+      continue;
+    }
+    const Verdict v = legal(p, resolve(cfg, p), h100());
+    EXPECT_EQ(v.rule, k.rule) << v.reason;
+    EXPECT_NE(v.reason.find(k.says), std::string::npos) << v.reason;
+  }
+  const Problem f32 = parse_problem("fwd mb2 ic64 ih9 iw9 oc64 kh3 kw3 f32");  // tf32 GEMMs only
+  const Verdict v = legal(f32, resolve(parse_config("fam=sm90 tile=128x128x32 warps=2x1 stages=4"), f32), h100());
+  EXPECT_EQ(v.rule, "family_op");
+  EXPECT_NE(v.reason.find("f16 or bf16"), std::string::npos) << v.reason;
+  // Output channels that TMA cannot store (36 x 2 bytes) run with epi=direct.
+  const Problem odd_k = parse_problem("fwd mb2 ic64 ih9 iw9 oc36 kh3 kw3 bf16");
+  const KernelConfig direct = parse_config("fam=sm90 tile=128x128x64 warps=2x1 stages=4 epi=direct");
+  EXPECT_TRUE(legal(odd_k, resolve(direct, odd_k), h100()).ok);
+  EXPECT_THROW(make_plan(parse_problem(refused[0].problem), resolve(cfg, parse_problem(refused[0].problem))), Unsupported);
 }
 
 // f32 inputs run as tf32 (wgmma k8): tile_k 32 (128 bytes of K), K-major A and B only.

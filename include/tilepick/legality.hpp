@@ -51,6 +51,14 @@ struct Sm90Staging {
   int buffers;
 };
 Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes);
+// fam=sm90 convolutions that are not a plain GEMM (ConvProblem::pointwise_gemm) load x by TMA im2col:
+// forward, one group, f16/bf16 x and w, within im2col's limits (the box corners -pad and
+// pad - (filter - 1) x dilation in [-128, 127] for 2-D, [-16, 15] for 3-D; strides <= 8). Empty when
+// the family runs the problem that way, else why not.
+std::string sm90_im2col_refusal(const ConvProblem& p);
+// That convolution as the GEMM the sm90 rules and kernel see: M = N x output pixels, N = K, K = C (per
+// filter tap; the kernel walks taps x channel blocks), rcr, x / w / y dtypes and the epilogue.
+GemmProblem sm90_im2col_gemm(const ConvProblem& p);
 
 // legal() for many configs of one problem: the problem's terms (alignment, extents, GEMM K, largest
 // operand) computed once. check<false>(resolve(c)).ok == legal(problem, c, arch).ok for every c that
@@ -72,6 +80,8 @@ class ProblemLegality {
   const ConvProblem* conv_ = nullptr;
   const GemmProblem* gemm_ = nullptr;
   std::optional<GemmProblem> pointwise_;  // a conv that is a plain GEMM (ConvProblem::pointwise_gemm)
+  std::optional<GemmProblem> im2col_;     // else a conv fam=sm90 runs by TMA im2col (sm90_im2col_gemm)
+  std::string im2col_refusal_;            // else why not
   std::array<int, 3> allowed_;
   std::array<std::int64_t, 3> extents_;
   std::int64_t gemm_k_ = 0, largest_ = 0;

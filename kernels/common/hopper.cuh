@@ -59,6 +59,42 @@ __device__ __forceinline__ void tma_load_3d_multicast(u32 dst, const void* map, 
       "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(mask)
       : "memory");
 }
+// TMA im2col loads (convolution): `pixels` rows of 128 bytes of channels, for the output pixels that follow
+// the one whose receptive field starts at input (w, h[, d]) of image n, each read at its start plus the
+// filter-tap offsets (ow, oh[, od]); the tensor map (cuTensorMapEncodeIm2col) holds the box corners,
+// the traversal (conv) strides and the pixel count. Rows past the tensor read zeros. mask != 0: to every
+// CTA in `mask` of the cluster, as tma_load_3d_multicast.
+__device__ __forceinline__ void tma_load_im2col_4d(u32 dst, const void* map, u32 bar, int c, int w, int h, int n,
+                                                   unsigned short ow, unsigned short oh, unsigned short mask) {
+  if (mask)
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8}, %9;" ::"r"(dst),
+        "l"(map), "r"(bar), "r"(c), "r"(w), "r"(h), "r"(n), "h"(ow), "h"(oh), "h"(mask)
+        : "memory");
+  else
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8};" ::"r"(dst),
+        "l"(map), "r"(bar), "r"(c), "r"(w), "r"(h), "r"(n), "h"(ow), "h"(oh)
+        : "memory");
+}
+__device__ __forceinline__ void tma_load_im2col_5d(u32 dst, const void* map, u32 bar, int c, int w, int h, int d, int n,
+                                                   unsigned short ow, unsigned short oh, unsigned short od,
+                                                   unsigned short mask) {
+  if (mask)
+    asm volatile(
+        "cp.async.bulk.tensor.5d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%3, %4, %5, %6, %7}], [%2], {%8, %9, %10}, %11;" ::"r"(dst),
+        "l"(map), "r"(bar), "r"(c), "r"(w), "r"(h), "r"(d), "r"(n), "h"(ow), "h"(oh), "h"(od), "h"(mask)
+        : "memory");
+  else
+    asm volatile(
+        "cp.async.bulk.tensor.5d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4, %5, %6, %7}], [%2], {%8, %9, %10};" ::"r"(dst),
+        "l"(map), "r"(bar), "r"(c), "r"(w), "r"(h), "r"(d), "r"(n), "h"(ow), "h"(oh), "h"(od)
+        : "memory");
+}
 // TMA store: a box of shared memory (this CTA) -> global; completion is tracked per thread in
 // bulk groups: commit after issuing, wait_read before the shared memory is written again.
 __device__ __forceinline__ void tma_store_3d(const void* map, u32 src, int c0, int c1, int c2) {

@@ -45,7 +45,7 @@
 // Stream-K (Cfg::stream_k, skmode=serial): whole waves data-parallel, the last partial wave split by K (Sm90StreamK).
 //
 // Cfg: tile_m, tile_n, stages, consumers, pingpong, cluster_m, cluster_n, raster, swizzle, epi_smem, epi_cols, epi_bufs,
-// splitk (parallel split-K on), stream_k, a_mn, b_mn, c_colmajor,
+// splitk (parallel split-K on), stream_k, a_mn, b_mn, c_colmajor, conv (0: GEMM; 2, 3: forward convolution, Sm90Im2col),
 // has_beta, has_bias, act, TC, in_type (WgmmaIn).
 #pragma once
 #include "common/hopper.cuh"
@@ -299,6 +299,53 @@ __device__ __forceinline__ void load_operand(u32 dst, const void* map, u32 bar, 
   }
 }
 
+// Forward convolution (Cfg::conv = 2 or 3 spatial dims, GemmSm90Params::conv): the producer's loads of one
+// k-tile. A: the output pixels from `pixel` on by TMA im2col (their receptive fields' starts: output
+// coordinate x stride - pad), shifted by the filter tap's offsets (tap index x dilation); B: the tap's
+// weights, rows n0.. of (C, taps, K). Channels past C read zeros in both. The tap and channel block
+// advance with each k-tile (next), so the producer never divides inside its loop.
+template <class Cfg> struct Sm90Im2col {
+  int w, h, d, n;  // input coordinates where the first pixel's receptive field starts
+  int cb, s, r, t;  // channel block and filter tap (w, h, d) of the current k-tile
+
+  __device__ __forceinline__ void start(const GemmSm90Params& p, int pixel, int kt) {
+    const Sm90ConvParams& g = p.conv;
+    const int q = pixel % g.out[0];
+    int rest = pixel / g.out[0];
+    const int pp = rest % g.out[1];
+    rest /= g.out[1];
+    int z = 0;
+    if constexpr (Cfg::conv == 3) z = rest % g.out[2], rest /= g.out[2];
+    n = rest;
+    w = q * g.stride[0] - g.pad[0], h = pp * g.stride[1] - g.pad[1], d = z * g.stride[2] - g.pad[2];
+    const int tap = kt / g.cblocks;
+    cb = kt - tap * g.cblocks;
+    s = tap % g.filter[0], r = tap / g.filter[0] % g.filter[1], t = tap / (g.filter[0] * g.filter[1]);
+  }
+  __device__ __forceinline__ void next(const GemmSm90Params& p) {
+    const Sm90ConvParams& g = p.conv;
+    if (++cb < g.cblocks) return;
+    cb = 0;
+    if (++s < g.filter[0]) return;
+    s = 0;
+    if (++r < g.filter[1]) return;
+    r = 0, ++t;
+  }
+  __device__ __forceinline__ void load(const GemmSm90Params& p, u32 sa, u32 sb, u32 bar, int n0, unsigned short mask_a,
+                                       unsigned short mask_b) const {
+    const Sm90ConvParams& g = p.conv;
+    constexpr int BK = Sm90Shape<Cfg>::BK;
+    const unsigned short ow = s * g.dilation[0], oh = r * g.dilation[1];
+    if constexpr (Cfg::conv == 3)
+      tma_load_im2col_5d(sa, &p.map_a, bar, cb * BK, w, h, d, n, ow, oh, (unsigned short)(t * g.dilation[2]), mask_a);
+    else
+      tma_load_im2col_4d(sa, &p.map_a, bar, cb * BK, w, h, n, ow, oh, mask_a);
+    const int tap = (t * g.filter[1] + r) * g.filter[0] + s;
+    if (mask_b) tma_load_3d_multicast(sb, &p.map_b, bar, cb * BK, tap, n0, mask_b);
+    else tma_load_3d(sb, &p.map_b, bar, cb * BK, tap, n0);
+  }
+};
+
 // What K step `kk` (32 bytes of K) adds to an operand tile's wgmma descriptor: the descriptor's low
 // bits hold the address / 16, and no step leaves the 256 KB shared window, so steps add without carry.
 template <bool MN_MAJOR> __device__ __forceinline__ constexpr u64 desc_k_step(int kk) {
@@ -428,18 +475,26 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
       sm90_for_each_work<Cfg>(p, ktiles, cluster, clusters, [&](int tile, int kt0, int kt1, int) {
         int batch, m0, n0;
         sm90_tile_coords<Cfg>(p, tile, rank, batch, m0, n0);
+        // The operand a cluster shares: my half of its rows, to both CTAs (mask 3).
+        const int half_a = Cfg::cluster_n == 2 ? int(rank) * S::A_LOAD_ROWS : 0;
+        const int half_b = Cfg::cluster_m == 2 ? int(rank) * S::B_LOAD_ROWS : 0;
+        const unsigned short mask_a = Cfg::cluster_n == 2 ? 3 : 0, mask_b = Cfg::cluster_m == 2 ? 3 : 0;
+        Sm90Im2col<Cfg> im2col;
+        if constexpr (Cfg::conv != 0) im2col.start(p, m0 + half_a, kt0);
         for (int kt = kt0; kt < kt1; ++kt, ++it) {
           const int s = it % ST, parity = (it / ST) & 1;
           mbar_wait(empty + 8 * s, parity ^ 1);
           const u32 sa = base + s * S::STAGE_BYTES, sb = sa + S::A_BYTES, bar = full + 8 * s;
           mbar_arrive_expect_tx(bar, S::STAGE_BYTES);
-          // The operand a cluster shares: my half of its rows, to both CTAs (mask 3).
-          const int half_a = Cfg::cluster_n == 2 ? int(rank) * S::A_LOAD_ROWS : 0;
-          const int half_b = Cfg::cluster_m == 2 ? int(rank) * S::B_LOAD_ROWS : 0;
-          load_operand<Cfg::a_mn, S::A_LOAD_ROWS>(sa + half_a * 128, &p.map_a, bar, kt * S::BK, m0 + half_a, batch,
-                                                  Cfg::cluster_n == 2 ? 3 : 0);
-          load_operand<Cfg::b_mn, S::B_LOAD_ROWS>(sb + half_b * 128, &p.map_b, bar, kt * S::BK, n0 + half_b, batch,
-                                                  Cfg::cluster_m == 2 ? 3 : 0);
+          if constexpr (Cfg::conv != 0) {
+            im2col.load(p, sa + half_a * 128, sb + half_b * 128, bar, n0 + half_b, mask_a, mask_b);
+            im2col.next(p);
+          } else {
+            load_operand<Cfg::a_mn, S::A_LOAD_ROWS>(sa + half_a * 128, &p.map_a, bar, kt * S::BK, m0 + half_a, batch,
+                                                    mask_a);
+            load_operand<Cfg::b_mn, S::B_LOAD_ROWS>(sb + half_b * 128, &p.map_b, bar, kt * S::BK, n0 + half_b, batch,
+                                                    mask_b);
+          }
         }
       });
       // Cluster: wait until every stage was released by the consumers of both CTAs, so no remote

@@ -18,6 +18,19 @@ struct alignas(64) TensorMap {
 // Stream-K grids run at most this many CTAs (the workspace holds a flag and a partial-sum slot for each).
 constexpr int kSkMaxCtas = 256;
 
+// A forward convolution as this GEMM (Cfg::conv = 2 or 3 spatial dims): M = N x output pixels, N = output
+// channels, K = filter taps x channel blocks of 128 bytes (k-tile kt: tap kt / cblocks, channels
+// (kt % cblocks) x BK). A (x, NHWC / NDHWC) comes by TMA im2col, B (w, K x taps x C) as (C, taps, K).
+// Spatial arrays are (w, h, d).
+struct Sm90ConvParams {
+  int out[3];       // output Q, P, Z
+  int stride[3];
+  int pad[3];
+  int dilation[3];
+  int filter[3];    // S, R, T
+  int cblocks;      // channel blocks per tap: ceil(C / BK)
+};
+
 struct GemmSm90Params {
   TensorMap map_a;
   TensorMap map_b;
@@ -32,6 +45,7 @@ struct GemmSm90Params {
   int ldc, tiles_m, tiles_n, tiles_total;
   int splitk;             // parallel split-K: slices of K; work units = tiles_total x splitk (else 1)
   float alpha, beta;
+  Sm90ConvParams conv;    // Cfg::conv only
 };
 
 }  // namespace tp

@@ -74,6 +74,7 @@ Driver load() {
   resolve(lib, "cuGraphExecDestroy", d.graph_exec_destroy);
   resolve(lib, "cuGraphDestroy", d.graph_destroy);
   resolve(lib, "cuTensorMapEncodeTiled", d.tensor_map_encode_tiled);
+  resolve(lib, "cuTensorMapEncodeIm2col", d.tensor_map_encode_im2col);
   resolve(lib, "cuLaunchKernelEx", d.launch_kernel_ex);
   resolve(lib, "cuOccupancyMaxActiveClusters", d.occupancy_max_active_clusters);
   for (const auto& r : required)

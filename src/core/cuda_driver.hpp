@@ -55,6 +55,7 @@ struct Driver {
   decltype(&::cuGraphDestroy) graph_destroy = nullptr;
   // Optional (CUDA 12+): Hopper tensor maps and cluster launches (fam=sm90).
   decltype(&::cuTensorMapEncodeTiled) tensor_map_encode_tiled = nullptr;
+  decltype(&::cuTensorMapEncodeIm2col) tensor_map_encode_im2col = nullptr;
   decltype(&::cuLaunchKernelEx) launch_kernel_ex = nullptr;
   decltype(&::cuOccupancyMaxActiveClusters) occupancy_max_active_clusters = nullptr;
 

@@ -272,6 +272,10 @@ ProblemLegality::ProblemLegality(const Problem& p, const ArchSpec& arch)
   conv_ = std::get_if<ConvProblem>(&problem_);
   gemm_ = std::get_if<GemmProblem>(&problem_);
   if (conv_) pointwise_ = conv_->pointwise_gemm();
+  if (conv_ && !pointwise_) {
+    im2col_refusal_ = sm90_im2col_refusal(*conv_);
+    if (im2col_refusal_.empty()) im2col_ = sm90_im2col_gemm(*conv_);
+  }
   gemm_k_ = gemm_ ? gemm_->k : conv_->gemm().k;
   if (gemm_) largest_ = std::max({gemm_->m * gemm_->k, gemm_->k * gemm_->n, gemm_->m * gemm_->n});
   else largest_ = std::max({conv_->x_elems(), conv_->w_elems(), conv_->y_elems()});
@@ -372,16 +376,45 @@ Verdict ProblemLegality::check(const KernelConfig& c) const {
   return {};
 }
 
+std::string sm90_im2col_refusal(const ConvProblem& p) {
+  if (p.dir != ConvDir::fwd)
+    return "fam=sm90 runs bwd_data and bwd_weight only for convolutions that are a GEMM (1x1 filter, stride 1, no "
+           "padding, one group)";
+  if (p.g != 1) return "fam=sm90 runs convolutions of one group";
+  if (p.x != p.w || (p.x != DType::f16 && p.x != DType::bf16))
+    return "fam=sm90 convolutions take f16 or bf16 x and w of one dtype";
+  // TMA im2col: the box corners per spatial dim in a signed 8-bit (4-D tensor) or 5-bit (5-D) range.
+  const std::int64_t lo = p.ndim == 2 ? -128 : -16, hi = p.ndim == 2 ? 127 : 15;
+  static const char* dims = "dhw";
+  for (int i = p.ndim == 2 ? 1 : 0; i < 3; ++i) {
+    const std::int64_t lower = -p.pad[i], upper = p.pad[i] - (p.filter[i] - 1) * p.dilation[i];
+    if (lower < lo || upper < lo || upper > hi)
+      return std::string("TMA im2col box corners ") + std::to_string(lower) + " and " + std::to_string(upper) + " along " +
+             dims[i] + " (-pad and pad - (filter - 1) x dilation) leave [" + std::to_string(lo) + ", " +
+             std::to_string(hi) + "]";
+    if (p.stride[i] > 8)
+      return std::string("TMA im2col strides at most 8: stride ") + std::to_string(p.stride[i]) + " along " + dims[i];
+  }
+  return {};
+}
+
+GemmProblem sm90_im2col_gemm(const ConvProblem& p) {
+  const auto o = p.out();
+  GemmProblem g;
+  g.m = p.n * o[0] * o[1] * o[2], g.n = p.k, g.k = p.c;
+  g.layout_a = MatLayout::row, g.layout_b = MatLayout::col, g.layout_c = MatLayout::row;
+  g.a = p.x, g.b = p.w, g.c = p.y, g.acc = p.acc;
+  g.epilogue = p.epilogue;
+  return g;
+}
+
 // The rules of fam=sm90 beyond the shared ones: GEMM (or a convolution that is one), A and B by TMA
 // (16-byte row strides), cluster halves, the staged epilogue, the split-K workspace.
 template <bool kExplain>
 Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
-  if (!gemm_ && !pointwise_)
-    return fail<kExplain>("family_op", [] {
-      return "fam=sm90 runs GEMM and convolutions that are one (1x1 filter, stride 1, no padding, one group); "
-             "the others: fam=sm80, dw";
-    });
-  const GemmProblem& g = gemm_ ? *gemm_ : *pointwise_;
+  if (!gemm_ && !pointwise_ && !im2col_)
+    return fail<kExplain>("family_op", [&] { return im2col_refusal_ + " (fam=sm80 and dw serve it)"; });
+  const GemmProblem& g = gemm_ ? *gemm_ : pointwise_ ? *pointwise_ : *im2col_;
   if (g.a != g.b) return fail<kExplain>("dtype", [] { return "fam=sm90 needs A and B of one dtype"; });
   // Each operand's contiguous extent (K when K-major, M or N when M/N-major) is TMA's row stride.
   for (int i = 0; i < 2; ++i)

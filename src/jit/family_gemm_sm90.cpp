@@ -17,34 +17,80 @@
 namespace tilepick::family {
 
 static_assert(sizeof(tp::TensorMap) == sizeof(CUtensorMap), "TensorMap must match CUtensorMap");
-static_assert(sizeof(tp::GemmSm90Params) == 512, "GemmSm90Params must match the device layout");
+static_assert(sizeof(tp::GemmSm90Params) == 576, "GemmSm90Params must match the device layout");
 
 namespace {
 
-// A row-major 3-D tensor (cols contiguous, rows `ld` elements apart, `batch` of them) as a tensor
-// map with boxes of box_cols x box_rows, 128-byte swizzled; reads out of bounds give zeros, writes
-// out of bounds are dropped.
-tp::TensorMap rowmajor_map(const void* ptr, DType t, std::int64_t cols, std::int64_t rows, std::int64_t batch,
-                           std::int64_t ld, std::int64_t batch_stride, int box_cols, int box_rows, const char* which) {
-  const auto& d = cuda::detail::require_driver("fam=sm90 tensor map");
-  if (!d.tensor_map_encode_tiled) throw Error(Status::cuda_error, "fam=sm90: the driver has no cuTensorMapEncodeTiled");
-  const std::int64_t e = size_bytes(t);
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(batch)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld * e), static_cast<cuuint64_t>(batch_stride * e)};
-  const cuuint32_t box[3] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows), 1};
-  const cuuint32_t elem_strides[3] = {1, 1, 1};
-  const CUtensorMapDataType dt = t == DType::bf16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                 : t == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                 : t == DType::f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
-                                                   : CU_TENSOR_MAP_DATA_TYPE_UINT8;  // e4m3, e5m2: raw bytes
-  CUtensorMap map;
-  cuda::detail::check(d.tensor_map_encode_tiled(&map, dt, 3, const_cast<void*>(ptr), dims, strides, box, elem_strides,
-                                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-                      "cuTensorMapEncodeTiled", std::string("fam=sm90 operand ") + which);
+CUtensorMapDataType map_dtype(DType t) {
+  return t == DType::bf16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+         : t == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+         : t == DType::f32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                           : CU_TENSOR_MAP_DATA_TYPE_UINT8;  // e4m3, e5m2: raw bytes
+}
+
+tp::TensorMap to_param(const CUtensorMap& map) {
   tp::TensorMap out;
   std::memcpy(&out, &map, sizeof(out));
   return out;
+}
+
+// A 3-D tensor (dims innermost first, dims[0] contiguous, strides of dims 1 and 2 in elements) as a tensor
+// map with boxes of `box`, 128-byte swizzled; reads out of bounds give zeros, writes out of bounds are dropped.
+tp::TensorMap tiled_map(const void* ptr, DType t, const std::int64_t (&dims)[3], const std::int64_t (&strides)[2],
+                        const int (&box)[3], const char* which) {
+  const auto& d = cuda::detail::require_driver("fam=sm90 tensor map");
+  if (!d.tensor_map_encode_tiled) throw Error(Status::cuda_error, "fam=sm90: the driver has no cuTensorMapEncodeTiled");
+  const std::int64_t e = size_bytes(t);
+  cuuint64_t gdims[3], gstrides[2];
+  cuuint32_t gbox[3];
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  for (int i = 0; i < 3; ++i) gdims[i] = static_cast<cuuint64_t>(dims[i]), gbox[i] = static_cast<cuuint32_t>(box[i]);
+  for (int i = 0; i < 2; ++i) gstrides[i] = static_cast<cuuint64_t>(strides[i] * e);
+  CUtensorMap map;
+  cuda::detail::check(d.tensor_map_encode_tiled(&map, map_dtype(t), 3, const_cast<void*>(ptr), gdims, gstrides, gbox,
+                                                elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                      "cuTensorMapEncodeTiled", std::string("fam=sm90 operand ") + which);
+  return to_param(map);
+}
+
+// A row-major 3-D tensor (cols contiguous, rows `ld` elements apart, `batch` of them) in boxes of box_cols x box_rows.
+tp::TensorMap rowmajor_map(const void* ptr, DType t, std::int64_t cols, std::int64_t rows, std::int64_t batch,
+                           std::int64_t ld, std::int64_t batch_stride, int box_cols, int box_rows, const char* which) {
+  return tiled_map(ptr, t, {cols, rows, batch}, {ld, batch_stride}, {box_cols, box_rows, 1}, which);
+}
+
+// x of a forward convolution (NHWC or NDHWC) as a TMA im2col map: `pixels` output pixels a load, 128 bytes
+// of channels each, the box corners of the convolution's padding and filter reach, traversal strides = conv strides.
+tp::TensorMap im2col_map(const void* x, const ConvProblem& p, int pixels) {
+  const auto& d = cuda::detail::require_driver("fam=sm90 im2col tensor map");
+  if (!d.tensor_map_encode_im2col) throw Error(Status::cuda_error, "fam=sm90: the driver has no cuTensorMapEncodeIm2col");
+  const int rank = p.ndim + 2;  // C, W, H, (D,) N
+  const std::int64_t e = size_bytes(p.x);
+  cuuint64_t dims[5], strides[4];
+  int lower[3], upper[3];
+  cuuint32_t elem_strides[5] = {1, 1, 1, 1, 1};
+  dims[0] = static_cast<cuuint64_t>(p.c);
+  std::int64_t stride = p.c * e;
+  for (int j = 0; j < p.ndim; ++j) {  // spatial dims innermost first: w, h, d
+    const int i = 2 - j;
+    dims[1 + j] = static_cast<cuuint64_t>(p.in[i]);
+    strides[j] = static_cast<cuuint64_t>(stride);
+    stride *= p.in[i];
+    lower[j] = static_cast<int>(-p.pad[i]);
+    upper[j] = static_cast<int>(p.pad[i] - (p.filter[i] - 1) * p.dilation[i]);
+    elem_strides[1 + j] = static_cast<cuuint32_t>(p.stride[i]);
+  }
+  dims[rank - 1] = static_cast<cuuint64_t>(p.n);
+  strides[rank - 2] = static_cast<cuuint64_t>(stride);
+  CUtensorMap map;
+  cuda::detail::check(d.tensor_map_encode_im2col(&map, map_dtype(p.x), static_cast<cuuint32_t>(rank), const_cast<void*>(x),
+                                                 dims, strides, lower, upper, static_cast<cuuint32_t>(128 / e),
+                                                 static_cast<cuuint32_t>(pixels), elem_strides,
+                                                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                      "cuTensorMapEncodeIm2col", "fam=sm90 convolution input x");
+  return to_param(map);
 }
 
 // The kernel's Cfg::in_type (kernels/common/wgmma_in.cuh), -1 for what wgmma does not take.
@@ -59,9 +105,8 @@ int wgmma_in_type(DType t) {
   }
 }
 
-}  // namespace
-
-KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
+// The plan of a GEMM, or (conv != nullptr) of the forward convolution whose GEMM view (sm90_im2col_gemm) p is.
+KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProblem* conv) {
   using namespace codegen;
   const std::string config_text = to_string(c);
   if (p.a != p.b || wgmma_in_type(p.a) < 0 || is_fp8(p.c))
@@ -93,10 +138,11 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   cfg.b("splitk", split).b("stream_k", stream_k);
   cfg.i("raster", c.raster).i("swizzle", c.swizzle).i("align_c", c.align_c);
   cfg.b("c_colmajor", !c_row).b("has_beta", beta).b("has_bias", p.epilogue.bias).i("act", static_cast<int>(p.epilogue.act));
-  cfg.i("in_type", wgmma_in_type(p.a)).type("TC", device_type(p.c));
+  cfg.i("in_type", wgmma_in_type(p.a)).type("TC", device_type(p.c)).i("conv", conv ? conv->ndim : 0);
   const std::string spec = "gemm.sm90 a=" + std::string(to_string(p.a)) + " c=" + std::string(to_string(p.c)) +
                            " layout=" + p.layout_string() + " align_c=" + std::to_string(c.align_c) +
-                           " beta=" + (beta ? "1" : "0") + " ep=" + to_string(p.epilogue) + (split ? " splitk" : "") + (stream_k ? " stream_k" : "");
+                           " beta=" + (beta ? "1" : "0") + " ep=" + to_string(p.epilogue) + (split ? " splitk" : "") + (stream_k ? " stream_k" : "") +
+                           (conv ? " conv=" + std::to_string(conv->ndim) + "d" : "");
   const int threads = threads_per_block(c);
   KernelPlan plan;
   plan.kernels.push_back(make_source("tp_gemm_sm90_", "gemm/sm90.cuh", cfg, "tp::GemmSm90Params", "tp::gemm_sm90", spec,
@@ -118,6 +164,19 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   base.tiles_m = static_cast<int>(tiles_m), base.tiles_n = static_cast<int>(tiles_n);
   base.tiles_total = static_cast<int>(tiles_total);
   base.alpha = static_cast<float>(p.alpha), base.beta = static_cast<float>(p.beta);
+  if (conv) {  // k-tiles: filter taps x channel blocks (Sm90Im2col)
+    const std::int64_t taps = conv->filter[0] * conv->filter[1] * conv->filter[2], cblocks = ceil_div(p.k, std::int64_t{c.tile_k});
+    if (taps * cblocks * c.tile_k > 0x7fffffff) throw Unsupported("fam=sm90 convolution: more than 2^31 - 1 reduction steps");
+    base.k = static_cast<int>(taps * cblocks * c.tile_k);
+    const auto o = conv->out();
+    for (int j = 0; j < 3; ++j) {  // (w, h, d)
+      const int i = 2 - j;
+      base.conv.out[j] = static_cast<int>(o[i]), base.conv.stride[j] = static_cast<int>(conv->stride[i]);
+      base.conv.pad[j] = static_cast<int>(conv->pad[i]), base.conv.dilation[j] = static_cast<int>(conv->dilation[i]);
+      base.conv.filter[j] = static_cast<int>(conv->filter[i]);
+    }
+    base.conv.cblocks = static_cast<int>(cblocks);
+  }
   base.splitk = split || stream_k ? c.splitk : 1;  // stream-K: at most splitk CTAs per split tile
   const std::int64_t out_elems = p.m * p.n * p.batch;
   base.slice_stride = out_elems;
@@ -141,6 +200,7 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   main.cluster[0] = static_cast<unsigned>(cs);
   main.persistent = true;
   const GemmProblem prob = p;
+  const std::optional<ConvProblem> conv_prob = conv ? std::optional<ConvProblem>(*conv) : std::nullopt;
   // Each producer loads half of the operand its cluster shares (multicast), all of the other.
   const int box_m = c.cluster_n == 2 ? c.tile_m / 2 : c.tile_m, box_n = c.cluster_m == 2 ? c.tile_n / 2 : c.tile_n;
   const int rows_per_consumer = c.tile_m / c.warps_m;
@@ -149,15 +209,22 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   std::optional<GemmSplitkReduce> reduce;
   if (split) reduce.emplace(plan, p, c);
   const std::int64_t units = tiles_total * c.splitk;
-  plan.launches = [base, main, prob, box_m, box_n, box_k, units, cs, staged, rows_per_consumer, a_mn, b_mn, reduce,
+  plan.launches = [base, main, prob, conv_prob, box_m, box_n, box_k, units, cs, staged, rows_per_consumer, a_mn, b_mn, reduce,
                    stream_k, sk_ctas, sk_flag_bytes](const Operands& o) {
     tp::GemmSm90Params g = base;
     // K-major operands as (K, rows, batch) in boxes of 128 bytes of K x the rows one producer loads;
     // M/N-major ones (16-bit) as (rows, K, batch) in boxes of 64 x 64 (kernels/gemm/sm90.cuh, load_operand).
+    if (conv_prob) {  // x by im2col; w (K x taps x C) as (C, taps, K) in boxes of 128 bytes x 1 tap x the rows one producer loads
+      const ConvProblem& cp = *conv_prob;
+      const std::int64_t taps = cp.filter[0] * cp.filter[1] * cp.filter[2];
+      g.map_a = im2col_map(o.a, cp, box_m);
+      g.map_b = tiled_map(o.b, cp.w, {cp.c, taps, cp.k}, {cp.c, taps * cp.c}, {box_k, 1, box_n}, "w");
+    } else {
     g.map_a = a_mn ? rowmajor_map(o.a, prob.a, prob.m, prob.k, prob.batch, prob.m, prob.m * prob.k, 64, 64, "A")
                    : rowmajor_map(o.a, prob.a, prob.k, prob.m, prob.batch, prob.k, prob.m * prob.k, box_k, box_m, "A");
     g.map_b = b_mn ? rowmajor_map(o.b, prob.b, prob.n, prob.k, prob.batch, prob.n, prob.k * prob.n, 64, 64, "B")
                    : rowmajor_map(o.b, prob.b, prob.k, prob.n, prob.batch, prob.k, prob.k * prob.n, box_k, box_n, "B");
+    }
     // D row-major as (N, M, batch), boxes of 128 bytes of columns x the rows of one consumer.
     if (staged)
       g.map_d = rowmajor_map(o.d, prob.c, prob.n, prob.m, prob.batch, prob.n, prob.m * prob.n,
@@ -173,11 +240,17 @@ KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) {
   return plan;
 }
 
+}  // namespace
+
+KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) { return plan_sm90(p, c, nullptr); }
+
+// A convolution that is a GEMM runs as that GEMM; other forward convolutions by TMA im2col (sm90_im2col_refusal).
 KernelPlan plan_conv_sm90(const ConvProblem& p, const KernelConfig& c) {
   const std::optional<GemmProblem> g = p.pointwise_gemm();
-  if (!g)
-    throw Unsupported("fam=sm90 runs convolutions that are a GEMM (1x1 filter, stride 1, no padding, one group): '" +
-                      to_string(p) + "'");
+  if (!g) {
+    if (std::string why = sm90_im2col_refusal(p); !why.empty()) throw Unsupported(why + ": '" + to_string(p) + "'");
+    return plan_sm90(sm90_im2col_gemm(p), c, &p);
+  }
   KernelPlan plan = plan_gemm_sm90(*g, c);
   if (p.dir == ConvDir::bwd_weight) {  // Operands (x, dy) -> GEMM (A = dy, B = x)
     plan.launches = [gemm = std::move(plan.launches)](const Operands& o) {
