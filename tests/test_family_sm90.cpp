@@ -140,17 +140,22 @@ TEST(LegalityRule, Sm90PointwiseConv) {
     EXPECT_NE(e.config.fam(), Family::sm90) << to_string(e.config);
 }
 
-// Other forward convolutions of one group read x by TMA im2col (Sm90Im2col in kernels/gemm/sm90.cuh): legal
-// within im2col's limits, planned as a conv = 2 / 3 kernel; the others are refused with the reason.
+// Other convolutions of one group run by TMA im2col (Sm90Im2col in kernels/gemm/sm90.cuh): legal within
+// im2col's limits (bwd_data of stride 1, bwd_weight with C % 64 == 0), planned as a conv = 2 / 3 kernel of
+// their direction; the others are refused with the reason.
 TEST(LegalityRule, Sm90Im2colConv) {
   const KernelConfig cfg = parse_config("fam=sm90 tile=128x128x64 warps=2x1 stages=4 epi=smem");
   const struct {
     const char* problem;
-    int ndim;
-  } runs[] = {{"fwd mb32 ic256 ih56 iw56 oc64 kh3 kw3 ph1 pw1 bf16 ep=bias+relu", 2},
-              {"fwd mb2 ic40 id7 ih8 iw9 oc64 kd3 kh3 kw3 sd2 sh2 sw2 pd1 ph1 pw1 f16", 3},
-              {"fwd mb2 ic64 ih13 iw13 oc128 kh1 kw1 sh2 sw2 bf16", 2},
-              {"fwd mb2 ic48 ih17 iw17 oc64 kh1 kw7 ph0 pw3 dh1 dw2 bf16:bf16:f32", 2}};
+    int ndim, dir;
+    bool a_mn, b_mn;
+  } runs[] = {{"fwd mb32 ic256 ih56 iw56 oc64 kh3 kw3 ph1 pw1 bf16 ep=bias+relu", 2, 0, false, false},
+              {"fwd mb2 ic40 id7 ih8 iw9 oc64 kd3 kh3 kw3 sd2 sh2 sw2 pd1 ph1 pw1 f16", 3, 0, false, false},
+              {"fwd mb2 ic64 ih13 iw13 oc128 kh1 kw1 sh2 sw2 bf16", 2, 0, false, false},
+              {"fwd mb2 ic48 ih17 iw17 oc64 kh1 kw7 ph0 pw3 dh1 dw2 bf16:bf16:f32", 2, 0, false, false},
+              {"bwd_data mb32 ic256 ih56 iw56 oc64 kh3 kw3 ph1 pw1 bf16", 2, 1, false, true},
+              {"bwd_data mb2 ic40 id7 ih8 iw9 oc72 kd3 kh3 kw3 pd1 ph2 pw0 dh2 f16", 3, 1, false, true},
+              {"bwd_weight mb32 ic128 ih28 iw28 oc128 kh3 kw3 sh2 sw2 ph1 pw1 bf16", 2, 2, true, true}};
   for (const auto& k : runs) {
     SCOPED_TRACE(k.problem);
     const Problem p = parse_problem(k.problem);
@@ -159,12 +164,18 @@ TEST(LegalityRule, Sm90Im2colConv) {
     const KernelPlan plan = make_plan(p, resolve(cfg, p));
     EXPECT_NE(plan.kernels.at(0).code.find("conv = " + std::to_string(k.ndim)), std::string::npos);
     EXPECT_NE(plan.kernels.at(0).specialization.find("conv=" + std::to_string(k.ndim) + "d"), std::string::npos);
+    const std::string& code = plan.kernels.at(0).code;
+    EXPECT_NE(code.find("conv_dir = " + std::to_string(k.dir)), std::string::npos);
+    EXPECT_NE(code.find(std::string("a_mn = ") + (k.a_mn ? "true" : "false")), std::string::npos);
+    EXPECT_NE(code.find(std::string("b_mn = ") + (k.b_mn ? "true" : "false")), std::string::npos);
   }
   const struct {
     const char* problem;
     const char* rule;
     const char* says;
-  } refused[] = {{"bwd_data mb32 ic256 ih56 iw56 oc64 kh3 kw3 ph1 pw1 bf16", "family_op", "1x1 filter"},
+  } refused[] = {{"bwd_data mb32 ic256 ih56 iw56 oc64 kh3 kw3 sh2 sw2 ph1 pw1 bf16", "family_op", "stride 1 only"},
+                 {"bwd_data mb2 ic64 ih16 iw16 oc64 kh3 kw3 ph3 pw1 bf16", "family_op", "padding <="},
+                 {"bwd_weight mb2 ic40 ih16 iw16 oc64 kh3 kw3 ph1 pw1 bf16", "family_op", "multiple of 64"},
                  {"fwd g2 mb32 ic256 ih56 iw56 oc64 kh3 kw3 ph1 pw1 bf16", "family_op", "one group"},
                  {"fwd mb2 ic64 ih300 iw300 oc64 kh3 kw3 ph129 pw1 bf16", "family_op", "[-128, 127]"},
                  {"fwd mb2 ic64 ih300 iw9 oc64 kh3 kw3 ph1 pw1 dh70 dw1 bf16", "family_op", "box corners"},

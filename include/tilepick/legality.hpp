@@ -51,13 +51,14 @@ struct Sm90Staging {
   int buffers;
 };
 Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes);
-// fam=sm90 convolutions that are not a plain GEMM (ConvProblem::pointwise_gemm) load x by TMA im2col:
-// forward, one group, f16/bf16 x and w, within im2col's limits (the box corners -pad and
-// pad - (filter - 1) x dilation in [-128, 127] for 2-D, [-16, 15] for 3-D; strides <= 8). Empty when
-// the family runs the problem that way, else why not.
+// fam=sm90 convolutions that are not a plain GEMM (ConvProblem::pointwise_gemm) run by TMA im2col: one
+// group, f16/bf16 GEMM inputs, within im2col's limits (box corners in [-128, 127] for 2-D, [-16, 15] for
+// 3-D; strides <= 8); bwd_data of stride 1 with padding <= (filter - 1) x dilation; bwd_weight with C a
+// multiple of 64. Empty when the family runs the problem that way, else why not.
 std::string sm90_im2col_refusal(const ConvProblem& p);
-// That convolution as the GEMM the sm90 rules and kernel see: M = N x output pixels, N = K, K = C (per
-// filter tap; the kernel walks taps x channel blocks), rcr, x / w / y dtypes and the epilogue.
+// That convolution as the GEMM the sm90 rules and kernel see: fwd M = N x output pixels, N = K, K = C
+// (per filter tap) rcr; bwd_data M = N x input pixels, N = C, K = K (per tap) rrr; bwd_weight M = K,
+// N = taps x C, K = N x output pixels crr.
 GemmProblem sm90_im2col_gemm(const ConvProblem& p);
 
 // legal() for many configs of one problem: the problem's terms (alignment, extents, GEMM K, largest

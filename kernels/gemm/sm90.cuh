@@ -45,7 +45,8 @@
 // Stream-K (Cfg::stream_k, skmode=serial): whole waves data-parallel, the last partial wave split by K (Sm90StreamK).
 //
 // Cfg: tile_m, tile_n, stages, consumers, pingpong, cluster_m, cluster_n, raster, swizzle, epi_smem, epi_cols, epi_bufs,
-// splitk (parallel split-K on), stream_k, a_mn, b_mn, c_colmajor, conv (0: GEMM; 2, 3: forward convolution, Sm90Im2col),
+// splitk (parallel split-K on), stream_k, a_mn, b_mn, c_colmajor, conv (0: GEMM; 2, 3: a convolution of that many
+// spatial dims, Sm90Im2col), conv_dir (0 fwd, 1 bwd_data, 2 bwd_weight),
 // has_beta, has_bias, act, TC, in_type (WgmmaIn).
 #pragma once
 #include "common/hopper.cuh"
@@ -299,16 +300,22 @@ __device__ __forceinline__ void load_operand(u32 dst, const void* map, u32 bar, 
   }
 }
 
-// Forward convolution (Cfg::conv = 2 or 3 spatial dims, GemmSm90Params::conv): the producer's loads of one
-// k-tile. A: the output pixels from `pixel` on by TMA im2col (their receptive fields' starts: output
-// coordinate x stride - pad), shifted by the filter tap's offsets (tap index x dilation); B: the tap's
-// weights, rows n0.. of (C, taps, K). Channels past C read zeros in both. The tap and channel block
-// advance with each k-tile (next), so the producer never divides inside its loop.
+// Convolutions (Cfg::conv = 2 or 3 spatial dims, Cfg::conv_dir 0 fwd, 1 bwd_data, 2 bwd_weight;
+// GemmSm90Params::conv): the producer's loads of one k-tile, by TMA im2col.
+//   fwd, bwd_data: A = the tile's pixels (their receptive fields start at pixel x stride - pad), shifted by
+//     the filter tap's offsets (tap x dilation), 128 bytes of channels; k-tiles walk taps x channel blocks
+//     (next() advances them, so the producer never divides inside its loop). B = the tap's weights from
+//     (C, taps, K): fwd K-major (rows = K), bwd_data N-major 64 x 64 blocks of the flipped tap (dx is the
+//     stride-1 convolution of dy, padded by (filter - 1) x dilation - pad, with the filter turned around).
+//   bwd_weight: A = dy as an M-major GEMM operand (the GEMM path); B = for each 64 columns (tap, channel
+//     block) of the tile, the 64 pixels of the k-tile by im2col at that tap's offsets (N-major block).
+// Channels past the tensors read zeros.
 template <class Cfg> struct Sm90Im2col {
-  int w, h, d, n;  // input coordinates where the first pixel's receptive field starts
-  int cb, s, r, t;  // channel block and filter tap (w, h, d) of the current k-tile
+  int w, h, d, n;   // input coordinates where the first pixel's receptive field starts
+  int cb, s, r, t;  // channel block and filter tap (w, h, d) of the current k-tile (fwd, bwd_data)
 
-  __device__ __forceinline__ void start(const GemmSm90Params& p, int pixel, int kt) {
+  // The receptive-field start of `pixel` (index over n, out[2], out[1], out[0]).
+  __device__ __forceinline__ void locate(const GemmSm90Params& p, int pixel) {
     const Sm90ConvParams& g = p.conv;
     const int q = pixel % g.out[0];
     int rest = pixel / g.out[0];
@@ -318,6 +325,10 @@ template <class Cfg> struct Sm90Im2col {
     if constexpr (Cfg::conv == 3) z = rest % g.out[2], rest /= g.out[2];
     n = rest;
     w = q * g.stride[0] - g.pad[0], h = pp * g.stride[1] - g.pad[1], d = z * g.stride[2] - g.pad[2];
+  }
+  __device__ __forceinline__ void start(const GemmSm90Params& p, int pixel, int kt) {
+    const Sm90ConvParams& g = p.conv;
+    locate(p, pixel);
     const int tap = kt / g.cblocks;
     cb = kt - tap * g.cblocks;
     s = tap % g.filter[0], r = tap / g.filter[0] % g.filter[1], t = tap / (g.filter[0] * g.filter[1]);
@@ -331,18 +342,48 @@ template <class Cfg> struct Sm90Im2col {
     if (++r < g.filter[1]) return;
     r = 0, ++t;
   }
+  // The map's pixels from (w, h, d, n) at tap (ts, tr, tt) and channel c into dst.
+  __device__ __forceinline__ void im2col(const GemmSm90Params& p, const TensorMap* map, u32 dst, u32 bar, int c, int ts,
+                                         int tr, int tt, unsigned short mask) const {
+    const Sm90ConvParams& g = p.conv;
+    const unsigned short ow = ts * g.dilation[0], oh = tr * g.dilation[1];
+    if constexpr (Cfg::conv == 3)
+      tma_load_im2col_5d(dst, map, bar, c, w, h, d, n, ow, oh, (unsigned short)(tt * g.dilation[2]), mask);
+    else
+      tma_load_im2col_4d(dst, map, bar, c, w, h, n, ow, oh, mask);
+  }
+  // fwd, bwd_data: the current k-tile; B rows n0.. (this producer's share of the tile's columns).
   __device__ __forceinline__ void load(const GemmSm90Params& p, u32 sa, u32 sb, u32 bar, int n0, unsigned short mask_a,
                                        unsigned short mask_b) const {
     const Sm90ConvParams& g = p.conv;
     constexpr int BK = Sm90Shape<Cfg>::BK;
-    const unsigned short ow = s * g.dilation[0], oh = r * g.dilation[1];
-    if constexpr (Cfg::conv == 3)
-      tma_load_im2col_5d(sa, &p.map_a, bar, cb * BK, w, h, d, n, ow, oh, (unsigned short)(t * g.dilation[2]), mask_a);
-    else
-      tma_load_im2col_4d(sa, &p.map_a, bar, cb * BK, w, h, n, ow, oh, mask_a);
+    im2col(p, &p.map_a, sa, bar, cb * BK, s, r, t, mask_a);
     const int tap = (t * g.filter[1] + r) * g.filter[0] + s;
-    if (mask_b) tma_load_3d_multicast(sb, &p.map_b, bar, cb * BK, tap, n0, mask_b);
-    else tma_load_3d(sb, &p.map_b, bar, cb * BK, tap, n0);
+    if constexpr (Cfg::conv_dir == 0) {
+      if (mask_b) tma_load_3d_multicast(sb, &p.map_b, bar, cb * BK, tap, n0, mask_b);
+      else tma_load_3d(sb, &p.map_b, bar, cb * BK, tap, n0);
+    } else {  // (C, flipped tap, K) in 64 x 64 blocks: rows = K (the reduction), 128 bytes of C
+      const int flipped = g.filter[0] * g.filter[1] * g.filter[2] - 1 - tap;
+#pragma unroll
+      for (int i = 0; i < Sm90Shape<Cfg>::B_LOAD_ROWS / 64; ++i) {
+        if (mask_b) tma_load_3d_multicast(sb + i * 8192, &p.map_b, bar, n0 + 64 * i, flipped, cb * BK, mask_b);
+        else tma_load_3d(sb + i * 8192, &p.map_b, bar, n0 + 64 * i, flipped, cb * BK);
+      }
+    }
+  }
+  // bwd_weight: B of k-tile kt (pixels kt x 64 ..) for columns n0.. (tap x C + channel, C % 64 == 0).
+  __device__ __forceinline__ void load_wgrad_b(const GemmSm90Params& p, u32 sb, u32 bar, int kt, int n0,
+                                               unsigned short mask_b) {
+    const Sm90ConvParams& g = p.conv;
+    locate(p, kt * Sm90Shape<Cfg>::BK);
+    const int taps = g.filter[0] * g.filter[1] * g.filter[2];
+#pragma unroll
+    for (int i = 0; i < Sm90Shape<Cfg>::B_LOAD_ROWS / 64; ++i) {
+      const int col = n0 + 64 * i;
+      const int tap = min(col / g.channels, taps - 1);  // past N: any valid tap (the epilogue drops those columns)
+      im2col(p, &p.map_b, sb + i * 8192, bar, col - tap * g.channels, tap % g.filter[0], tap / g.filter[0] % g.filter[1],
+             tap / (g.filter[0] * g.filter[1]), mask_b);
+    }
   }
 };
 
@@ -480,15 +521,19 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
         const int half_b = Cfg::cluster_m == 2 ? int(rank) * S::B_LOAD_ROWS : 0;
         const unsigned short mask_a = Cfg::cluster_n == 2 ? 3 : 0, mask_b = Cfg::cluster_m == 2 ? 3 : 0;
         Sm90Im2col<Cfg> im2col;
-        if constexpr (Cfg::conv != 0) im2col.start(p, m0 + half_a, kt0);
+        if constexpr (Cfg::conv != 0 && Cfg::conv_dir != 2) im2col.start(p, m0 + half_a, kt0);
         for (int kt = kt0; kt < kt1; ++kt, ++it) {
           const int s = it % ST, parity = (it / ST) & 1;
           mbar_wait(empty + 8 * s, parity ^ 1);
           const u32 sa = base + s * S::STAGE_BYTES, sb = sa + S::A_BYTES, bar = full + 8 * s;
           mbar_arrive_expect_tx(bar, S::STAGE_BYTES);
-          if constexpr (Cfg::conv != 0) {
+          if constexpr (Cfg::conv != 0 && Cfg::conv_dir != 2) {
             im2col.load(p, sa + half_a * 128, sb + half_b * 128, bar, n0 + half_b, mask_a, mask_b);
             im2col.next(p);
+          } else if constexpr (Cfg::conv != 0) {  // bwd_weight: dy as the GEMM's M-major A, x by im2col
+            load_operand<Cfg::a_mn, S::A_LOAD_ROWS>(sa + half_a * 128, &p.map_a, bar, kt * S::BK, m0 + half_a, batch,
+                                                    mask_a);
+            im2col.load_wgrad_b(p, sb + half_b * 128, bar, kt, n0 + half_b, mask_b);
           } else {
             load_operand<Cfg::a_mn, S::A_LOAD_ROWS>(sa + half_a * 128, &p.map_a, bar, kt * S::BK, m0 + half_a, batch,
                                                     mask_a);

@@ -18,17 +18,20 @@ struct alignas(64) TensorMap {
 // Stream-K grids run at most this many CTAs (the workspace holds a flag and a partial-sum slot for each).
 constexpr int kSkMaxCtas = 256;
 
-// A forward convolution as this GEMM (Cfg::conv = 2 or 3 spatial dims): M = N x output pixels, N = output
-// channels, K = filter taps x channel blocks of 128 bytes (k-tile kt: tap kt / cblocks, channels
-// (kt % cblocks) x BK). A (x, NHWC / NDHWC) comes by TMA im2col, B (w, K x taps x C) as (C, taps, K).
-// Spatial arrays are (w, h, d).
+// A convolution as this GEMM (Cfg::conv = 2 or 3 spatial dims, Cfg::conv_dir; kernels/gemm/sm90.cuh,
+// Sm90Im2col). fwd: M = N x output pixels, N = K, k-tiles = filter taps x channel blocks of BK (tap
+// kt / cblocks); bwd_data (stride 1): M = N x input pixels, N = C, k-tiles = taps x blocks of K;
+// bwd_weight: M = K, N = taps x C, K = N x output pixels. `out`, `stride` and `pad` describe the pixels the
+// im2col loads walk (fwd, bwd_weight: y's pixels over x, bwd_data: dx's pixels over dy, stride 1, pad =
+// (filter - 1) x dilation - pad). Spatial arrays are (w, h, d).
 struct Sm90ConvParams {
-  int out[3];       // output Q, P, Z
+  int out[3];
   int stride[3];
   int pad[3];
   int dilation[3];
   int filter[3];    // S, R, T
-  int cblocks;      // channel blocks per tap: ceil(C / BK)
+  int cblocks;      // fwd, bwd_data: channel blocks per tap, ceil(reduced channels / BK)
+  int channels;     // bwd_weight: C (a multiple of 64)
 };
 
 struct GemmSm90Params {

@@ -377,21 +377,31 @@ Verdict ProblemLegality::check(const KernelConfig& c) const {
 }
 
 std::string sm90_im2col_refusal(const ConvProblem& p) {
-  if (p.dir != ConvDir::fwd)
-    return "fam=sm90 runs bwd_data and bwd_weight only for convolutions that are a GEMM (1x1 filter, stride 1, no "
-           "padding, one group)";
   if (p.g != 1) return "fam=sm90 runs convolutions of one group";
-  if (p.x != p.w || (p.x != DType::f16 && p.x != DType::bf16))
-    return "fam=sm90 convolutions take f16 or bf16 x and w of one dtype";
+  const DType a = p.dir == ConvDir::fwd ? p.x : p.y, b = p.dir == ConvDir::bwd_weight ? p.x : p.w;
+  if (a != b || (a != DType::f16 && a != DType::bf16))
+    return "fam=sm90 convolutions take f16 or bf16 GEMM inputs of one dtype (" + std::string(to_string(p.dir)) + ": " +
+           std::string(to_string(a)) + " and " + std::string(to_string(b)) + ")";
+  if (p.dir == ConvDir::bwd_weight && p.c % 64 != 0)
+    return "fam=sm90 bwd_weight tiles N = taps x C in 64-channel blocks: C = " + std::to_string(p.c) +
+           " is not a multiple of 64";
   // TMA im2col: the box corners per spatial dim in a signed 8-bit (4-D tensor) or 5-bit (5-D) range.
   const std::int64_t lo = p.ndim == 2 ? -128 : -16, hi = p.ndim == 2 ? 127 : 15;
   static const char* dims = "dhw";
   for (int i = p.ndim == 2 ? 1 : 0; i < 3; ++i) {
-    const std::int64_t lower = -p.pad[i], upper = p.pad[i] - (p.filter[i] - 1) * p.dilation[i];
+    const std::int64_t reach = (p.filter[i] - 1) * p.dilation[i];
+    if (p.dir == ConvDir::bwd_data && p.stride[i] != 1)
+      return std::string("fam=sm90 runs bwd_data of stride 1 only (stride ") + std::to_string(p.stride[i]) + " along " +
+             dims[i] + ")";
+    if (p.dir == ConvDir::bwd_data && p.pad[i] > reach)
+      return std::string("fam=sm90 bwd_data needs padding <= (filter - 1) x dilation (") + std::to_string(p.pad[i]) +
+             " > " + std::to_string(reach) + " along " + dims[i] + ")";
+    // bwd_data is the stride-1 convolution of dy padded by reach - pad with the filter turned around.
+    const std::int64_t lower = p.dir == ConvDir::bwd_data ? p.pad[i] - reach : -p.pad[i];
+    const std::int64_t upper = p.dir == ConvDir::bwd_data ? -p.pad[i] : p.pad[i] - reach;
     if (lower < lo || upper < lo || upper > hi)
       return std::string("TMA im2col box corners ") + std::to_string(lower) + " and " + std::to_string(upper) + " along " +
-             dims[i] + " (-pad and pad - (filter - 1) x dilation) leave [" + std::to_string(lo) + ", " +
-             std::to_string(hi) + "]";
+             dims[i] + " leave [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
     if (p.stride[i] > 8)
       return std::string("TMA im2col strides at most 8: stride ") + std::to_string(p.stride[i]) + " along " + dims[i];
   }
@@ -400,11 +410,23 @@ std::string sm90_im2col_refusal(const ConvProblem& p) {
 
 GemmProblem sm90_im2col_gemm(const ConvProblem& p) {
   const auto o = p.out();
+  const std::int64_t out_pixels = p.n * o[0] * o[1] * o[2], in_pixels = p.n * p.in[0] * p.in[1] * p.in[2];
+  const auto row = MatLayout::row, col = MatLayout::col;
   GemmProblem g;
-  g.m = p.n * o[0] * o[1] * o[2], g.n = p.k, g.k = p.c;
-  g.layout_a = MatLayout::row, g.layout_b = MatLayout::col, g.layout_c = MatLayout::row;
-  g.a = p.x, g.b = p.w, g.c = p.y, g.acc = p.acc;
-  g.epilogue = p.epilogue;
+  switch (p.dir) {
+    case ConvDir::fwd:  // y[pixels, K] = im2col(x)[pixels, taps x C] w[K, taps x C]^T
+      g.m = out_pixels, g.n = p.k, g.k = p.c, g.layout_a = row, g.layout_b = col, g.a = p.x, g.b = p.w, g.c = p.y;
+      g.epilogue = p.epilogue;
+      break;
+    case ConvDir::bwd_data:  // dx[pixels, C] = im2col(dy)[pixels, taps x K] w'[taps x K, C]
+      g.m = in_pixels, g.n = p.c, g.k = p.k, g.layout_a = row, g.layout_b = row, g.a = p.y, g.b = p.w, g.c = p.x;
+      break;
+    case ConvDir::bwd_weight:  // dw[K, taps x C] = dy[pixels, K]^T im2col(x)[pixels, taps x C]
+      g.m = p.k, g.n = p.filter[0] * p.filter[1] * p.filter[2] * p.c, g.k = out_pixels;
+      g.layout_a = col, g.layout_b = row, g.a = p.y, g.b = p.x, g.c = p.w;
+      break;
+  }
+  g.layout_c = row, g.acc = p.acc;
   return g;
 }
 

@@ -2,6 +2,7 @@
 // tp::gemm_sm90<Cfg> (kernels/gemm/sm90.cuh); A and B reach it through TMA tensor maps, which are
 // encoded per call from the operand pointers (cuTensorMapEncodeTiled, no device work).
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <optional>
 
@@ -60,36 +61,57 @@ tp::TensorMap rowmajor_map(const void* ptr, DType t, std::int64_t cols, std::int
   return tiled_map(ptr, t, {cols, rows, batch}, {ld, batch_stride}, {box_cols, box_rows, 1}, which);
 }
 
-// x of a forward convolution (NHWC or NDHWC) as a TMA im2col map: `pixels` output pixels a load, 128 bytes
-// of channels each, the box corners of the convolution's padding and filter reach, traversal strides = conv strides.
-tp::TensorMap im2col_map(const void* x, const ConvProblem& p, int pixels) {
+// What the im2col loads of a convolution walk (Sm90ConvParams, arrays (d, h, w)): the tensor they read (fwd,
+// bwd_weight: x; bwd_data: dy, as a stride-1 convolution padded by (filter - 1) x dilation - pad), its channels
+// and spatial sizes, the pixels walked (y's; dx's for bwd_data), strides, and the box corners -pad and upper.
+struct Im2colWalk {
+  std::int64_t channels;
+  std::array<std::int64_t, 3> tensor, pixels, stride, pad, upper;
+};
+
+Im2colWalk im2col_walk(const ConvProblem& p) {
+  Im2colWalk w;
+  const bool bwd_data = p.dir == ConvDir::bwd_data;
+  w.channels = bwd_data ? p.k : p.c;
+  w.tensor = bwd_data ? p.out() : p.in, w.pixels = bwd_data ? p.in : p.out();
+  for (int i = 0; i < 3; ++i) {
+    const std::int64_t reach = (p.filter[i] - 1) * p.dilation[i];
+    w.stride[i] = bwd_data ? 1 : p.stride[i];
+    w.pad[i] = bwd_data ? reach - p.pad[i] : p.pad[i];
+    w.upper[i] = bwd_data ? -p.pad[i] : p.pad[i] - reach;
+  }
+  return w;
+}
+
+// The tensor an im2col walk reads (NHWC or NDHWC) as a TMA im2col map: `pixels` pixels a load, 128 bytes of
+// channels each.
+tp::TensorMap im2col_map(const void* ptr, DType t, const ConvProblem& p, const Im2colWalk& walk, int pixels) {
   const auto& d = cuda::detail::require_driver("fam=sm90 im2col tensor map");
   if (!d.tensor_map_encode_im2col) throw Error(Status::cuda_error, "fam=sm90: the driver has no cuTensorMapEncodeIm2col");
   const int rank = p.ndim + 2;  // C, W, H, (D,) N
-  const std::int64_t e = size_bytes(p.x);
+  const std::int64_t e = size_bytes(t);
   cuuint64_t dims[5], strides[4];
   int lower[3], upper[3];
   cuuint32_t elem_strides[5] = {1, 1, 1, 1, 1};
-  dims[0] = static_cast<cuuint64_t>(p.c);
-  std::int64_t stride = p.c * e;
+  dims[0] = static_cast<cuuint64_t>(walk.channels);
+  std::int64_t stride = walk.channels * e;
   for (int j = 0; j < p.ndim; ++j) {  // spatial dims innermost first: w, h, d
     const int i = 2 - j;
-    dims[1 + j] = static_cast<cuuint64_t>(p.in[i]);
+    dims[1 + j] = static_cast<cuuint64_t>(walk.tensor[i]);
     strides[j] = static_cast<cuuint64_t>(stride);
-    stride *= p.in[i];
-    lower[j] = static_cast<int>(-p.pad[i]);
-    upper[j] = static_cast<int>(p.pad[i] - (p.filter[i] - 1) * p.dilation[i]);
-    elem_strides[1 + j] = static_cast<cuuint32_t>(p.stride[i]);
+    stride *= walk.tensor[i];
+    lower[j] = static_cast<int>(-walk.pad[i]), upper[j] = static_cast<int>(walk.upper[i]);
+    elem_strides[1 + j] = static_cast<cuuint32_t>(walk.stride[i]);
   }
   dims[rank - 1] = static_cast<cuuint64_t>(p.n);
   strides[rank - 2] = static_cast<cuuint64_t>(stride);
   CUtensorMap map;
-  cuda::detail::check(d.tensor_map_encode_im2col(&map, map_dtype(p.x), static_cast<cuuint32_t>(rank), const_cast<void*>(x),
+  cuda::detail::check(d.tensor_map_encode_im2col(&map, map_dtype(t), static_cast<cuuint32_t>(rank), const_cast<void*>(ptr),
                                                  dims, strides, lower, upper, static_cast<cuuint32_t>(128 / e),
                                                  static_cast<cuuint32_t>(pixels), elem_strides,
                                                  CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-                      "cuTensorMapEncodeIm2col", "fam=sm90 convolution input x");
+                      "cuTensorMapEncodeIm2col", "fam=sm90 convolution im2col operand");
   return to_param(map);
 }
 
@@ -105,7 +127,7 @@ int wgmma_in_type(DType t) {
   }
 }
 
-// The plan of a GEMM, or (conv != nullptr) of the forward convolution whose GEMM view (sm90_im2col_gemm) p is.
+// The plan of a GEMM, or (conv != nullptr) of the convolution whose GEMM view (sm90_im2col_gemm) p is.
 KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProblem* conv) {
   using namespace codegen;
   const std::string config_text = to_string(c);
@@ -139,10 +161,11 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   cfg.i("raster", c.raster).i("swizzle", c.swizzle).i("align_c", c.align_c);
   cfg.b("c_colmajor", !c_row).b("has_beta", beta).b("has_bias", p.epilogue.bias).i("act", static_cast<int>(p.epilogue.act));
   cfg.i("in_type", wgmma_in_type(p.a)).type("TC", device_type(p.c)).i("conv", conv ? conv->ndim : 0);
+  cfg.i("conv_dir", conv ? static_cast<int>(conv->dir) : 0);
   const std::string spec = "gemm.sm90 a=" + std::string(to_string(p.a)) + " c=" + std::string(to_string(p.c)) +
                            " layout=" + p.layout_string() + " align_c=" + std::to_string(c.align_c) +
                            " beta=" + (beta ? "1" : "0") + " ep=" + to_string(p.epilogue) + (split ? " splitk" : "") + (stream_k ? " stream_k" : "") +
-                           (conv ? " conv=" + std::to_string(conv->ndim) + "d" : "");
+                           (conv ? " conv=" + std::to_string(conv->ndim) + "d." + std::string(to_string(conv->dir)) : "");
   const int threads = threads_per_block(c);
   KernelPlan plan;
   plan.kernels.push_back(make_source("tp_gemm_sm90_", "gemm/sm90.cuh", cfg, "tp::GemmSm90Params", "tp::gemm_sm90", spec,
@@ -164,18 +187,20 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   base.tiles_m = static_cast<int>(tiles_m), base.tiles_n = static_cast<int>(tiles_n);
   base.tiles_total = static_cast<int>(tiles_total);
   base.alpha = static_cast<float>(p.alpha), base.beta = static_cast<float>(p.beta);
-  if (conv) {  // k-tiles: filter taps x channel blocks (Sm90Im2col)
+  if (conv) {  // Sm90Im2col: fwd and bwd_data k-tiles are filter taps x channel blocks; bwd_weight's are pixels
     const std::int64_t taps = conv->filter[0] * conv->filter[1] * conv->filter[2], cblocks = ceil_div(p.k, std::int64_t{c.tile_k});
-    if (taps * cblocks * c.tile_k > 0x7fffffff) throw Unsupported("fam=sm90 convolution: more than 2^31 - 1 reduction steps");
-    base.k = static_cast<int>(taps * cblocks * c.tile_k);
-    const auto o = conv->out();
+    if (conv->dir != ConvDir::bwd_weight) {
+      if (taps * cblocks * c.tile_k > 0x7fffffff) throw Unsupported("fam=sm90 convolution: more than 2^31 - 1 reduction steps");
+      base.k = static_cast<int>(taps * cblocks * c.tile_k);
+    }
+    const Im2colWalk walk = im2col_walk(*conv);
     for (int j = 0; j < 3; ++j) {  // (w, h, d)
       const int i = 2 - j;
-      base.conv.out[j] = static_cast<int>(o[i]), base.conv.stride[j] = static_cast<int>(conv->stride[i]);
-      base.conv.pad[j] = static_cast<int>(conv->pad[i]), base.conv.dilation[j] = static_cast<int>(conv->dilation[i]);
+      base.conv.out[j] = static_cast<int>(walk.pixels[i]), base.conv.stride[j] = static_cast<int>(walk.stride[i]);
+      base.conv.pad[j] = static_cast<int>(walk.pad[i]), base.conv.dilation[j] = static_cast<int>(conv->dilation[i]);
       base.conv.filter[j] = static_cast<int>(conv->filter[i]);
     }
-    base.conv.cblocks = static_cast<int>(cblocks);
+    base.conv.cblocks = static_cast<int>(cblocks), base.conv.channels = static_cast<int>(conv->c);
   }
   base.splitk = split || stream_k ? c.splitk : 1;  // stream-K: at most splitk CTAs per split tile
   const std::int64_t out_elems = p.m * p.n * p.batch;
@@ -214,11 +239,24 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
     tp::GemmSm90Params g = base;
     // K-major operands as (K, rows, batch) in boxes of 128 bytes of K x the rows one producer loads;
     // M/N-major ones (16-bit) as (rows, K, batch) in boxes of 64 x 64 (kernels/gemm/sm90.cuh, load_operand).
-    if (conv_prob) {  // x by im2col; w (K x taps x C) as (C, taps, K) in boxes of 128 bytes x 1 tap x the rows one producer loads
+    if (conv_prob) {  // Sm90Im2col; w (K x taps x C) as (C, taps, K)
       const ConvProblem& cp = *conv_prob;
+      const Im2colWalk walk = im2col_walk(cp);
       const std::int64_t taps = cp.filter[0] * cp.filter[1] * cp.filter[2];
-      g.map_a = im2col_map(o.a, cp, box_m);
-      g.map_b = tiled_map(o.b, cp.w, {cp.c, taps, cp.k}, {cp.c, taps * cp.c}, {box_k, 1, box_n}, "w");
+      switch (cp.dir) {
+        case ConvDir::fwd:  // boxes of 128 bytes x 1 tap x the rows one producer loads
+          g.map_a = im2col_map(o.a, cp.x, cp, walk, box_m);
+          g.map_b = tiled_map(o.b, cp.w, {cp.c, taps, cp.k}, {cp.c, taps * cp.c}, {box_k, 1, box_n}, "w");
+          break;
+        case ConvDir::bwd_data:  // dy by im2col; w in N-major 64 x 64 blocks (64 channels x 1 tap x 64 of K)
+          g.map_a = im2col_map(o.a, cp.y, cp, walk, box_m);
+          g.map_b = tiled_map(o.b, cp.w, {cp.c, taps, cp.k}, {cp.c, taps * cp.c}, {64, 1, 64}, "w");
+          break;
+        case ConvDir::bwd_weight:  // Operands (x, dy): dy as an M-major A (K x pixels), x by im2col 64 pixels a load
+          g.map_a = rowmajor_map(o.b, cp.y, prob.m, prob.k, 1, prob.m, prob.m * prob.k, 64, 64, "dy");
+          g.map_b = im2col_map(o.a, cp.x, cp, walk, box_k);
+          break;
+      }
     } else {
     g.map_a = a_mn ? rowmajor_map(o.a, prob.a, prob.m, prob.k, prob.batch, prob.m, prob.m * prob.k, 64, 64, "A")
                    : rowmajor_map(o.a, prob.a, prob.k, prob.m, prob.batch, prob.k, prob.m * prob.k, box_k, box_m, "A");
@@ -244,7 +282,7 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
 
 KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) { return plan_sm90(p, c, nullptr); }
 
-// A convolution that is a GEMM runs as that GEMM; other forward convolutions by TMA im2col (sm90_im2col_refusal).
+// A convolution that is a GEMM runs as that GEMM; the others by TMA im2col (sm90_im2col_refusal).
 KernelPlan plan_conv_sm90(const ConvProblem& p, const KernelConfig& c) {
   const std::optional<GemmProblem> g = p.pointwise_gemm();
   if (!g) {
