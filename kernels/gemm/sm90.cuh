@@ -439,20 +439,18 @@ struct Sm90StreamK : Sm90SkSchedule {
       if (t == 0) flag_wait(flag(p, c2, cons), 1);
       sm90_consumer_sync(cons);
       const float4* w = slot<Cfg>(p, c2, cons);
-      // Four float4 loads in flight at a time: the accumulators leave few registers for more.
+      // The whole partial in flight at once (at most 16 float4: stream-K runs <= 64 accumulators a thread),
+      // so a contributor costs one round trip to L2, not several.
+      constexpr int Q = Sm90Shape<Cfg>::MI * (Cfg::tile_n / 8);
+      float4 v[Q];
+#pragma unroll
+      for (int q = 0; q < Q; ++q) v[q] = __ldcg(w + q * 128 + t);
 #pragma unroll
       for (int mi = 0; mi < Sm90Shape<Cfg>::MI; ++mi)
 #pragma unroll
-        for (int q0 = 0; q0 < Cfg::tile_n / 8; q0 += 4) {
-          float4 v[4];
-#pragma unroll
-          for (int q = 0; q < 4; ++q) v[q] = __ldcg(w + (mi * (Cfg::tile_n / 8) + q0 + q) * 128 + t);
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {  // indices, not a pointer: acc must stay in registers
-            const int e = 4 * (q0 + q);
-            acc[mi][e] += v[q].x, acc[mi][e + 1] += v[q].y, acc[mi][e + 2] += v[q].z, acc[mi][e + 3] += v[q].w;
-          }
-          asm volatile("" ::: "memory");  // keep the next loads after these adds
+        for (int q = 0; q < Cfg::tile_n / 8; ++q) {  // indices, not a pointer: acc must stay in registers
+          const float4 x = v[mi * (Cfg::tile_n / 8) + q];
+          acc[mi][4 * q] += x.x, acc[mi][4 * q + 1] += x.y, acc[mi][4 * q + 2] += x.z, acc[mi][4 * q + 3] += x.w;
         }
     }
   }
