@@ -13,7 +13,7 @@
 #            configs matching every regexp of CONV_GREP (default: 4 stages, no cluster, no split), with cuDNN's rows;
 #            CONV_LEAVE: seconds left for the steps after it (default 15)
 #   tf32     f32 GEMMs read as tf32 (data/problems/sm90_tf32.txt) on the trial space
-#            data/spaces/trial/gemm_sm90_tf32.json: verify the check.* rows with fixed configs, then a sweep
+#            data/spaces/gemm_sm90_tf32.json: verify the check.* rows with fixed configs, then a sweep
 #            of the space's configs matching TF32_GREP (default: stages 3-5, swz 8) on the perf.* rows with
 #            cuBLASLt (FAST_TF32) of the same run
 #   bandwidth  the device copy rate (bench/copy_bandwidth.cu, nvcc); later compare tables show each GEMM's share of it
@@ -89,7 +89,7 @@ for step in ${STEPS:-verify sanitize sass perf}; do
         -c "fam=sm90 tile=64x128x32 warps=1x1 stages=6 splitk=3 skmode=parallel" \
         -c "fam=sm90 tile=128x128x32 warps=2x1 stages=5 splitk=2 skmode=serial epi=smem" --csv "$W/verify_tf32.csv" >"$W/verify_tf32.txt" 2>&1
       echo "verify tf32 rc=$?: $(tail -1 "$W/verify_tf32.txt")"; grep -A2 '^FAIL' "$W/verify_tf32.txt" | head -20
-      space_sweep tf32 data/spaces/trial/gemm_sm90_tf32.json "$W/tf32_perf.txt" ${TF32_GREP:-"stages=[345] " "swz=8"}
+      space_sweep tf32 data/spaces/gemm_sm90_tf32.json "$W/tf32_perf.txt" ${TF32_GREP:-"stages=[345] " "swz=8"}
       python3 bench/sm90_compare.py "$W/tf32.csv.gz" --peak 494.7 > "$W/compare_tf32.txt" 2>&1; grep -v "^replay" "$W/compare_tf32.txt" | tail -12 ;;
     sanitize)
       # SAN_CONFIGS: ';'-separated configs instead of one sampled per problem (pairs that are not legal are skipped)

@@ -174,9 +174,9 @@ TEST(RegistryExport, StructureAndCounts) {
   }
   EXPECT_EQ(keys.size(), j["kernels"].size()) << "no kernel exported twice";
   EXPECT_EQ(per_sm.size(), 4u);
-  // Every shipped space lists every target but gemm_sm90 (wgmma: sm_90 only).
+  // Every shipped space lists every target but gemm_sm90 and gemm_sm90_tf32 (wgmma: sm_90 only).
   std::size_t sm90_only = 0;
-  for (const auto& e : reg.candidates("gemm", arch("sm_90"))) sm90_only += e.space == "gemm_sm90";
+  for (const auto& e : reg.candidates("gemm", arch("sm_90"))) sm90_only += e.space == "gemm_sm90" || e.space == "gemm_sm90_tf32";
   EXPECT_GT(sm90_only, 0u);
   EXPECT_EQ(per_sm["sm_80"] + sm90_only, per_sm["sm_90"]);
   // One spec per target gives the same export; an empty arch list gives no kernels.

@@ -57,7 +57,7 @@ TEST(SpaceDefault, AllLoadAndEnumerateCleanly) {
   const auto& spaces = default_spaces();
   std::vector<std::string> names;
   for (const auto& s : spaces) names.push_back(s.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"conv_dw", "conv_sm80", "gemm_sm80", "gemm_sm90"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"conv_dw", "conv_sm80", "gemm_sm80", "gemm_sm90", "gemm_sm90_tf32"}));
   for (const auto& s : spaces) {
     SCOPED_TRACE(s.name);
     EXPECT_EQ(s.hash.size(), 16u);
