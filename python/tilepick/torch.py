@@ -656,7 +656,8 @@ def _autocast(*tensors):
     """Under torch.autocast, floating tensors of another dtype run in its dtype, as torch's own linear,
     matmul and conv do: fp32 parameters become bf16 / f16 operands, and their gradients come back in
     fp32 through the cast."""
-    dtype = _autocast_dtype(tensors[0].device.type)
+    device_type = tensors[0].device.type  # meta tensors (shape propagation) have no autocast state
+    dtype = _autocast_dtype(device_type) if device_type in ("cuda", "cpu") else None
     if dtype is None:
         return tensors
     return tuple(t.to(dtype) if t is not None and t.is_floating_point() and t.dtype != dtype else t for t in tensors)

@@ -339,6 +339,29 @@ def test_linear_and_matmul_plumbing_matches_torch(reference_executor):
     assert any(" crr " in q or " ccr " in q for q in reference_executor)  # transposed views read in place
 
 
+def test_opcheck_every_op(reference_executor):
+    """torch.library.opcheck on every custom op (schema, fake kernel against the real one, autograd
+    registration, AOT dispatch), the kernels replaced by the fp64 reference executor on CPU tensors."""
+    torch.manual_seed(7)
+    cl = dict(memory_format=torch.channels_last)
+    x, w, b = rand(2, 16, 9, 7).contiguous(**cl), rand(24, 16, 3, 3).contiguous(**cl), rand(24)
+    x3, w3 = rand(1, 8, 4, 5, 6).contiguous(memory_format=torch.channels_last_3d), \
+        rand(16, 8, 3, 3, 3).contiguous(memory_format=torch.channels_last_3d)
+    dy = rand(2, 24, 5, 4, requires_grad=False).contiguous(**cl)
+    cases = [
+        (torch.ops.tilepick.linear.default, (rand(3, 5, 12), rand(7, 12), rand(7))),
+        (torch.ops.tilepick.linear.default, (rand(4, 12), rand(7, 12), None)),
+        (torch.ops.tilepick.matmul.default, (rand(3, 6, 9), rand(3, 9, 4))),
+        (torch.ops.tilepick.conv2d.default, (x, w, b, [2, 2], [1, 1], [1, 1], 1)),
+        (torch.ops.tilepick.conv3d.default, (x3, w3, None, [1, 1, 1], [1, 1, 1], [1, 1, 1], 1)),
+        (torch.ops.tilepick.conv_bwd_data.default, (dy, w.detach(), [2, 16, 9, 7], [2, 2], [1, 1], [1, 1], 1)),
+        (torch.ops.tilepick.conv_bwd_weight.default, (x.detach(), dy, [24, 16, 3, 3], [2, 2], [1, 1], [1, 1], 1)),
+    ]
+    for op, args in cases:
+        result = torch.library.opcheck(op, args)
+        assert all(v == "SUCCESS" for v in result.values()), (op, result)
+
+
 def test_autocast_runs_fp32_parameters_in_its_dtype(reference_executor):
     """Under torch.autocast (here on the CPU: the same code path as CUDA) fp32 inputs and parameters run
     as bf16 problems, like torch's own ops, and the fp32 parameters get fp32 gradients."""
