@@ -5,6 +5,7 @@
     y = tpt.conv2d(x, w, b, stride=2, padding=1, groups=32)
     tpt.swap_modules(model)              # nn.Linear / nn.Conv2d / nn.Conv3d -> tilepick subclasses
     tpt.set_strategy("top_k", k=4)       # time the model's best 4 on first use of each shape
+    tpt.warmup(model, x)                 # plan and compile a step's shapes before the first step
 
 The ops are torch.library custom ops (namespace `tilepick`) with fake kernels (torch.compile) and
 autograd: linear backward runs the GEMMs dy @ W (rrr) and dy^T @ x (crr), conv backward runs the
@@ -19,8 +20,10 @@ into it on every call, with one warning per op and operand, and outputs are chan
 Unsupported inputs (dtype, device, a shape with no kernel) raise an error naming the op and the
 reason. With set_fallback(True) they run through torch instead, with one warning per reason.
 """
+import os
 import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -30,7 +33,7 @@ from torch import Tensor, nn
 import tilepick
 
 __all__ = ["linear", "matmul", "conv2d", "conv3d", "set_strategy", "get_strategy", "set_vendor",
-           "set_fallback", "swap_modules", "Linear", "Conv2d", "Conv3d", "plan_count"]
+           "set_fallback", "swap_modules", "Linear", "Conv2d", "Conv3d", "plan_count", "warmup"]
 
 _DTYPES = {torch.float16: "f16", torch.bfloat16: "bf16"}
 
@@ -46,6 +49,7 @@ class _Settings:
 _settings = _Settings()
 _plans: Dict[tuple, object] = {}
 _plans_lock = threading.Lock()
+_recorded: Optional[Dict[tuple, tuple]] = None  # during warmup(): problem key -> (make_problem, device index)
 _warned = set()
 
 
@@ -203,7 +207,11 @@ def _index(device: torch.device) -> int:
 
 
 def _plan_or_fallback(op: str, key: tuple, make_problem, device: torch.device):
-    """The plan, or None when planning found no kernel and fallback is on."""
+    """The plan, or None when planning found no kernel and fallback is on (or warmup() is noting problems:
+    then torch computes the call)."""
+    if _recorded is not None:
+        _recorded.setdefault(key, (make_problem, _index(device)))
+        return None
     try:
         return _plan(key, make_problem, _index(device))
     except (NotImplementedError, ValueError) as e:
@@ -746,6 +754,50 @@ class Conv2d(_ConvMixin, nn.Conv2d):
 
 class Conv3d(_ConvMixin, nn.Conv3d):
     """nn.Conv3d whose forward runs tilepick.conv3d (made by swap_modules; same parameters)."""
+
+
+def _tensors_in(value) -> List[Tensor]:
+    if isinstance(value, Tensor):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors_in(v)]
+    return []
+
+
+def warmup(module: nn.Module, *inputs, backward: bool = True, threads: Optional[int] = None) -> int:
+    """Plans (and JIT-compiles) ahead every problem that one step of `module` on inputs of these shapes
+    runs through tilepick: the forward, and with `backward` the backward of the sum of its floating outputs.
+    The step itself runs in torch while the problems are noted; parameters, their gradients and the
+    module's buffers (BatchNorm statistics) are left as they were. Plans are then made on `threads` threads
+    (default: one per CPU when the strategy times nothing, i.e. heuristic; else 1, so that timings do not
+    share the GPU). Returns the number of new plans; later calls of those shapes find them made."""
+    global _recorded
+    if _recorded is not None:
+        raise RuntimeError("tilepick.torch.warmup: already warming up (one module at a time)")
+    grads = [(p, p.grad) for p in module.parameters()]
+    buffers = [(b, b.detach().clone()) for b in module.buffers()]
+    _recorded = {}
+    try:
+        out = module(*inputs)
+        if backward:
+            outs = [t for t in _tensors_in(out) if t.requires_grad and t.is_floating_point()]
+            if outs:
+                torch.autograd.backward([t.sum() for t in outs])
+    finally:
+        recorded, _recorded = _recorded, None
+        for p, g in grads:
+            p.grad = g
+        with torch.no_grad():
+            for b, saved in buffers:
+                b.copy_(saved)
+    if threads is None:
+        threads = (os.cpu_count() or 1) if _settings.strategy == "heuristic" else 1
+    before = len(_plans)
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        list(pool.map(lambda item: _plan(item[0], *item[1]), recorded.items()))
+    return len(_plans) - before
 
 
 def _numeric_padding(m: nn.Module) -> Optional[List[int]]:

@@ -362,6 +362,47 @@ def test_opcheck_every_op(reference_executor):
         assert all(v == "SUCCESS" for v in result.values()), (op, result)
 
 
+def test_warmup_plans_a_steps_problems_ahead_and_leaves_the_module_alone(monkeypatch):
+    """warmup() runs one step in torch while noting the problems, restores gradients and BatchNorm statistics,
+    plans every problem (forward and backward) once, and the real step then plans nothing new and matches torch."""
+    made = []
+
+    def plan(problem, **kwargs):
+        made.append(problem)
+        return RefPlan(problem)
+
+    monkeypatch.setattr(tilepick, "plan", plan)
+    monkeypatch.setattr(tpt, "_run", ref_run)
+    monkeypatch.setattr(tpt, "_plans", {})
+    monkeypatch.setattr(tpt, "_seen", {})
+    monkeypatch.setattr(tpt, "_index", lambda device: -1)
+    monkeypatch.setattr(tpt, "_unsupported_reason", lambda tensors, names=None: None)
+    monkeypatch.setitem(tpt._DTYPES, torch.float32, "f32")
+    torch.manual_seed(8)
+    model = torch.nn.Sequential(torch.nn.Conv2d(6, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                                torch.nn.Conv2d(8, 8, 3, stride=2, padding=1), torch.nn.Flatten(),
+                                torch.nn.Linear(8 * 4 * 4, 5))
+    model = model.to(memory_format=torch.channels_last)
+    ref = copy.deepcopy(model)
+    assert tpt.swap_modules(model) == 3
+    x = rand(2, 6, 8, 8, requires_grad=False).contiguous(memory_format=torch.channels_last)
+    stats = model[1].running_mean.clone()
+    # fwd and bwd_weight of the first conv (x needs no gradient), all three of the second, rcr, rrr, crr of the linear
+    assert tpt.warmup(model, x) == 8
+    assert all(p.grad is None for p in model.parameters())
+    assert torch.equal(model[1].running_mean, stats) and int(model[1].num_batches_tracked) == 0
+    assert sorted(tilepick.problem_op(q) for q in made).count("gemm") == 3
+    step = model(x)
+    step.sum().backward()
+    assert len(made) == 8, "the step planned a problem the warm-up missed"
+    expect = ref(x)
+    expect.sum().backward()
+    torch.testing.assert_close(step, expect, atol=2e-4, rtol=1e-3)
+    torch.testing.assert_close(model[0].weight.grad, ref[0].weight.grad, atol=2e-4, rtol=1e-3)
+    tpt.set_strategy("top_k")  # a timed strategy: planned again (other plans), and one at a time
+    assert tpt.warmup(model, x, backward=False) == 3 and len(made) == 11
+
+
 def test_autocast_runs_fp32_parameters_in_its_dtype(reference_executor):
     """Under torch.autocast (here on the CPU: the same code path as CUDA) fp32 inputs and parameters run
     as bf16 problems, like torch's own ops, and the fp32 parameters get fp32 gradients."""
