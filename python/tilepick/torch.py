@@ -6,6 +6,7 @@
     tpt.swap_modules(model)              # nn.Linear / nn.Conv2d / nn.Conv3d -> tilepick subclasses
     tpt.set_strategy("top_k", k=4)       # time the model's best 4 on first use of each shape
     tpt.warmup(model, x)                 # plan and compile a step's shapes before the first step
+    tpt.set_gemm_buckets(True)           # serving: one kernel choice per bucket of token counts
 
 The ops are torch.library custom ops (namespace `tilepick`) with fake kernels (torch.compile) and
 autograd: linear backward runs the GEMMs dy @ W (rrr) and dy^T @ x (crr), conv backward runs the
@@ -33,7 +34,8 @@ from torch import Tensor, nn
 import tilepick
 
 __all__ = ["linear", "matmul", "conv2d", "conv3d", "set_strategy", "get_strategy", "set_vendor",
-           "set_fallback", "swap_modules", "Linear", "Conv2d", "Conv3d", "plan_count", "warmup"]
+           "set_fallback", "set_gemm_buckets", "swap_modules", "Linear", "Conv2d", "Conv3d", "plan_count",
+           "warmup"]
 
 _DTYPES = {torch.float16: "f16", torch.bfloat16: "bf16"}
 
@@ -43,13 +45,14 @@ class _Settings:
     k = 4
     vendor: Optional[str] = None  # None: TILEPICK_VENDOR (default auto)
     fallback = False
+    gemm_buckets = False
     version = 0  # bumped by every setter: part of the keys of _seen
 
 
 _settings = _Settings()
 _plans: Dict[tuple, object] = {}
 _plans_lock = threading.Lock()
-_recorded: Optional[Dict[tuple, tuple]] = None  # during warmup(): problem key -> (make_problem, device index)
+_recorded: Optional[Dict[tuple, tuple]] = None  # during warmup(): problem key -> (make_problem, device, bucket)
 _warned = set()
 
 
@@ -83,6 +86,15 @@ def set_fallback(enabled: bool) -> None:
     """When True, inputs tilepick cannot run (dtype, device, no kernel for the shape) go to torch with a
     warning instead of raising."""
     _settings.fallback = bool(enabled)
+    _settings.version += 1
+
+
+def set_gemm_buckets(enabled: bool) -> None:
+    """When True, GEMMs (linear, matmul and linear's data gradient) choose their kernel once per bucket of M, the
+    next power of two >= 16 (an LLM's token count), and run every M of the bucket with it: a new M is planned
+    with strategy fixed (no ranking, no timing, the compiled kernel reused), falling back to its own choice
+    only where the bucket's kernel cannot run it. Off by default: fixed shapes (training) get their own choice."""
+    _settings.gemm_buckets = bool(enabled)
     _settings.version += 1
 
 
@@ -206,14 +218,35 @@ def _index(device: torch.device) -> int:
     return device.index if device.index is not None else torch.cuda.current_device()
 
 
-def _plan_or_fallback(op: str, key: tuple, make_problem, device: torch.device):
+def _plan_bucketed(key: tuple, make_problem, device: int, bucket: tuple):
+    """The plan of a GEMM with the kernel chosen once for its bucket of M (set_gemm_buckets): bucket is
+    (the bucket's problem key, its make_problem)."""
+    full = key + (device, _settings.strategy, _settings.k, _settings.vendor, "bucket")
+    plan = _plans.get(full)
+    if plan is None:
+        chosen = _plan(*bucket, device)
+        try:
+            plan = tilepick.plan(make_problem(), strategy="fixed", config=chosen.kernel, vendor=_settings.vendor,
+                                 device=device)
+        except (NotImplementedError, ValueError):  # the bucket's kernel cannot run this M: its own choice
+            plan = _plan(key, make_problem, device)
+        with _plans_lock:
+            _plans[full] = plan
+    return plan
+
+
+def _make_plan(key: tuple, make_problem, device: int, bucket: Optional[tuple]):
+    return _plan(key, make_problem, device) if bucket is None else _plan_bucketed(key, make_problem, device, bucket)
+
+
+def _plan_or_fallback(op: str, key: tuple, make_problem, device: torch.device, bucket: Optional[tuple] = None):
     """The plan, or None when planning found no kernel and fallback is on (or warmup() is noting problems:
-    then torch computes the call)."""
+    then torch computes the call). bucket: see _plan_bucketed."""
     if _recorded is not None:
-        _recorded.setdefault(key, (make_problem, _index(device)))
+        _recorded.setdefault(key, (make_problem, _index(device), bucket))
         return None
     try:
-        return _plan(key, make_problem, _index(device))
+        return _make_plan(key, make_problem, _index(device), bucket)
     except (NotImplementedError, ValueError) as e:
         _fallback_or_raise(op, f"no kernel: {e}")
         return None
@@ -251,8 +284,16 @@ def _gemm(a: Tensor, b: Tensor, bias: Optional[Tensor], op: str) -> Optional[Ten
     lb, vb = _mat_operand(b)
     dtype = _DTYPES[a.dtype]
     key = ("gemm", la + lb + "r", batch, M, N, K, dtype, bias is not None)
-    plan = _plan_or_fallback(op, key, lambda: tilepick.gemm_problem(M, N, K, dtype, la + lb + "r", batch=batch,
-                                                                   bias=bias is not None), a.device)
+
+    def problem(m: int) -> str:
+        return tilepick.gemm_problem(m, N, K, dtype, la + lb + "r", batch=batch, bias=bias is not None)
+
+    bucket = None
+    if _settings.gemm_buckets:
+        m_bucket = max(16, 1 << (M - 1).bit_length())
+        if m_bucket != M:
+            bucket = (key[:3] + (m_bucket,) + key[4:], lambda: problem(m_bucket))
+    plan = _plan_or_fallback(op, key, lambda: problem(M), a.device, bucket)
     if plan is None:
         return None
     vo = out
@@ -796,7 +837,7 @@ def warmup(module: nn.Module, *inputs, backward: bool = True, threads: Optional[
         threads = (os.cpu_count() or 1) if _settings.strategy == "heuristic" else 1
     before = len(_plans)
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        list(pool.map(lambda item: _plan(item[0], *item[1]), recorded.items()))
+        list(pool.map(lambda item: _make_plan(item[0], *item[1]), recorded.items()))
     return len(_plans) - before
 
 

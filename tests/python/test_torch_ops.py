@@ -50,6 +50,7 @@ def default_settings():
     yield
     tpt.set_fallback(False)
     tpt.set_strategy("heuristic")
+    tpt.set_gemm_buckets(False)
 
 
 def conv_ref(x, w, b, stride, padding, dilation, groups):
@@ -362,22 +363,64 @@ def test_opcheck_every_op(reference_executor):
         assert all(v == "SUCCESS" for v in result.values()), (op, result)
 
 
-def test_warmup_plans_a_steps_problems_ahead_and_leaves_the_module_alone(monkeypatch):
-    """warmup() runs one step in torch while noting the problems, restores gradients and BatchNorm statistics,
-    plans every problem (forward and backward) once, and the real step then plans nothing new and matches torch."""
-    made = []
+@pytest.fixture
+def reference_planner(monkeypatch):
+    """tilepick.plan itself replaced (the module's own planning, caching and bucketing run): each call is
+    recorded as (problem, strategy, config) and returns a RefPlan whose kernel names what chose it."""
+    calls = []
 
-    def plan(problem, **kwargs):
-        made.append(problem)
-        return RefPlan(problem)
+    def plan(problem, strategy="auto", k=4, config="", **kwargs):
+        calls.append((problem, strategy, config))
+        p = RefPlan(problem)
+        p.kernel = config or "choice for " + problem
+        return p
 
     monkeypatch.setattr(tilepick, "plan", plan)
     monkeypatch.setattr(tpt, "_run", ref_run)
+    monkeypatch.setattr(tpt, "_run_seen", lambda seen, pointers: ref_run_pointers(seen[0], pointers))
     monkeypatch.setattr(tpt, "_plans", {})
     monkeypatch.setattr(tpt, "_seen", {})
     monkeypatch.setattr(tpt, "_index", lambda device: -1)
     monkeypatch.setattr(tpt, "_unsupported_reason", lambda tensors, names=None: None)
     monkeypatch.setitem(tpt._DTYPES, torch.float32, "f32")
+    return calls
+
+
+def test_gemm_buckets_choose_once_per_bucket_of_m(reference_planner, monkeypatch):
+    """With set_gemm_buckets(True) a new token count plans with the kernel its bucket (next power of two >= 16)
+    chose (strategy fixed), never ranking again; where that kernel cannot run an M, the M gets its own choice."""
+    torch.manual_seed(9)
+    tpt.set_gemm_buckets(True)
+    w, b = rand(7, 12, requires_grad=False), rand(7, requires_grad=False)
+    for m in (5, 9, 16, 3, 40, 9):
+        x = rand(m, 12, requires_grad=False)
+        torch.testing.assert_close(tpt.linear(x, w, b), F.linear(x, w, b), atol=2e-4, rtol=1e-3)
+    m_of = lambda problem: problem.split()[2]  # noqa: E731
+    ranked = [m_of(p) for p, strategy, _ in reference_planner if strategy != "fixed"]
+    fixed = [(m_of(p), config) for p, strategy, config in reference_planner if strategy == "fixed"]
+    assert ranked == ["m16", "m64"], reference_planner
+    assert [m for m, _ in fixed] == ["m5", "m9", "m3", "m40"]
+    assert {c for m, c in fixed if m != "m40"} == {"choice for " + tilepick.gemm_problem(16, 7, 12, "f32", "rcr",
+                                                                                       bias=True)}
+    real_plan = tilepick.plan
+
+    def refuse_m2(problem, strategy="auto", config="", **kwargs):
+        if strategy == "fixed" and m_of(problem) == "m2":
+            raise ValueError("fixed config '...' is not legal for " + problem)
+        return real_plan(problem, strategy=strategy, config=config, **kwargs)
+
+    monkeypatch.setattr(tilepick, "plan", refuse_m2)
+    tpt.linear(rand(2, 12, requires_grad=False), w, b)
+    assert (reference_planner[-1][1], m_of(reference_planner[-1][0])) == ("heuristic", "m2")
+    tpt.set_gemm_buckets(False)  # exact choices again
+    tpt.linear(rand(5, 12, requires_grad=False), w, b)
+    assert (reference_planner[-1][1], m_of(reference_planner[-1][0])) == ("heuristic", "m5")
+
+
+def test_warmup_plans_a_steps_problems_ahead_and_leaves_the_module_alone(reference_planner):
+    """warmup() runs one step in torch while noting the problems, restores gradients and BatchNorm statistics,
+    plans every problem (forward and backward) once, and the real step then plans nothing new and matches torch."""
+    made = reference_planner
     torch.manual_seed(8)
     model = torch.nn.Sequential(torch.nn.Conv2d(6, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
                                 torch.nn.Conv2d(8, 8, 3, stride=2, padding=1), torch.nn.Flatten(),
@@ -391,7 +434,7 @@ def test_warmup_plans_a_steps_problems_ahead_and_leaves_the_module_alone(monkeyp
     assert tpt.warmup(model, x) == 8
     assert all(p.grad is None for p in model.parameters())
     assert torch.equal(model[1].running_mean, stats) and int(model[1].num_batches_tracked) == 0
-    assert sorted(tilepick.problem_op(q) for q in made).count("gemm") == 3
+    assert sorted(tilepick.problem_op(q) for q, _, _ in made).count("gemm") == 3
     step = model(x)
     step.sum().backward()
     assert len(made) == 8, "the step planned a problem the warm-up missed"
