@@ -228,7 +228,7 @@ def reference_executor(monkeypatch):
     """Plans become RefPlans and runs ref_run, on CPU tensors: tests everything but the kernels."""
     made = []
 
-    def plan_or_fallback(op, key, make_problem, device):
+    def plan_or_fallback(op, key, make_problem, device, bucket=None):
         made.append(make_problem())
         return RefPlan(made[-1])
 
