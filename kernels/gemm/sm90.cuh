@@ -40,6 +40,8 @@
 // (read as tf32) with 32; a stage row is 128 bytes of K either way, and a k-tile is 4 wgmma K steps
 // of 32 bytes.
 //
+// Convolutions (Cfg::conv): the same kernel with the producer's loads by TMA im2col (Sm90Im2col).
+//
 // Split-K (Cfg::splitk, parallel mode): the grid walks (slice, tile) units; each stores its fp32
 // partial tile to the workspace and gemm/splitk_reduce.cuh sums the slices in order.
 // Stream-K (Cfg::stream_k, skmode=serial): whole waves data-parallel, the last partial wave split by K (Sm90StreamK).
@@ -528,15 +530,14 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
           if constexpr (Cfg::conv != 0 && Cfg::conv_dir != 2) {
             im2col.load(p, sa + half_a * 128, sb + half_b * 128, bar, n0 + half_b, mask_a, mask_b);
             im2col.next(p);
-          } else if constexpr (Cfg::conv != 0) {  // bwd_weight: dy as the GEMM's M-major A, x by im2col
-            load_operand<Cfg::a_mn, S::A_LOAD_ROWS>(sa + half_a * 128, &p.map_a, bar, kt * S::BK, m0 + half_a, batch,
-                                                    mask_a);
-            im2col.load_wgrad_b(p, sb + half_b * 128, bar, kt, n0 + half_b, mask_b);
           } else {
             load_operand<Cfg::a_mn, S::A_LOAD_ROWS>(sa + half_a * 128, &p.map_a, bar, kt * S::BK, m0 + half_a, batch,
                                                     mask_a);
-            load_operand<Cfg::b_mn, S::B_LOAD_ROWS>(sb + half_b * 128, &p.map_b, bar, kt * S::BK, n0 + half_b, batch,
-                                                    mask_b);
+            if constexpr (Cfg::conv != 0)  // bwd_weight: A = dy as in a GEMM, B = x by im2col
+              im2col.load_wgrad_b(p, sb + half_b * 128, bar, kt, n0 + half_b, mask_b);
+            else
+              load_operand<Cfg::b_mn, S::B_LOAD_ROWS>(sb + half_b * 128, &p.map_b, bar, kt * S::BK, n0 + half_b, batch,
+                                                      mask_b);
           }
         }
       });

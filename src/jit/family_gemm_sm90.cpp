@@ -237,8 +237,6 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   plan.launches = [base, main, prob, conv_prob, box_m, box_n, box_k, units, cs, staged, rows_per_consumer, a_mn, b_mn, reduce,
                    stream_k, sk_ctas, sk_flag_bytes](const Operands& o) {
     tp::GemmSm90Params g = base;
-    // K-major operands as (K, rows, batch) in boxes of 128 bytes of K x the rows one producer loads;
-    // M/N-major ones (16-bit) as (rows, K, batch) in boxes of 64 x 64 (kernels/gemm/sm90.cuh, load_operand).
     if (conv_prob) {  // Sm90Im2col; w (K x taps x C) as (C, taps, K)
       const ConvProblem& cp = *conv_prob;
       const Im2colWalk walk = im2col_walk(cp);
@@ -258,10 +256,12 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
           break;
       }
     } else {
-    g.map_a = a_mn ? rowmajor_map(o.a, prob.a, prob.m, prob.k, prob.batch, prob.m, prob.m * prob.k, 64, 64, "A")
-                   : rowmajor_map(o.a, prob.a, prob.k, prob.m, prob.batch, prob.k, prob.m * prob.k, box_k, box_m, "A");
-    g.map_b = b_mn ? rowmajor_map(o.b, prob.b, prob.n, prob.k, prob.batch, prob.n, prob.k * prob.n, 64, 64, "B")
-                   : rowmajor_map(o.b, prob.b, prob.k, prob.n, prob.batch, prob.k, prob.k * prob.n, box_k, box_n, "B");
+      // K-major operands as (K, rows, batch) in boxes of 128 bytes of K x the rows one producer loads;
+      // M/N-major ones (16-bit) as (rows, K, batch) in boxes of 64 x 64 (kernels/gemm/sm90.cuh, load_operand).
+      g.map_a = a_mn ? rowmajor_map(o.a, prob.a, prob.m, prob.k, prob.batch, prob.m, prob.m * prob.k, 64, 64, "A")
+                     : rowmajor_map(o.a, prob.a, prob.k, prob.m, prob.batch, prob.k, prob.m * prob.k, box_k, box_m, "A");
+      g.map_b = b_mn ? rowmajor_map(o.b, prob.b, prob.n, prob.k, prob.batch, prob.n, prob.k * prob.n, 64, 64, "B")
+                     : rowmajor_map(o.b, prob.b, prob.k, prob.n, prob.batch, prob.k, prob.k * prob.n, box_k, box_n, "B");
     }
     // D row-major as (N, M, batch), boxes of 128 bytes of columns x the rows of one consumer.
     if (staged)
