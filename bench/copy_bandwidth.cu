@@ -1,6 +1,8 @@
 // Measured device-memory copy bandwidth: the yardstick of memory-bound kernels (decode GEMMs are held
 // to a share of it). Copies BYTES (default 2 GiB) device to device with cudaMemcpyAsync, 20 times after
 // 3 warm-ups, and prints the best and median rate counting read + write bytes.
+// Maintained with bench/sm90_gpu.sh, whose `bandwidth` step builds and runs it and hands the rate to
+// bench/sm90_compare.py --copy-gbs.
 //   nvcc -O2 -o copy_bandwidth bench/copy_bandwidth.cu && ./copy_bandwidth [BYTES]
 #include <cuda_runtime.h>
 

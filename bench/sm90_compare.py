@@ -7,9 +7,9 @@ speed-up = vendor best time / sm90 time (fp8 problems against cuBLASLt fp8, % of
 then the geomean speed-up, overall and per class (GEMM layout, dtype and epilogue; conv direction). Each row's
 `tilepick verify --time` command replays our kernel.
 
-With --copy-gbs (the measured device copy rate, bench/copy_bandwidth.cu), GEMM rows also show the bytes
-they must move (A, B, D, and C with beta) per second and that as a share of the copy rate: the yardstick
-of memory-bound (decode) shapes.
+With --copy-gbs (the measured device copy rate, bench/copy_bandwidth.cu), rows also show the records' GB/s
+(the problem's minimum bytes, GemmProblem / ConvProblem::min_bytes, per second) and that as a share of the
+copy rate: the yardstick of memory-bound (decode) shapes.
 
   python3 bench/sm90_compare.py RECORDS.csv.gz [...] [--family sm90] [--peak 989.4] [--copy-gbs 8000]
 """
@@ -18,7 +18,6 @@ import csv
 import gzip
 import io
 import math
-import re
 from collections import defaultdict
 
 
@@ -36,23 +35,6 @@ def problem_class(problem):
         dtype = next(w for w in words if w[0] in "bfe" and (":" in w or w in ("bf16", "f16", "f32")))
         return f"{words[1]} {dtype.split(':')[0]} {ep}"
     return f"{words[0]} {words[-1] if words[-1] != ep else words[-2]}"
-
-
-DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "tf32": 4, "e4m3": 1, "e5m2": 1}
-
-
-def gemm_bytes(problem):
-    """Bytes a GEMM must move at least: A, B and D once (and C when beta != 0); None for other ops."""
-    words = problem.split()
-    if words[0] != "gemm":
-        return None
-    size = {k: int(v) for k, v in re.findall(r"\b(batch|m|n|k)(\d+)\b", problem)}
-    dt = next(w for w in words[2:] if w.split(":")[0] in DTYPE_BYTES)
-    ea, eb, ec = ([DTYPE_BYTES[x] for x in dt.split(":")] + [None, None])[:3]
-    eb, ec = eb or ea, ec or (eb or ea)
-    beta = any(w.startswith("beta=") and float(w[5:]) != 0 for w in words)
-    m, n, k = size["m"], size["n"], size["k"]
-    return size.get("batch", 1) * (m * k * ea + k * n * eb + m * n * ec * (2 if beta else 1))
 
 
 def main():
@@ -74,7 +56,7 @@ def main():
             t = float(r["median_us"])
             if c.startswith("fam=" + a.family):
                 if p not in ours or t < ours[p][0]:
-                    ours[p] = (t, c, float(r["tflops"]))
+                    ours[p] = (t, c, float(r["tflops"]), float(r["gbps"]))
             elif c.startswith("vendor=") and c.endswith(":heur"):
                 heur[p] = t
             elif c.startswith("vendor="):
@@ -84,7 +66,7 @@ def main():
     print(f"{'problem':44} {'ours us':>9} {'TFLOPS':>7} {'%peak':>6}{bw} {'heur us':>9} {'best us':>9} {'x best':>7}  config")
     copy_shares = []
     for p in sorted(ours, key=lambda s: (len(s), s)):
-        t, c, tf = ours[p]
+        t, c, tf, gbs = ours[p]
         vb = min(best.get(p, math.inf), heur.get(p, math.inf))
         x = vb / t if vb < math.inf else float("nan")
         if x == x:
@@ -92,10 +74,7 @@ def main():
         peak = a.peak * (2 if ("e4m3" in p or "e5m2" in p) else 1)
         bw = ""
         if a.copy_gbs:
-            nb = gemm_bytes(p)
-            gbs = nb / (t * 1e3) if nb else float("nan")
-            if nb:
-                copy_shares.append(gbs / a.copy_gbs)
+            copy_shares.append(gbs / a.copy_gbs)
             bw = f" {gbs:6.0f} {100 * gbs / a.copy_gbs:6.1f}"
         print(f"{p:44} {t:9.1f} {tf:7.1f} {100 * tf / peak:6.1f}{bw} {heur.get(p, float('nan')):9.1f} {vb:9.1f} {x:7.3f}  {c}"
               + (f"  ({bad[p]} not ok)" if bad[p] else ""))
@@ -104,11 +83,11 @@ def main():
     if copy_shares:
         cs = sorted(copy_shares)
         print(f"share of the copy rate ({a.copy_gbs:.0f} GB/s): mean {100 * sum(cs) / len(cs):.1f}%, "
-              f"min {100 * cs[0]:.1f}%, P10 {100 * cs[len(cs) // 10]:.1f}% on {len(cs)} GEMMs")
+              f"min {100 * cs[0]:.1f}%, P10 {100 * cs[len(cs) // 10]:.1f}% on {len(cs)} problems")
     if logs:
         print(f"geomean speed-up over the vendor's best: {math.exp(sum(logs) / len(logs)):.3f} on {len(logs)} problems")
         by_class = defaultdict(list)
-        for p, (t, c, tf) in ours.items():
+        for p, (t, c, tf, _) in ours.items():
             vb = min(best.get(p, math.inf), heur.get(p, math.inf))
             if vb < math.inf:
                 by_class[problem_class(p)].append(math.log(vb / t))

@@ -8,11 +8,11 @@
 #   ncu      Nsight Compute (--clock-control none) of NCU_CONFIG and of cuBLASLt on NCU_PROBLEM
 #   sass     HGMMA / UTMALDG / setmaxnreg counts in one compiled sm90 kernel (cuobjdump)
 #   conv     the trial space data/spaces/trial/conv_sm90.json: verify data/problems/sm90_conv_check.txt (CONV_CHECK;
-#            forward convolutions by TMA im2col) with fixed configs, then a sweep of CONV_PAIRS, or of CONV_FILE
+#            convolutions by TMA im2col, every direction) with fixed configs, then a sweep of CONV_PAIRS, or of CONV_FILE
 #            (default data/problems/sm90_conv_fwd.txt; sm90_conv_pointwise.txt holds the 1x1 layers) x the space's
 #            configs matching every regexp of CONV_GREP (default: 4 stages, no cluster, no split), with cuDNN's rows;
 #            CONV_LEAVE: seconds left for the steps after it (default 15)
-#   tf32     f32 GEMMs read as tf32 (data/problems/sm90_tf32.txt) on the trial space
+#   tf32     f32 GEMMs read as tf32 (data/problems/sm90_tf32.txt) on the space
 #            data/spaces/gemm_sm90_tf32.json: verify the check.* rows with fixed configs, then a sweep
 #            of the space's configs matching TF32_GREP (default: stages 3-5, swz 8) on the perf.* rows with
 #            cuBLASLt (FAST_TF32) of the same run
@@ -72,7 +72,7 @@ for step in ${STEPS:-verify sanitize sass perf}; do
         >"$W/verify_random.txt" 2>&1
       echo "verify random rc=$?: $(tail -1 "$W/verify_random.txt")"; grep -A2 '^FAIL' "$W/verify_random.txt" | head -20 ;;
     conv)
-      # Correctness: forward convolutions by TMA im2col (CONV_CHECK) with fixed configs: cooperative, clusters
+      # Correctness: convolutions by TMA im2col (CONV_CHECK) with fixed configs: cooperative, clusters
       # sharing B (2x1) and A (1x2, im2col multicast), ping-pong, stream-K, parallel split-K, epi=direct.
       CC=${CONV_CHECK-data/problems/sm90_conv_check.txt}  # CONV_CHECK= (empty) skips the checks
       if [ -n "$CC" ]; then timeout 200 $T verify -f "$CC" -c "fam=sm90 tile=128x128x64 warps=2x1 stages=4 swz=8 epi=smem" \

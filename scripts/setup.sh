@@ -35,9 +35,11 @@ VENV="${VENV:-.venv}"
 [ -x "$VENV/bin/python" ] || python3 -m venv --system-site-packages "$VENV"
 PYTHON="$(cd "$VENV/bin" && pwd)/python"
 "$PYTHON" -m pip install -q -r requirements.txt
-# WITH_TORCH=1 adds torch (the package's [torch] extra, about 5 GB with its CUDA libraries): then the Python
-# tests also run tilepick.torch's CPU-side tests (fake kernels, opcheck, autograd and operand plumbing).
-if [ "${WITH_TORCH:-0}" = "1" ]; then "$PYTHON" -m pip install -q "torch>=2.3"; fi
+# WITH_TORCH=1 adds the package's [torch] extra as pyproject.toml states it (about 5 GB with torch's CUDA
+# libraries): then the Python tests also run tilepick.torch's CPU-side tests (fake kernels, opcheck, autograd).
+if [ "${WITH_TORCH:-0}" = "1" ]; then
+  "$PYTHON" -m pip install -q $("$PYTHON" -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["torch"])')
+fi
 
 BUILD_DIR="${BUILD_DIR:-build}"
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" -DCUDAToolkit_ROOT="$CUDA_HOME" \

@@ -26,6 +26,18 @@ namespace {
 
 const ArchSpec& h100() { return test::arch("h100_sxm"); }
 
+// The kernel source of a legal sm90 (problem, config) pair; checks that wgmma reads A and B with the
+// expected majorness (a_mn: M-major A, b_mn: N-major B).
+std::string sm90_code(const Problem& p, const KernelConfig& cfg, bool a_mn, bool b_mn) {
+  const Verdict v = legal(p, resolve(cfg, p), h100());
+  EXPECT_TRUE(v.ok) << v.rule << ": " << v.reason;
+  if (!v.ok) return {};
+  const std::string code = make_plan(p, resolve(cfg, p)).kernels.at(0).code;
+  EXPECT_NE(code.find(std::string("a_mn = ") + (a_mn ? "true" : "false")), std::string::npos);
+  EXPECT_NE(code.find(std::string("b_mn = ") + (b_mn ? "true" : "false")), std::string::npos);
+  return code;
+}
+
 }  // namespace
 
 TEST(Sm90Plan, EveryLegalConfigPlans) {
@@ -125,13 +137,7 @@ TEST(LegalityRule, Sm90PointwiseConv) {
                {"bwd_weight mb2 ic64 id4 ih14 iw14 oc128 kd1 kh1 kw1 bf16", true, true}};
   for (const auto& k : cases) {
     SCOPED_TRACE(k.problem);
-    const Problem p = parse_problem(k.problem);
-    const Verdict v = legal(p, resolve(cfg, p), h100());
-    ASSERT_TRUE(v.ok) << v.rule << ": " << v.reason;
-    const KernelPlan plan = make_plan(p, resolve(cfg, p));
-    const std::string& code = plan.kernels.at(0).code;
-    EXPECT_NE(code.find(std::string("a_mn = ") + (k.a_mn ? "true" : "false")), std::string::npos);
-    EXPECT_NE(code.find(std::string("b_mn = ") + (k.b_mn ? "true" : "false")), std::string::npos);
+    sm90_code(parse_problem(k.problem), cfg, k.a_mn, k.b_mn);
   }
   const KernelPlan plan = make_plan(parse_problem(cases[0].problem), resolve(cfg, parse_problem(cases[0].problem)));
   EXPECT_NE(plan.kernels.at(0).code.find("conv = 0"), std::string::npos);  // the GEMM kernel itself
@@ -159,15 +165,11 @@ TEST(LegalityRule, Sm90Im2colConv) {
   for (const auto& k : runs) {
     SCOPED_TRACE(k.problem);
     const Problem p = parse_problem(k.problem);
-    const Verdict v = legal(p, resolve(cfg, p), h100());
-    ASSERT_TRUE(v.ok) << v.rule << ": " << v.reason;
-    const KernelPlan plan = make_plan(p, resolve(cfg, p));
-    EXPECT_NE(plan.kernels.at(0).code.find("conv = " + std::to_string(k.ndim)), std::string::npos);
-    EXPECT_NE(plan.kernels.at(0).specialization.find("conv=" + std::to_string(k.ndim) + "d"), std::string::npos);
-    const std::string& code = plan.kernels.at(0).code;
+    const std::string code = sm90_code(p, cfg, k.a_mn, k.b_mn);
+    EXPECT_NE(code.find("conv = " + std::to_string(k.ndim)), std::string::npos);
     EXPECT_NE(code.find("conv_dir = " + std::to_string(k.dir)), std::string::npos);
-    EXPECT_NE(code.find(std::string("a_mn = ") + (k.a_mn ? "true" : "false")), std::string::npos);
-    EXPECT_NE(code.find(std::string("b_mn = ") + (k.b_mn ? "true" : "false")), std::string::npos);
+    EXPECT_NE(make_plan(p, resolve(cfg, p)).kernels.at(0).specialization.find("conv=" + std::to_string(k.ndim) + "d"),
+              std::string::npos);
   }
   const struct {
     const char* problem;

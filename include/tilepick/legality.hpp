@@ -56,6 +56,15 @@ Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes);
 // 3-D; strides <= 8); bwd_data of stride 1 with padding <= (filter - 1) x dilation; bwd_weight with C a
 // multiple of 64. Empty when the family runs the problem that way, else why not.
 std::string sm90_im2col_refusal(const ConvProblem& p);
+// What the im2col loads of such a convolution walk (arrays (d, h, w)): the tensor they read (fwd, bwd_weight:
+// x; bwd_data: dy, as the stride-1 convolution padded by (filter - 1) x dilation - pad with the filter turned
+// around), its channels and spatial sizes, the pixels walked (y's; dx's for bwd_data), the traversal strides,
+// and the box corners -pad and upper.
+struct Sm90Im2colWalk {
+  std::int64_t channels;
+  std::array<std::int64_t, 3> tensor, pixels, stride, pad, upper;
+};
+Sm90Im2colWalk sm90_im2col_walk(const ConvProblem& p);
 // That convolution as the GEMM the sm90 rules and kernel see: fwd M = N x output pixels, N = K, K = C
 // (per filter tap) rcr; bwd_data M = N x input pixels, N = C, K = K (per tap) rrr; bwd_weight M = K,
 // N = taps x C, K = N x output pixels crr.

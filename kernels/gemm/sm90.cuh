@@ -328,12 +328,16 @@ template <class Cfg> struct Sm90Im2col {
     n = rest;
     w = q * g.stride[0] - g.pad[0], h = pp * g.stride[1] - g.pad[1], d = z * g.stride[2] - g.pad[2];
   }
+  // Filter tap index (t, r, s) -> its (s, r, t) components.
+  __device__ __forceinline__ static void split_tap(const Sm90ConvParams& g, int tap, int& ts, int& tr, int& tt) {
+    ts = tap % g.filter[0], tr = tap / g.filter[0] % g.filter[1], tt = tap / (g.filter[0] * g.filter[1]);
+  }
   __device__ __forceinline__ void start(const GemmSm90Params& p, int pixel, int kt) {
     const Sm90ConvParams& g = p.conv;
     locate(p, pixel);
     const int tap = kt / g.cblocks;
     cb = kt - tap * g.cblocks;
-    s = tap % g.filter[0], r = tap / g.filter[0] % g.filter[1], t = tap / (g.filter[0] * g.filter[1]);
+    split_tap(g, tap, s, r, t);
   }
   __device__ __forceinline__ void next(const GemmSm90Params& p) {
     const Sm90ConvParams& g = p.conv;
@@ -383,8 +387,9 @@ template <class Cfg> struct Sm90Im2col {
     for (int i = 0; i < Sm90Shape<Cfg>::B_LOAD_ROWS / 64; ++i) {
       const int col = n0 + 64 * i;
       const int tap = min(col / g.channels, taps - 1);  // past N: any valid tap (the epilogue drops those columns)
-      im2col(p, &p.map_b, sb + i * 8192, bar, col - tap * g.channels, tap % g.filter[0], tap / g.filter[0] % g.filter[1],
-             tap / (g.filter[0] * g.filter[1]), mask_b);
+      int ts, tr, tt;
+      split_tap(g, tap, ts, tr, tt);
+      im2col(p, &p.map_b, sb + i * 8192, bar, col - tap * g.channels, ts, tr, tt, mask_b);
     }
   }
 };

@@ -283,7 +283,9 @@ def _gemm(a: Tensor, b: Tensor, bias: Optional[Tensor], op: str) -> Optional[Ten
     la, va = _mat_operand(a)
     lb, vb = _mat_operand(b)
     dtype = _DTYPES[a.dtype]
-    key = ("gemm", la + lb + "r", batch, M, N, K, dtype, bias is not None)
+
+    def key(m: int) -> tuple:
+        return ("gemm", la + lb + "r", batch, m, N, K, dtype, bias is not None)
 
     def problem(m: int) -> str:
         return tilepick.gemm_problem(m, N, K, dtype, la + lb + "r", batch=batch, bias=bias is not None)
@@ -292,8 +294,8 @@ def _gemm(a: Tensor, b: Tensor, bias: Optional[Tensor], op: str) -> Optional[Ten
     if _settings.gemm_buckets:
         m_bucket = max(16, 1 << (M - 1).bit_length())
         if m_bucket != M:
-            bucket = (key[:3] + (m_bucket,) + key[4:], lambda: problem(m_bucket))
-    plan = _plan_or_fallback(op, key, lambda: problem(M), a.device, bucket)
+            bucket = (key(m_bucket), lambda: problem(m_bucket))
+    plan = _plan_or_fallback(op, key(M), lambda: problem(M), a.device, bucket)
     if plan is None:
         return None
     vo = out

@@ -388,24 +388,35 @@ std::string sm90_im2col_refusal(const ConvProblem& p) {
   // TMA im2col: the box corners per spatial dim in a signed 8-bit (4-D tensor) or 5-bit (5-D) range.
   const std::int64_t lo = p.ndim == 2 ? -128 : -16, hi = p.ndim == 2 ? 127 : 15;
   static const char* dims = "dhw";
+  const Sm90Im2colWalk walk = sm90_im2col_walk(p);
   for (int i = p.ndim == 2 ? 1 : 0; i < 3; ++i) {
-    const std::int64_t reach = (p.filter[i] - 1) * p.dilation[i];
     if (p.dir == ConvDir::bwd_data && p.stride[i] != 1)
       return std::string("fam=sm90 runs bwd_data of stride 1 only (stride ") + std::to_string(p.stride[i]) + " along " +
              dims[i] + ")";
-    if (p.dir == ConvDir::bwd_data && p.pad[i] > reach)
+    if (walk.pad[i] < 0)  // bwd_data: padding beyond the filter's reach
       return std::string("fam=sm90 bwd_data needs padding <= (filter - 1) x dilation (") + std::to_string(p.pad[i]) +
-             " > " + std::to_string(reach) + " along " + dims[i] + ")";
-    // bwd_data is the stride-1 convolution of dy padded by reach - pad with the filter turned around.
-    const std::int64_t lower = p.dir == ConvDir::bwd_data ? p.pad[i] - reach : -p.pad[i];
-    const std::int64_t upper = p.dir == ConvDir::bwd_data ? -p.pad[i] : p.pad[i] - reach;
-    if (lower < lo || upper < lo || upper > hi)
-      return std::string("TMA im2col box corners ") + std::to_string(lower) + " and " + std::to_string(upper) + " along " +
-             dims[i] + " leave [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-    if (p.stride[i] > 8)
-      return std::string("TMA im2col strides at most 8: stride ") + std::to_string(p.stride[i]) + " along " + dims[i];
+             " > " + std::to_string(p.pad[i] + walk.pad[i]) + " along " + dims[i] + ")";
+    if (-walk.pad[i] < lo || walk.upper[i] < lo || walk.upper[i] > hi)
+      return std::string("TMA im2col box corners ") + std::to_string(-walk.pad[i]) + " and " + std::to_string(walk.upper[i]) +
+             " along " + dims[i] + " leave [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    if (walk.stride[i] > 8)
+      return std::string("TMA im2col strides at most 8: stride ") + std::to_string(walk.stride[i]) + " along " + dims[i];
   }
   return {};
+}
+
+Sm90Im2colWalk sm90_im2col_walk(const ConvProblem& p) {
+  Sm90Im2colWalk w;
+  const bool bwd_data = p.dir == ConvDir::bwd_data;
+  w.channels = bwd_data ? p.k : p.c;
+  w.tensor = bwd_data ? p.out() : p.in, w.pixels = bwd_data ? p.in : p.out();
+  for (int i = 0; i < 3; ++i) {
+    const std::int64_t reach = (p.filter[i] - 1) * p.dilation[i];
+    w.stride[i] = bwd_data ? 1 : p.stride[i];
+    w.pad[i] = bwd_data ? reach - p.pad[i] : p.pad[i];
+    w.upper[i] = bwd_data ? -p.pad[i] : p.pad[i] - reach;
+  }
+  return w;
 }
 
 GemmProblem sm90_im2col_gemm(const ConvProblem& p) {

@@ -61,31 +61,9 @@ tp::TensorMap rowmajor_map(const void* ptr, DType t, std::int64_t cols, std::int
   return tiled_map(ptr, t, {cols, rows, batch}, {ld, batch_stride}, {box_cols, box_rows, 1}, which);
 }
 
-// What the im2col loads of a convolution walk (Sm90ConvParams, arrays (d, h, w)): the tensor they read (fwd,
-// bwd_weight: x; bwd_data: dy, as a stride-1 convolution padded by (filter - 1) x dilation - pad), its channels
-// and spatial sizes, the pixels walked (y's; dx's for bwd_data), strides, and the box corners -pad and upper.
-struct Im2colWalk {
-  std::int64_t channels;
-  std::array<std::int64_t, 3> tensor, pixels, stride, pad, upper;
-};
-
-Im2colWalk im2col_walk(const ConvProblem& p) {
-  Im2colWalk w;
-  const bool bwd_data = p.dir == ConvDir::bwd_data;
-  w.channels = bwd_data ? p.k : p.c;
-  w.tensor = bwd_data ? p.out() : p.in, w.pixels = bwd_data ? p.in : p.out();
-  for (int i = 0; i < 3; ++i) {
-    const std::int64_t reach = (p.filter[i] - 1) * p.dilation[i];
-    w.stride[i] = bwd_data ? 1 : p.stride[i];
-    w.pad[i] = bwd_data ? reach - p.pad[i] : p.pad[i];
-    w.upper[i] = bwd_data ? -p.pad[i] : p.pad[i] - reach;
-  }
-  return w;
-}
-
 // The tensor an im2col walk reads (NHWC or NDHWC) as a TMA im2col map: `pixels` pixels a load, 128 bytes of
 // channels each.
-tp::TensorMap im2col_map(const void* ptr, DType t, const ConvProblem& p, const Im2colWalk& walk, int pixels) {
+tp::TensorMap im2col_map(const void* ptr, DType t, const ConvProblem& p, const Sm90Im2colWalk& walk, int pixels) {
   const auto& d = cuda::detail::require_driver("fam=sm90 im2col tensor map");
   if (!d.tensor_map_encode_im2col) throw Error(Status::cuda_error, "fam=sm90: the driver has no cuTensorMapEncodeIm2col");
   const int rank = p.ndim + 2;  // C, W, H, (D,) N
@@ -187,17 +165,18 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   base.tiles_m = static_cast<int>(tiles_m), base.tiles_n = static_cast<int>(tiles_n);
   base.tiles_total = static_cast<int>(tiles_total);
   base.alpha = static_cast<float>(p.alpha), base.beta = static_cast<float>(p.beta);
+  std::optional<Sm90Im2colWalk> walk;  // convolutions: what the im2col loads walk, made once per plan
   if (conv) {  // Sm90Im2col: fwd and bwd_data k-tiles are filter taps x channel blocks; bwd_weight's are pixels
     const std::int64_t taps = conv->filter[0] * conv->filter[1] * conv->filter[2], cblocks = ceil_div(p.k, std::int64_t{c.tile_k});
     if (conv->dir != ConvDir::bwd_weight) {
       if (taps * cblocks * c.tile_k > 0x7fffffff) throw Unsupported("fam=sm90 convolution: more than 2^31 - 1 reduction steps");
       base.k = static_cast<int>(taps * cblocks * c.tile_k);
     }
-    const Im2colWalk walk = im2col_walk(*conv);
+    walk = sm90_im2col_walk(*conv);
     for (int j = 0; j < 3; ++j) {  // (w, h, d)
       const int i = 2 - j;
-      base.conv.out[j] = static_cast<int>(walk.pixels[i]), base.conv.stride[j] = static_cast<int>(walk.stride[i]);
-      base.conv.pad[j] = static_cast<int>(walk.pad[i]), base.conv.dilation[j] = static_cast<int>(conv->dilation[i]);
+      base.conv.out[j] = static_cast<int>(walk->pixels[i]), base.conv.stride[j] = static_cast<int>(walk->stride[i]);
+      base.conv.pad[j] = static_cast<int>(walk->pad[i]), base.conv.dilation[j] = static_cast<int>(conv->dilation[i]);
       base.conv.filter[j] = static_cast<int>(conv->filter[i]);
     }
     base.conv.cblocks = static_cast<int>(cblocks), base.conv.channels = static_cast<int>(conv->c);
@@ -234,25 +213,24 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   std::optional<GemmSplitkReduce> reduce;
   if (split) reduce.emplace(plan, p, c);
   const std::int64_t units = tiles_total * c.splitk;
-  plan.launches = [base, main, prob, conv_prob, box_m, box_n, box_k, units, cs, staged, rows_per_consumer, a_mn, b_mn, reduce,
+  plan.launches = [base, main, prob, conv_prob, walk, box_m, box_n, box_k, units, cs, staged, rows_per_consumer, a_mn, b_mn, reduce,
                    stream_k, sk_ctas, sk_flag_bytes](const Operands& o) {
     tp::GemmSm90Params g = base;
     if (conv_prob) {  // Sm90Im2col; w (K x taps x C) as (C, taps, K)
       const ConvProblem& cp = *conv_prob;
-      const Im2colWalk walk = im2col_walk(cp);
       const std::int64_t taps = cp.filter[0] * cp.filter[1] * cp.filter[2];
       switch (cp.dir) {
         case ConvDir::fwd:  // boxes of 128 bytes x 1 tap x the rows one producer loads
-          g.map_a = im2col_map(o.a, cp.x, cp, walk, box_m);
+          g.map_a = im2col_map(o.a, cp.x, cp, *walk, box_m);
           g.map_b = tiled_map(o.b, cp.w, {cp.c, taps, cp.k}, {cp.c, taps * cp.c}, {box_k, 1, box_n}, "w");
           break;
         case ConvDir::bwd_data:  // dy by im2col; w in N-major 64 x 64 blocks (64 channels x 1 tap x 64 of K)
-          g.map_a = im2col_map(o.a, cp.y, cp, walk, box_m);
+          g.map_a = im2col_map(o.a, cp.y, cp, *walk, box_m);
           g.map_b = tiled_map(o.b, cp.w, {cp.c, taps, cp.k}, {cp.c, taps * cp.c}, {64, 1, 64}, "w");
           break;
         case ConvDir::bwd_weight:  // Operands (x, dy): dy as an M-major A (K x pixels), x by im2col 64 pixels a load
           g.map_a = rowmajor_map(o.b, cp.y, prob.m, prob.k, 1, prob.m, prob.m * prob.k, 64, 64, "dy");
-          g.map_b = im2col_map(o.a, cp.x, cp, walk, box_k);
+          g.map_b = im2col_map(o.a, cp.x, cp, *walk, box_k);
           break;
       }
     } else {
