@@ -51,12 +51,11 @@ struct Sm90Staging {
   int buffers;
 };
 Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes);
-// fam=sm90 convolutions that are not a plain GEMM (ConvProblem::pointwise_gemm): one group, f16/bf16 GEMM
-// inputs, strides <= 8 (TMA traversal strides); fwd and bwd_data by TMA im2col within its limits (box corners
-// in [-128, 127] for 2-D, [-16, 15] for 3-D), bwd_data of stride 1 with padding <= (filter - 1) x dilation;
-// bwd_weight by tiled pixel boxes (sm90_wgrad_box) with C a multiple of 64. Empty when the family runs the
-// problem, else why not.
-std::string sm90_conv_refusal(const ConvProblem& p);
+// fam=sm90 convolutions that are not a plain GEMM (ConvProblem::pointwise_gemm) run by TMA im2col: one
+// group, f16/bf16 GEMM inputs, within im2col's limits (box corners in [-128, 127] for 2-D, [-16, 15] for
+// 3-D; strides <= 8); bwd_data of stride 1 with padding <= (filter - 1) x dilation; bwd_weight with C a
+// multiple of 64. Empty when the family runs the problem that way, else why not.
+std::string sm90_im2col_refusal(const ConvProblem& p);
 // What the im2col loads of such a convolution walk (arrays (d, h, w)): the tensor they read (fwd, bwd_weight:
 // x; bwd_data: dy, as the stride-1 convolution padded by (filter - 1) x dilation - pad with the filter turned
 // around), its channels and spatial sizes, the pixels walked (y's; dx's for bwd_data), the traversal strides,
@@ -69,15 +68,7 @@ Sm90Im2colWalk sm90_im2col_walk(const ConvProblem& p);
 // That convolution as the GEMM the sm90 rules and kernel see: fwd M = N x output pixels, N = K, K = C
 // (per filter tap) rcr; bwd_data M = N x input pixels, N = C, K = K (per tap) rrr; bwd_weight M = K,
 // N = taps x C, K = N x output pixels crr.
-GemmProblem sm90_conv_gemm(const ConvProblem& p);
-// bwd_weight's reduction (the output pixels) in k-tiles of one box of 64 pixels, w x h x d x images (powers of
-// two, arrays (w, h, d, n)): dy's box and, per filter tap, x's box at the tap's offsets read with the conv
-// strides, by tiled TMA loads (pixels past an edge read zeros). The box with the fewest k-tiles.
-struct Sm90PixelBox {
-  std::array<std::int64_t, 4> size, count;  // pixels per box and boxes along w, h, d, n
-  std::int64_t ktiles;                      // product of count
-};
-Sm90PixelBox sm90_wgrad_box(const ConvProblem& p);
+GemmProblem sm90_im2col_gemm(const ConvProblem& p);
 
 // legal() for many configs of one problem: the problem's terms (alignment, extents, GEMM K, largest
 // operand) computed once. check<false>(resolve(c)).ok == legal(problem, c, arch).ok for every c that
@@ -99,8 +90,8 @@ class ProblemLegality {
   const ConvProblem* conv_ = nullptr;
   const GemmProblem* gemm_ = nullptr;
   std::optional<GemmProblem> pointwise_;  // a conv that is a plain GEMM (ConvProblem::pointwise_gemm)
-  std::optional<GemmProblem> conv_gemm_;  // else a conv fam=sm90 runs as this GEMM (sm90_conv_gemm)
-  std::string conv_refusal_;             // else why not
+  std::optional<GemmProblem> im2col_;     // else a conv fam=sm90 runs by TMA im2col (sm90_im2col_gemm)
+  std::string im2col_refusal_;            // else why not
   std::array<int, 3> allowed_;
   std::array<std::int64_t, 3> extents_;
   std::int64_t gemm_k_ = 0, largest_ = 0;

@@ -59,37 +59,6 @@ __device__ __forceinline__ void tma_load_3d_multicast(u32 dst, const void* map, 
       "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "h"(mask)
       : "memory");
 }
-// Tiled 4-D and 5-D boxes (c0 innermost); mask != 0: to every CTA in `mask` of the cluster, as above.
-__device__ __forceinline__ void tma_load_4d(u32 dst, const void* map, u32 bar, int c0, int c1, int c2, int c3,
-                                            unsigned short mask) {
-  if (mask)
-    asm volatile(
-        "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-        " [%0], [%1, {%3, %4, %5, %6}], [%2], %7;" ::"r"(dst),
-        "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "h"(mask)
-        : "memory");
-  else
-    asm volatile(
-        "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%3, %4, %5, %6}], [%2];" ::"r"(dst),
-        "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-        : "memory");
-}
-__device__ __forceinline__ void tma_load_5d(u32 dst, const void* map, u32 bar, int c0, int c1, int c2, int c3, int c4,
-                                            unsigned short mask) {
-  if (mask)
-    asm volatile(
-        "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-        " [%0], [%1, {%3, %4, %5, %6, %7}], [%2], %8;" ::"r"(dst),
-        "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4), "h"(mask)
-        : "memory");
-  else
-    asm volatile(
-        "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%3, %4, %5, %6, %7}], [%2];" ::"r"(dst),
-        "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
-        : "memory");
-}
 // TMA im2col loads (convolution): `pixels` rows of 128 bytes of channels, for the output pixels that follow
 // the one whose receptive field starts at input (w, h[, d]) of image n, each read at its start plus the
 // filter-tap offsets (ow, oh[, od]); the tensor map (cuTensorMapEncodeIm2col) holds the box corners,

@@ -40,8 +40,7 @@
 // (read as tf32) with 32; a stage row is 128 bytes of K either way, and a k-tile is 4 wgmma K steps
 // of 32 bytes.
 //
-// Convolutions (Cfg::conv): the same kernel with the producer's loads by TMA im2col (fwd, bwd_data:
-// Sm90Im2col) or tiled boxes of output pixels (bwd_weight: Sm90WgradBox).
+// Convolutions (Cfg::conv): the same kernel with the producer's loads by TMA im2col (Sm90Im2col).
 //
 // Split-K (Cfg::splitk, parallel mode): the grid walks (slice, tile) units; each stores its fp32
 // partial tile to the workspace and gemm/splitk_reduce.cuh sums the slices in order.
@@ -49,7 +48,7 @@
 //
 // Cfg: tile_m, tile_n, stages, consumers, pingpong, cluster_m, cluster_n, raster, swizzle, epi_smem, epi_cols, epi_bufs,
 // splitk (parallel split-K on), stream_k, a_mn, b_mn, c_colmajor, conv (0: GEMM; 2, 3: a convolution of that many
-// spatial dims), conv_dir (0 fwd, 1 bwd_data, 2 bwd_weight),
+// spatial dims, Sm90Im2col), conv_dir (0 fwd, 1 bwd_data, 2 bwd_weight),
 // has_beta, has_bias, act, TC, in_type (WgmmaIn).
 #pragma once
 #include "common/hopper.cuh"
@@ -304,12 +303,14 @@ __device__ __forceinline__ void load_operand(u32 dst, const void* map, u32 bar, 
 }
 
 // Convolutions (Cfg::conv = 2 or 3 spatial dims, Cfg::conv_dir 0 fwd, 1 bwd_data, 2 bwd_weight;
-// GemmSm90Params::conv): the producer's loads of one k-tile; fwd and bwd_data by TMA im2col.
+// GemmSm90Params::conv): the producer's loads of one k-tile, by TMA im2col.
 //   fwd, bwd_data: A = the tile's pixels (their receptive fields start at pixel x stride - pad), shifted by
 //     the filter tap's offsets (tap x dilation), 128 bytes of channels; k-tiles walk taps x channel blocks
 //     (next() advances them, so the producer never divides inside its loop). B = the tap's weights from
 //     (C, taps, K): fwd K-major (rows = K), bwd_data N-major 64 x 64 blocks of the flipped tap (dx is the
 //     stride-1 convolution of dy, padded by (filter - 1) x dilation - pad, with the filter turned around).
+//   bwd_weight: A = dy as an M-major GEMM operand (the GEMM path); B = for each 64 columns (tap, channel
+//     block) of the tile, the 64 pixels of the k-tile by im2col at that tap's offsets (N-major block).
 // Channels past the tensors read zeros.
 template <class Cfg> struct Sm90Im2col {
   int w, h, d, n;   // input coordinates where the first pixel's receptive field starts
@@ -376,41 +377,19 @@ template <class Cfg> struct Sm90Im2col {
       }
     }
   }
-};
-
-// bwd_weight (Cfg::conv_dir == 2): k-tile kt is one box of 64 output pixels (Sm90ConvParams::box, w x h x d x
-// images); A = dy's box in M-major 64 x 64 blocks (64 output channels x the box's pixels), B = for each 64
-// columns (tap, channel block) of the tile, x's box at the tap's offsets, read with the conv strides (N-major
-// block). Tiled TMA loads: pixels past an edge read zeros in dy, so they add nothing.
-template <class Cfg> struct Sm90WgradBox {
-  __device__ __forceinline__ static void box(u32 dst, const TensorMap* map, u32 bar, int c, int w, int h,
-                                                                   int d, int n, unsigned short mask) {
-    if constexpr (Cfg::conv == 3) tma_load_5d(dst, map, bar, c, w, h, d, n, mask);
-    else tma_load_4d(dst, map, bar, c, w, h, n, mask);
-  }
-  __device__ __forceinline__ static void load(const GemmSm90Params& p, u32 sa, u32 sb, u32 bar, int kt, int m0, int n0,
-                                              unsigned short mask_a, unsigned short mask_b) {
-    typedef Sm90Shape<Cfg> S;
+  // bwd_weight: B of k-tile kt (pixels kt x 64 ..) for columns n0.. (tap x C + channel, C % 64 == 0).
+  __device__ __forceinline__ void load_wgrad_b(const GemmSm90Params& p, u32 sb, u32 bar, int kt, int n0,
+                                               unsigned short mask_b) {
     const Sm90ConvParams& g = p.conv;
-    int rest = kt;
-    const int w = rest % g.boxes[0] * g.box[0];
-    rest /= g.boxes[0];
-    const int h = rest % g.boxes[1] * g.box[1];
-    rest /= g.boxes[1];
-    int d = 0;
-    if constexpr (Cfg::conv == 3) d = rest % g.boxes[2] * g.box[2], rest /= g.boxes[2];
-    const int n = rest * g.box[3];
-#pragma unroll
-    for (int i = 0; i < S::A_LOAD_ROWS / 64; ++i) box(sa + i * 8192, &p.map_a, bar, m0 + 64 * i, w, h, d, n, mask_a);
+    locate(p, kt * Sm90Shape<Cfg>::BK);
     const int taps = g.filter[0] * g.filter[1] * g.filter[2];
 #pragma unroll
-    for (int i = 0; i < S::B_LOAD_ROWS / 64; ++i) {
+    for (int i = 0; i < Sm90Shape<Cfg>::B_LOAD_ROWS / 64; ++i) {
       const int col = n0 + 64 * i;
       const int tap = min(col / g.channels, taps - 1);  // past N: any valid tap (the epilogue drops those columns)
       int ts, tr, tt;
-      Sm90Im2col<Cfg>::split_tap(g, tap, ts, tr, tt);
-      box(sb + i * 8192, &p.map_b, bar, col - tap * g.channels, w * g.stride[0] + ts * g.dilation[0] - g.pad[0],
-          h * g.stride[1] + tr * g.dilation[1] - g.pad[1], d * g.stride[2] + tt * g.dilation[2] - g.pad[2], n, mask_b);
+      split_tap(g, tap, ts, tr, tt);
+      im2col(p, &p.map_b, sb + i * 8192, bar, col - tap * g.channels, ts, tr, tt, mask_b);
     }
   }
 };
@@ -556,14 +535,14 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
           if constexpr (Cfg::conv != 0 && Cfg::conv_dir != 2) {
             im2col.load(p, sa + half_a * 128, sb + half_b * 128, bar, n0 + half_b, mask_a, mask_b);
             im2col.next(p);
-          } else if constexpr (Cfg::conv != 0) {
-            Sm90WgradBox<Cfg>::load(p, sa + half_a * 128, sb + half_b * 128, bar, kt, m0 + half_a, n0 + half_b, mask_a,
-                                    mask_b);
           } else {
             load_operand<Cfg::a_mn, S::A_LOAD_ROWS>(sa + half_a * 128, &p.map_a, bar, kt * S::BK, m0 + half_a, batch,
                                                     mask_a);
-            load_operand<Cfg::b_mn, S::B_LOAD_ROWS>(sb + half_b * 128, &p.map_b, bar, kt * S::BK, n0 + half_b, batch,
-                                                    mask_b);
+            if constexpr (Cfg::conv != 0)  // bwd_weight: A = dy as in a GEMM, B = x by im2col
+              im2col.load_wgrad_b(p, sb + half_b * 128, bar, kt, n0 + half_b, mask_b);
+            else
+              load_operand<Cfg::b_mn, S::B_LOAD_ROWS>(sb + half_b * 128, &p.map_b, bar, kt * S::BK, n0 + half_b, batch,
+                                                      mask_b);
           }
         }
       });

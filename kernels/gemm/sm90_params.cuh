@@ -18,13 +18,12 @@ struct alignas(64) TensorMap {
 // Stream-K grids run at most this many CTAs (the workspace holds a flag and a partial-sum slot for each).
 constexpr int kSkMaxCtas = 256;
 
-// A convolution as this GEMM (Cfg::conv = 2 or 3 spatial dims, Cfg::conv_dir; kernels/gemm/sm90.cuh).
-// fwd: M = N x output pixels, N = K, k-tiles = filter taps x channel blocks of BK (tap kt / cblocks);
-// bwd_data (stride 1): M = N x input pixels, N = C, k-tiles = taps x blocks of K (both by im2col, Sm90Im2col);
-// bwd_weight: M = K, N = taps x C, k-tiles = boxes of output pixels (Sm90WgradBox). `out`, `stride` and `pad`
-// describe the pixels the im2col loads walk (fwd: y's pixels over x, bwd_data: dx's pixels over dy, stride 1,
-// pad = (filter - 1) x dilation - pad; bwd_weight: y's over x). Spatial arrays are (w, h, d); box and boxes
-// are (w, h, d, n).
+// A convolution as this GEMM (Cfg::conv = 2 or 3 spatial dims, Cfg::conv_dir; kernels/gemm/sm90.cuh,
+// Sm90Im2col). fwd: M = N x output pixels, N = K, k-tiles = filter taps x channel blocks of BK (tap
+// kt / cblocks); bwd_data (stride 1): M = N x input pixels, N = C, k-tiles = taps x blocks of K;
+// bwd_weight: M = K, N = taps x C, K = N x output pixels. `out`, `stride` and `pad` describe the pixels the
+// im2col loads walk (fwd, bwd_weight: y's pixels over x, bwd_data: dx's pixels over dy, stride 1, pad =
+// (filter - 1) x dilation - pad). Spatial arrays are (w, h, d).
 struct Sm90ConvParams {
   int out[3];
   int stride[3];
@@ -33,8 +32,6 @@ struct Sm90ConvParams {
   int filter[3];    // S, R, T
   int cblocks;      // fwd, bwd_data: channel blocks per tap, ceil(reduced channels / BK)
   int channels;     // bwd_weight: C (a multiple of 64)
-  int box[4];       // bwd_weight: pixels per k-tile's box along w, h, d, n (product 64)
-  int boxes[4];     // bwd_weight: boxes along w, h, d, n
 };
 
 struct GemmSm90Params {

@@ -273,8 +273,8 @@ ProblemLegality::ProblemLegality(const Problem& p, const ArchSpec& arch)
   gemm_ = std::get_if<GemmProblem>(&problem_);
   if (conv_) pointwise_ = conv_->pointwise_gemm();
   if (conv_ && !pointwise_) {
-    conv_refusal_ = sm90_conv_refusal(*conv_);
-    if (conv_refusal_.empty()) conv_gemm_ = sm90_conv_gemm(*conv_);
+    im2col_refusal_ = sm90_im2col_refusal(*conv_);
+    if (im2col_refusal_.empty()) im2col_ = sm90_im2col_gemm(*conv_);
   }
   gemm_k_ = gemm_ ? gemm_->k : conv_->gemm().k;
   if (gemm_) largest_ = std::max({gemm_->m * gemm_->k, gemm_->k * gemm_->n, gemm_->m * gemm_->n});
@@ -376,7 +376,7 @@ Verdict ProblemLegality::check(const KernelConfig& c) const {
   return {};
 }
 
-std::string sm90_conv_refusal(const ConvProblem& p) {
+std::string sm90_im2col_refusal(const ConvProblem& p) {
   if (p.g != 1) return "fam=sm90 runs convolutions of one group";
   const DType a = p.dir == ConvDir::fwd ? p.x : p.y, b = p.dir == ConvDir::bwd_weight ? p.x : p.w;
   if (a != b || (a != DType::f16 && a != DType::bf16))
@@ -385,13 +385,9 @@ std::string sm90_conv_refusal(const ConvProblem& p) {
   if (p.dir == ConvDir::bwd_weight && p.c % 64 != 0)
     return "fam=sm90 bwd_weight tiles N = taps x C in 64-channel blocks: C = " + std::to_string(p.c) +
            " is not a multiple of 64";
-  static const char* dims = "dhw";
-  for (int i = p.ndim == 2 ? 1 : 0; i < 3; ++i)
-    if (p.stride[i] > 8)
-      return std::string("TMA traversal strides at most 8: stride ") + std::to_string(p.stride[i]) + " along " + dims[i];
-  if (p.dir == ConvDir::bwd_weight) return {};  // tiled pixel boxes (sm90_wgrad_box): any padding and dilation
   // TMA im2col: the box corners per spatial dim in a signed 8-bit (4-D tensor) or 5-bit (5-D) range.
   const std::int64_t lo = p.ndim == 2 ? -128 : -16, hi = p.ndim == 2 ? 127 : 15;
+  static const char* dims = "dhw";
   const Sm90Im2colWalk walk = sm90_im2col_walk(p);
   for (int i = p.ndim == 2 ? 1 : 0; i < 3; ++i) {
     if (p.dir == ConvDir::bwd_data && p.stride[i] != 1)
@@ -403,6 +399,8 @@ std::string sm90_conv_refusal(const ConvProblem& p) {
     if (-walk.pad[i] < lo || walk.upper[i] < lo || walk.upper[i] > hi)
       return std::string("TMA im2col box corners ") + std::to_string(-walk.pad[i]) + " and " + std::to_string(walk.upper[i]) +
              " along " + dims[i] + " leave [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    if (walk.stride[i] > 8)
+      return std::string("TMA im2col strides at most 8: stride ") + std::to_string(walk.stride[i]) + " along " + dims[i];
   }
   return {};
 }
@@ -421,7 +419,7 @@ Sm90Im2colWalk sm90_im2col_walk(const ConvProblem& p) {
   return w;
 }
 
-GemmProblem sm90_conv_gemm(const ConvProblem& p) {
+GemmProblem sm90_im2col_gemm(const ConvProblem& p) {
   const auto o = p.out();
   const std::int64_t out_pixels = p.n * o[0] * o[1] * o[2], in_pixels = p.n * p.in[0] * p.in[1] * p.in[2];
   const auto row = MatLayout::row, col = MatLayout::col;
@@ -443,35 +441,13 @@ GemmProblem sm90_conv_gemm(const ConvProblem& p) {
   return g;
 }
 
-Sm90PixelBox sm90_wgrad_box(const ConvProblem& p) {
-  const auto o = p.out();
-  const std::array<std::int64_t, 4> extent{o[2], o[1], o[0], p.n}, stride{p.stride[2], p.stride[1], p.stride[0], 1};
-  Sm90PixelBox best{};
-  best.ktiles = -1;
-  // 64 = 2^(ew + eh + ed + en); a box of x spans size x stride <= 256 elements along each axis (TMA's limit).
-  for (int ew = 6; ew >= 0; --ew)
-    for (int eh = 6 - ew; eh >= 0; --eh)
-      for (int ed = p.ndim == 3 ? 6 - ew - eh : 0; ed >= 0; --ed) {
-        const std::array<std::int64_t, 4> size{1 << ew, 1 << eh, 1 << ed, 1 << (6 - ew - eh - ed)};
-        Sm90PixelBox b{size, {}, 1};
-        bool fits = true;
-        for (int i = 0; i < 4; ++i) {
-          fits = fits && size[i] * stride[i] <= 256;
-          b.count[i] = (extent[i] + size[i] - 1) / size[i];
-          b.ktiles *= b.count[i];
-        }
-        if (fits && (best.ktiles < 0 || b.ktiles < best.ktiles)) best = b;  // ties: the widest, then tallest box
-      }
-  return best;
-}
-
 // The rules of fam=sm90 beyond the shared ones: GEMM (or a convolution that is one), A and B by TMA
 // (16-byte row strides), cluster halves, the staged epilogue, the split-K workspace.
 template <bool kExplain>
 Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
-  if (!gemm_ && !pointwise_ && !conv_gemm_)
-    return fail<kExplain>("family_op", [&] { return conv_refusal_ + " (fam=sm80 and dw serve it)"; });
-  const GemmProblem& g = gemm_ ? *gemm_ : pointwise_ ? *pointwise_ : *conv_gemm_;
+  if (!gemm_ && !pointwise_ && !im2col_)
+    return fail<kExplain>("family_op", [&] { return im2col_refusal_ + " (fam=sm80 and dw serve it)"; });
+  const GemmProblem& g = gemm_ ? *gemm_ : pointwise_ ? *pointwise_ : *im2col_;
   if (g.a != g.b) return fail<kExplain>("dtype", [] { return "fam=sm90 needs A and B of one dtype"; });
   // Each operand's contiguous extent (K when K-major, M or N when M/N-major) is TMA's row stride.
   for (int i = 0; i < 2; ++i)

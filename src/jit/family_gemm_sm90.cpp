@@ -35,51 +35,24 @@ tp::TensorMap to_param(const CUtensorMap& map) {
   return out;
 }
 
-// A tensor of `rank` dims (innermost first, dims[0] contiguous, strides of the others in elements) as a tensor
-// map with boxes of `box` elements read every `step` elements (steps of 1 unless given), 128-byte swizzled;
-// reads out of bounds give zeros, writes out of bounds are dropped.
-tp::TensorMap tiled_map(const void* ptr, DType t, int rank, const std::int64_t* dims, const std::int64_t* strides,
-                        const int* box, const char* which, const std::int64_t* step = nullptr) {
+// A 3-D tensor (dims innermost first, dims[0] contiguous, strides of dims 1 and 2 in elements) as a tensor
+// map with boxes of `box`, 128-byte swizzled; reads out of bounds give zeros, writes out of bounds are dropped.
+tp::TensorMap tiled_map(const void* ptr, DType t, const std::int64_t (&dims)[3], const std::int64_t (&strides)[2],
+                        const int (&box)[3], const char* which) {
   const auto& d = cuda::detail::require_driver("fam=sm90 tensor map");
   if (!d.tensor_map_encode_tiled) throw Error(Status::cuda_error, "fam=sm90: the driver has no cuTensorMapEncodeTiled");
   const std::int64_t e = size_bytes(t);
-  cuuint64_t gdims[5], gstrides[4];
-  cuuint32_t gbox[5], elem_strides[5];
-  for (int i = 0; i < rank; ++i) {
-    gdims[i] = static_cast<cuuint64_t>(dims[i]), gbox[i] = static_cast<cuuint32_t>(box[i]);
-    elem_strides[i] = static_cast<cuuint32_t>(step ? step[i] : 1);
-    if (i > 0) gstrides[i - 1] = static_cast<cuuint64_t>(strides[i - 1] * e);
-  }
+  cuuint64_t gdims[3], gstrides[2];
+  cuuint32_t gbox[3];
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  for (int i = 0; i < 3; ++i) gdims[i] = static_cast<cuuint64_t>(dims[i]), gbox[i] = static_cast<cuuint32_t>(box[i]);
+  for (int i = 0; i < 2; ++i) gstrides[i] = static_cast<cuuint64_t>(strides[i] * e);
   CUtensorMap map;
-  cuda::detail::check(d.tensor_map_encode_tiled(&map, map_dtype(t), static_cast<cuuint32_t>(rank), const_cast<void*>(ptr), gdims,
-                                                gstrides, gbox, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+  cuda::detail::check(d.tensor_map_encode_tiled(&map, map_dtype(t), 3, const_cast<void*>(ptr), gdims, gstrides, gbox,
+                                                elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
                       "cuTensorMapEncodeTiled", std::string("fam=sm90 operand ") + which);
   return to_param(map);
-}
-tp::TensorMap tiled_map(const void* ptr, DType t, const std::int64_t (&dims)[3], const std::int64_t (&strides)[2],
-                        const int (&box)[3], const char* which) {
-  return tiled_map(ptr, t, 3, dims, strides, box, which);
-}
-
-// bwd_weight (Sm90WgradBox): an NHWC / NDHWC tensor (channels, spatial sizes (d, h, w), images) in boxes of 64
-// channels x `box` pixels (w, h, d, n) read every `step` pixels (the conv strides for x, 1 for dy).
-tp::TensorMap pixel_box_map(const void* ptr, DType t, std::int64_t channels, const std::array<std::int64_t, 3>& spatial,
-                            std::int64_t images, int ndim, const Sm90PixelBox& box, const std::array<std::int64_t, 3>& step,
-                            const char* which) {
-  const int rank = ndim + 2;  // C, W, H, (D,) N
-  std::int64_t dims[5], strides[4], steps[5];
-  int gbox[5];
-  dims[0] = channels, gbox[0] = 64, steps[0] = 1;
-  std::int64_t stride = channels;
-  for (int j = 0; j < ndim; ++j) {  // w, h, d
-    dims[1 + j] = spatial[2 - j], steps[1 + j] = step[2 - j];
-    gbox[1 + j] = static_cast<int>(box.size[j] * steps[1 + j]);
-    strides[j] = stride, stride *= spatial[2 - j];
-  }
-  dims[rank - 1] = images, gbox[rank - 1] = static_cast<int>(box.size[3]), steps[rank - 1] = 1, strides[rank - 2] = stride;
-  return tiled_map(ptr, t, rank, dims, strides, gbox, which, steps);
 }
 
 // A row-major 3-D tensor (cols contiguous, rows `ld` elements apart, `batch` of them) in boxes of box_cols x box_rows.
@@ -132,7 +105,7 @@ int wgmma_in_type(DType t) {
   }
 }
 
-// The plan of a GEMM, or (conv != nullptr) of the convolution whose GEMM view (sm90_conv_gemm) p is.
+// The plan of a GEMM, or (conv != nullptr) of the convolution whose GEMM view (sm90_im2col_gemm) p is.
 KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProblem* conv) {
   using namespace codegen;
   const std::string config_text = to_string(c);
@@ -192,17 +165,13 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   base.tiles_m = static_cast<int>(tiles_m), base.tiles_n = static_cast<int>(tiles_n);
   base.tiles_total = static_cast<int>(tiles_total);
   base.alpha = static_cast<float>(p.alpha), base.beta = static_cast<float>(p.beta);
-  std::optional<Sm90Im2colWalk> walk;  // convolutions: what the loads walk, made once per plan
-  std::optional<Sm90PixelBox> box;
-  if (conv) {  // fwd and bwd_data k-tiles are filter taps x channel blocks (Sm90Im2col); bwd_weight's pixel boxes
+  std::optional<Sm90Im2colWalk> walk;  // convolutions: what the im2col loads walk, made once per plan
+  if (conv) {  // Sm90Im2col: fwd and bwd_data k-tiles are filter taps x channel blocks; bwd_weight's are pixels
     const std::int64_t taps = conv->filter[0] * conv->filter[1] * conv->filter[2], cblocks = ceil_div(p.k, std::int64_t{c.tile_k});
-    if (conv->dir == ConvDir::bwd_weight) box = sm90_wgrad_box(*conv);
-    const std::int64_t ktiles = box ? box->ktiles : taps * cblocks;
-    if (ktiles * c.tile_k > 0x7fffffff) throw Unsupported("fam=sm90 convolution: more than 2^31 - 1 reduction steps");
-    base.k = static_cast<int>(ktiles * c.tile_k);
-    if (box)
-      for (int i = 0; i < 4; ++i)
-        base.conv.box[i] = static_cast<int>(box->size[i]), base.conv.boxes[i] = static_cast<int>(box->count[i]);
+    if (conv->dir != ConvDir::bwd_weight) {
+      if (taps * cblocks * c.tile_k > 0x7fffffff) throw Unsupported("fam=sm90 convolution: more than 2^31 - 1 reduction steps");
+      base.k = static_cast<int>(taps * cblocks * c.tile_k);
+    }
     walk = sm90_im2col_walk(*conv);
     for (int j = 0; j < 3; ++j) {  // (w, h, d)
       const int i = 2 - j;
@@ -244,7 +213,7 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   std::optional<GemmSplitkReduce> reduce;
   if (split) reduce.emplace(plan, p, c);
   const std::int64_t units = tiles_total * c.splitk;
-  plan.launches = [base, main, prob, conv_prob, walk, box, box_m, box_n, box_k, units, cs, staged, rows_per_consumer, a_mn, b_mn, reduce,
+  plan.launches = [base, main, prob, conv_prob, walk, box_m, box_n, box_k, units, cs, staged, rows_per_consumer, a_mn, b_mn, reduce,
                    stream_k, sk_ctas, sk_flag_bytes](const Operands& o) {
     tp::GemmSm90Params g = base;
     if (conv_prob) {  // Sm90Im2col; w (K x taps x C) as (C, taps, K)
@@ -259,9 +228,9 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
           g.map_a = im2col_map(o.a, cp.y, cp, *walk, box_m);
           g.map_b = tiled_map(o.b, cp.w, {cp.c, taps, cp.k}, {cp.c, taps * cp.c}, {64, 1, 64}, "w");
           break;
-        case ConvDir::bwd_weight:  // Operands (x, dy): dy and x in pixel boxes (Sm90WgradBox), x with the conv strides
-          g.map_a = pixel_box_map(o.b, cp.y, cp.k, cp.out(), cp.n, cp.ndim, *box, {1, 1, 1}, "dy");
-          g.map_b = pixel_box_map(o.a, cp.x, cp.c, cp.in, cp.n, cp.ndim, *box, cp.stride, "x");
+        case ConvDir::bwd_weight:  // Operands (x, dy): dy as an M-major A (K x pixels), x by im2col 64 pixels a load
+          g.map_a = rowmajor_map(o.b, cp.y, prob.m, prob.k, 1, prob.m, prob.m * prob.k, 64, 64, "dy");
+          g.map_b = im2col_map(o.a, cp.x, cp, *walk, box_k);
           break;
       }
     } else {
@@ -291,12 +260,12 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
 
 KernelPlan plan_gemm_sm90(const GemmProblem& p, const KernelConfig& c) { return plan_sm90(p, c, nullptr); }
 
-// A convolution that is a GEMM runs as that GEMM; the others as sm90_conv_gemm (sm90_conv_refusal).
+// A convolution that is a GEMM runs as that GEMM; the others by TMA im2col (sm90_im2col_refusal).
 KernelPlan plan_conv_sm90(const ConvProblem& p, const KernelConfig& c) {
   const std::optional<GemmProblem> g = p.pointwise_gemm();
   if (!g) {
-    if (std::string why = sm90_conv_refusal(p); !why.empty()) throw Unsupported(why + ": '" + to_string(p) + "'");
-    return plan_sm90(sm90_conv_gemm(p), c, &p);
+    if (std::string why = sm90_im2col_refusal(p); !why.empty()) throw Unsupported(why + ": '" + to_string(p) + "'");
+    return plan_sm90(sm90_im2col_gemm(p), c, &p);
   }
   KernelPlan plan = plan_gemm_sm90(*g, c);
   if (p.dir == ConvDir::bwd_weight) {  // Operands (x, dy) -> GEMM (A = dy, B = x)
