@@ -314,19 +314,28 @@ __device__ __forceinline__ void load_operand(u32 dst, const void* map, u32 bar, 
 // Channels past the tensors read zeros.
 template <class Cfg> struct Sm90Im2col {
   int w, h, d, n;   // input coordinates where the first pixel's receptive field starts
-  int cb, s, r, t;  // channel block and filter tap (w, h, d) of the current k-tile (fwd, bwd_data)
+  int cb, s, r, t;  // channel block and filter tap (w, h, d) of the current k-tile (bwd_weight: of the tile's
+                    // first 64 columns, cb = the channel offset)
+  int q, pp, z;     // bwd_weight: output coordinates (w, h, d) of the k-tile's first pixel (image n)
+  int step_q, step_p, step_z, step_n;  // bwd_weight: 64 pixels in the radix (out[0], out[1], out[2], images)
 
-  // The receptive-field start of `pixel` (index over n, out[2], out[1], out[0]).
-  __device__ __forceinline__ void locate(const GemmSm90Params& p, int pixel) {
-    const Sm90ConvParams& g = p.conv;
-    const int q = pixel % g.out[0];
+  // Output coordinates (q, pp, z, n) of `pixel` (index over n, out[2], out[1], out[0]).
+  __device__ __forceinline__ void split_pixel(const Sm90ConvParams& g, int pixel) {
+    q = pixel % g.out[0];
     int rest = pixel / g.out[0];
-    const int pp = rest % g.out[1];
+    pp = rest % g.out[1];
     rest /= g.out[1];
-    int z = 0;
+    z = 0;
     if constexpr (Cfg::conv == 3) z = rest % g.out[2], rest /= g.out[2];
     n = rest;
+  }
+  // The receptive-field start of output (q, pp, z).
+  __device__ __forceinline__ void receptive_start(const Sm90ConvParams& g) {
     w = q * g.stride[0] - g.pad[0], h = pp * g.stride[1] - g.pad[1], d = z * g.stride[2] - g.pad[2];
+  }
+  __device__ __forceinline__ void locate(const GemmSm90Params& p, int pixel) {
+    split_pixel(p.conv, pixel);
+    receptive_start(p.conv);
   }
   // Filter tap index (t, r, s) -> its (s, r, t) components.
   __device__ __forceinline__ static void split_tap(const Sm90ConvParams& g, int tap, int& ts, int& tr, int& tt) {
@@ -377,19 +386,54 @@ template <class Cfg> struct Sm90Im2col {
       }
     }
   }
-  // bwd_weight: B of k-tile kt (pixels kt x 64 ..) for columns n0.. (tap x C + channel, C % 64 == 0).
-  __device__ __forceinline__ void load_wgrad_b(const GemmSm90Params& p, u32 sb, u32 bar, int kt, int n0,
-                                               unsigned short mask_b) {
+  // bwd_weight: k-tile kt0 of a tile whose columns start at n0 (tap x C + channel, C % 64 == 0). The producer's
+  // loop then only adds: next_wgrad() moves 64 pixels on by a mixed-radix add of the steps (each digit below
+  // its radix, so one carry a digit), and load_wgrad_b() walks the tile's column blocks from (cb, s, r, t).
+  __device__ __forceinline__ void start_wgrad(const GemmSm90Params& p, int kt0, int n0) {
     const Sm90ConvParams& g = p.conv;
-    locate(p, kt * Sm90Shape<Cfg>::BK);
+    split_pixel(g, kt0 * Sm90Shape<Cfg>::BK);
+    int rest = Sm90Shape<Cfg>::BK;
+    step_q = rest % g.out[0], rest /= g.out[0];
+    step_p = rest % g.out[1], rest /= g.out[1];
+    step_z = 0;
+    if constexpr (Cfg::conv == 3) step_z = rest % g.out[2], rest /= g.out[2];
+    step_n = rest;
     const int taps = g.filter[0] * g.filter[1] * g.filter[2];
+    const int tap = min(n0 / g.channels, taps - 1);
+    cb = n0 - tap * g.channels;
+    split_tap(g, tap, s, r, t);
+  }
+  __device__ __forceinline__ void next_wgrad(const GemmSm90Params& p) {
+    const Sm90ConvParams& g = p.conv;
+    q += step_q;
+    int carry = q >= g.out[0];
+    q -= carry ? g.out[0] : 0;
+    pp += step_p + carry;
+    carry = pp >= g.out[1];
+    pp -= carry ? g.out[1] : 0;
+    if constexpr (Cfg::conv == 3) {
+      z += step_z + carry;
+      carry = z >= g.out[2];
+      z -= carry ? g.out[2] : 0;
+    }
+    n += step_n + carry;
+  }
+  // B of the current k-tile: each 64 columns (tap, channel block) the k-tile's 64 pixels by im2col at that
+  // tap's offsets. Columns past N read the last tap (the epilogue drops them).
+  __device__ __forceinline__ void load_wgrad_b(const GemmSm90Params& p, u32 sb, u32 bar, unsigned short mask_b) {
+    const Sm90ConvParams& g = p.conv;
+    receptive_start(g);
+    int c = cb, ts = s, tr = r, tt = t;
 #pragma unroll
     for (int i = 0; i < Sm90Shape<Cfg>::B_LOAD_ROWS / 64; ++i) {
-      const int col = n0 + 64 * i;
-      const int tap = min(col / g.channels, taps - 1);  // past N: any valid tap (the epilogue drops those columns)
-      int ts, tr, tt;
-      split_tap(g, tap, ts, tr, tt);
-      im2col(p, &p.map_b, sb + i * 8192, bar, col - tap * g.channels, ts, tr, tt, mask_b);
+      im2col(p, &p.map_b, sb + i * 8192, bar, c, ts, tr, tt, mask_b);
+      if ((c += 64) < g.channels) continue;
+      c = 0;
+      if (++ts < g.filter[0]) continue;
+      ts = 0;
+      if (++tr < g.filter[1]) continue;
+      tr = 0;
+      if (++tt == g.filter[2]) tt = g.filter[2] - 1, tr = g.filter[1] - 1, ts = g.filter[0] - 1;
     }
   }
 };
@@ -527,6 +571,7 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
         const unsigned short mask_a = Cfg::cluster_n == 2 ? 3 : 0, mask_b = Cfg::cluster_m == 2 ? 3 : 0;
         Sm90Im2col<Cfg> im2col;
         if constexpr (Cfg::conv != 0 && Cfg::conv_dir != 2) im2col.start(p, m0 + half_a, kt0);
+        if constexpr (Cfg::conv != 0 && Cfg::conv_dir == 2) im2col.start_wgrad(p, kt0, n0 + half_b);
         for (int kt = kt0; kt < kt1; ++kt, ++it) {
           const int s = it % ST, parity = (it / ST) & 1;
           mbar_wait(empty + 8 * s, parity ^ 1);
@@ -538,9 +583,10 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
           } else {
             load_operand<Cfg::a_mn, S::A_LOAD_ROWS>(sa + half_a * 128, &p.map_a, bar, kt * S::BK, m0 + half_a, batch,
                                                     mask_a);
-            if constexpr (Cfg::conv != 0)  // bwd_weight: A = dy as in a GEMM, B = x by im2col
-              im2col.load_wgrad_b(p, sb + half_b * 128, bar, kt, n0 + half_b, mask_b);
-            else
+            if constexpr (Cfg::conv != 0) {  // bwd_weight: A = dy as in a GEMM, B = x by im2col
+              im2col.load_wgrad_b(p, sb + half_b * 128, bar, mask_b);
+              im2col.next_wgrad(p);
+            } else
               load_operand<Cfg::b_mn, S::B_LOAD_ROWS>(sb + half_b * 128, &p.map_b, bar, kt * S::BK, n0 + half_b, batch,
                                                       mask_b);
           }
