@@ -8,7 +8,8 @@
 #   ncu      Nsight Compute (--clock-control none) of NCU_CONFIG and of cuBLASLt on NCU_PROBLEM
 #   sass     HGMMA / UTMALDG / setmaxnreg counts in one compiled sm90 kernel (cuobjdump)
 #   conv     the trial space data/spaces/trial/conv_sm90.json: verify data/problems/sm90_conv_check.txt (CONV_CHECK;
-#            convolutions by TMA im2col, every direction) with fixed configs, then a sweep of CONV_PAIRS, or of CONV_FILE
+#            convolutions by TMA im2col, every direction) with fixed configs, compute-sanitizer on the problems of
+#            CONV_SANITIZE ('problem|config;...', the first pair's config for all), then a sweep of CONV_PAIRS, or of CONV_FILE
 #            (default data/problems/sm90_conv_fwd.txt; sm90_conv_pointwise.txt holds the 1x1 layers) x the space's
 #            configs matching every regexp of CONV_GREP (default: 4 stages, no cluster, no split), with cuDNN's rows;
 #            CONV_LEAVE: seconds left for the steps after it (default 15)
@@ -79,8 +80,17 @@ for step in ${STEPS:-verify sanitize sass perf}; do
         -c "fam=sm90 tile=128x256x64 warps=2x1 stages=3 swz=8 cluster=2x1 epi=smem" -c "fam=sm90 tile=128x128x64 warps=2x1 stages=4 swz=8 cluster=1x2 epi=smem" \
         -c "fam=sm90 tile=128x128x64 warps=1x2 stages=4 swz=8 epi=smem" -c "fam=sm90 tile=128x128x64 warps=2x1 stages=5 splitk=2 skmode=serial swz=8 epi=smem" \
         -c "fam=sm90 tile=64x128x64 warps=1x1 stages=6 splitk=3 skmode=parallel swz=8" -c "fam=sm90 tile=64x192x64 warps=1x1 stages=5 swz=8 epi=direct" \
+        -c "fam=sm90 tile=128x128x64 warps=2x1 stages=4 swz=8 epi=direct" -c "fam=sm90 tile=128x128x64 warps=1x2 stages=4 swz=8 epi=direct" \
+        -c "fam=sm90 tile=128x128x64 warps=2x1 stages=5 splitk=2 skmode=serial swz=8 epi=direct" \
+        -c "fam=sm90 tile=128x256x64 warps=2x1 stages=3 swz=8 cluster=2x1 epi=direct" \
         --csv "$W/verify_conv.csv" >"$W/verify_conv.txt" 2>&1
       echo "verify conv rc=$?: $(tail -1 "$W/verify_conv.txt")"; grep -A2 '^FAIL' "$W/verify_conv.txt" | head -20; fi
+      # CONV_SANITIZE: ';'-separated 'problem|config' pairs under compute-sanitizer memcheck / racecheck / synccheck
+      if [ -n "${CONV_SANITIZE:-}" ]; then IFS=';' read -ra sp <<< "$CONV_SANITIZE"; args=()
+        for pc in "${sp[@]}"; do args+=(-p "${pc%%|*}"); done; cfg=${sp[0]#*|}
+        for tool in memcheck racecheck synccheck; do
+          timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 $T verify "${args[@]}" -c "$cfg" >"$W/conv_$tool.txt" 2>&1
+          echo "conv $tool exit $?: $(grep -m1 'ERROR SUMMARY' "$W/conv_$tool.txt")"; done; fi
       # Speed: CONV_PAIRS ('problem|config' lines), else CONV_FILE x the trial space's configs matching CONV_GREP.
       if [ -n "${CONV_PAIRS:-}" ]; then timed_sweep conv $(( $(left) - ${CONV_LEAVE:-15} )) --pairs "$CONV_PAIRS"
       else space_sweep conv data/spaces/trial/conv_sm90.json "${CONV_FILE:-data/problems/sm90_conv_fwd.txt}" ${CONV_GREP:-"stages=4 " "cluster=1x1" "splitk=1"}; fi

@@ -147,7 +147,7 @@ TEST(LegalityRule, Sm90PointwiseConv) {
 }
 
 // Other convolutions of one group run by TMA im2col (Sm90Im2col in kernels/gemm/sm90.cuh): legal within
-// im2col's limits (bwd_data of stride 1, bwd_weight with C % 64 == 0), planned as a conv = 2 / 3 kernel of
+// im2col's limits (bwd_data of any stride, bwd_weight with C % 64 == 0), planned as a conv = 2 / 3 kernel of
 // their direction; the others are refused with the reason.
 TEST(LegalityRule, Sm90Im2colConv) {
   const KernelConfig cfg = parse_config("fam=sm90 tile=128x128x64 warps=2x1 stages=4 epi=smem");
@@ -175,8 +175,7 @@ TEST(LegalityRule, Sm90Im2colConv) {
     const char* problem;
     const char* rule;
     const char* says;
-  } refused[] = {{"bwd_data mb32 ic256 ih56 iw56 oc64 kh3 kw3 sh2 sw2 ph1 pw1 bf16", "family_op", "stride 1 only"},
-                 {"bwd_data mb2 ic64 ih16 iw16 oc64 kh3 kw3 ph3 pw1 bf16", "family_op", "padding <="},
+  } refused[] = {{"bwd_data mb32 ic256 ih56 iw56 oc64 kh3 kw3 sh2 sw2 ph1 pw1 bf16", "epi", "epi=direct"},
                  {"bwd_weight mb2 ic40 ih16 iw16 oc64 kh3 kw3 ph1 pw1 bf16", "family_op", "multiple of 64"},
                  {"fwd g2 mb32 ic256 ih56 iw56 oc64 kh3 kw3 ph1 pw1 bf16", "family_op", "one group"},
                  {"fwd mb2 ic64 ih300 iw300 oc64 kh3 kw3 ph129 pw1 bf16", "family_op", "[-128, 127]"},
@@ -207,6 +206,49 @@ TEST(LegalityRule, Sm90Im2colConv) {
   const KernelConfig direct = parse_config("fam=sm90 tile=128x128x64 warps=2x1 stages=4 epi=direct");
   EXPECT_TRUE(legal(odd_k, resolve(direct, odd_k), h100()).ok);
   EXPECT_THROW(make_plan(parse_problem(refused[0].problem), resolve(cfg, parse_problem(refused[0].problem))), Unsupported);
+}
+
+// bwd_data walks (sm90_im2col_walks): one per stride phase; each dx pixel is in one phase, and a phase's tap v
+// reads dy where the convolution puts it: (phase + stride x i) + pad - r x dilation = stride x (dy coordinate),
+// for exactly the filter taps r that satisfy it.
+TEST(LegalityRule, Sm90BwdDataPhases) {
+  for (const char* text : {"bwd_data mb2 ic64 ih7 iw8 oc64 kh3 kw3 sh2 sw2 ph1 pw1 bf16",
+                           "bwd_data mb1 ic64 ih13 iw11 oc64 kh5 kw3 sh3 sw2 ph2 pw0 dh2 dw1 bf16",
+                           "bwd_data mb1 ic64 ih9 iw9 oc64 kh1 kw1 sh2 sw2 bf16",
+                           "bwd_data mb1 ic64 id5 ih6 iw7 oc64 kd3 kh3 kw3 sd2 sh1 sw3 pd1 ph1 pw1 f16",
+                           "bwd_data mb1 ic64 ih10 iw10 oc64 kh3 kw3 ph1 pw1 bf16",
+                           "bwd_data mb2 ic64 ih16 iw16 oc64 kh3 kw3 ph3 pw1 bf16"}) {  // padding past the filter's reach
+    SCOPED_TRACE(text);
+    const ConvProblem p = std::get<ConvProblem>(parse_problem(text));
+    const auto walks = sm90_im2col_walks(p);
+    const auto dy = p.out();
+    std::int64_t pixels = 0;
+    for (const auto& w : walks) {
+      pixels += w.pixels[0] * w.pixels[1] * w.pixels[2];
+      for (int d = 0; d < 3; ++d) {
+        EXPECT_EQ(w.phase_stride[d], p.stride[d]);
+        EXPECT_EQ(w.tensor[d], dy[d]);
+        std::set<std::int64_t> walked;
+        for (std::int64_t v = 0; v < w.taps[d]; ++v) {
+          const std::int64_t r = w.tap0[d] + v * w.tap_step[d];
+          ASSERT_TRUE(r >= 0 && r < p.filter[d]) << r;
+          walked.insert(r);
+          for (std::int64_t i = 0; i < w.pixels[d]; ++i)  // dy coordinate the im2col box reads
+            EXPECT_EQ(w.phase[d] + p.stride[d] * i + p.pad[d] - r * p.dilation[d], p.stride[d] * (i - w.pad[d] + v * w.offset_step[d]));
+        }
+        for (std::int64_t r = 0; r < p.filter[d]; ++r)
+          EXPECT_EQ(walked.count(r) == 1, (w.phase[d] + p.pad[d] - r * p.dilation[d]) % p.stride[d] == 0) << r;
+        EXPECT_EQ(w.tensor[d] + w.upper[d] + w.pad[d], w.pixels[d]);  // the box walks the phase's pixels
+      }
+    }
+    EXPECT_EQ(pixels, p.in[0] * p.in[1] * p.in[2]);
+    const KernelConfig direct = parse_config("fam=sm90 tile=128x128x64 warps=2x1 stages=4 epi=direct");
+    const bool strided = p.stride != std::array<std::int64_t, 3>{1, 1, 1};
+    EXPECT_EQ(walks.size() > 1, strided);
+    EXPECT_TRUE(legal(Problem(p), resolve(direct, Problem(p)), h100()).ok);
+    const std::string code = make_plan(Problem(p), resolve(direct, Problem(p))).kernels.at(0).code;
+    EXPECT_NE(code.find(std::string("phase_store = ") + (strided ? "true" : "false")), std::string::npos);
+  }
 }
 
 // f32 inputs run as tf32 (wgmma k8): tile_k 32 (128 bytes of K), K-major A and B only.

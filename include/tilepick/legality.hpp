@@ -53,18 +53,25 @@ struct Sm90Staging {
 Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes);
 // fam=sm90 convolutions that are not a plain GEMM (ConvProblem::pointwise_gemm) run by TMA im2col: one
 // group, f16/bf16 GEMM inputs, within im2col's limits (box corners in [-128, 127] for 2-D, [-16, 15] for
-// 3-D; strides <= 8); bwd_data of stride 1 with padding <= (filter - 1) x dilation; bwd_weight with C a
-// multiple of 64. Empty when the family runs the problem that way, else why not.
+// 3-D; strides <= 8); bwd_data of any stride (strided: one launch per stride phase, epi=direct); bwd_weight
+// with C a multiple of 64.
+// Empty when the family runs the problem that way, else why not.
 std::string sm90_im2col_refusal(const ConvProblem& p);
-// What the im2col loads of such a convolution walk (arrays (d, h, w)): the tensor they read (fwd, bwd_weight:
-// x; bwd_data: dy, as the stride-1 convolution padded by (filter - 1) x dilation - pad with the filter turned
-// around), its channels and spatial sizes, the pixels walked (y's; dx's for bwd_data), the traversal strides,
-// and the box corners -pad and upper.
+// What the im2col loads of one launch of such a convolution walk (arrays (d, h, w)): the tensor they read (fwd,
+// bwd_weight: x; bwd_data: dy), its channels and spatial sizes, the pixels walked (y's; for bwd_data the dx pixels
+// phase + phase_stride x i of one stride phase), the traversal strides, the box corners -pad and upper, and
+// the filter taps the k-tiles walk: tap v of each dim at im2col offset v x offset_step, weights of filter
+// index tap0 + v x tap_step (fwd: every tap, offsets of the dilation; bwd_data: the phase's taps, the filter
+// turned around: dx is the stride-1 convolution of dy over the taps that reach the phase's pixels).
 struct Sm90Im2colWalk {
   std::int64_t channels;
   std::array<std::int64_t, 3> tensor, pixels, stride, pad, upper;
+  std::array<std::int64_t, 3> taps, offset_step, tap0, tap_step;
+  std::array<std::int64_t, 3> phase{0, 0, 0}, phase_stride{1, 1, 1};
 };
-Sm90Im2colWalk sm90_im2col_walk(const ConvProblem& p);
+// One walk (fwd, bwd_weight), or one per stride phase with pixels (bwd_data; a single one at stride 1). A phase
+// no tap reaches has taps 0 (its pixels are zeros).
+std::vector<Sm90Im2colWalk> sm90_im2col_walks(const ConvProblem& p);
 // That convolution as the GEMM the sm90 rules and kernel see: fwd M = N x output pixels, N = K, K = C
 // (per filter tap) rcr; bwd_data M = N x input pixels, N = C, K = K (per tap) rrr; bwd_weight M = K,
 // N = taps x C, K = N x output pixels crr.

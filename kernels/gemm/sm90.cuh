@@ -48,7 +48,7 @@
 //
 // Cfg: tile_m, tile_n, stages, consumers, pingpong, cluster_m, cluster_n, raster, swizzle, epi_smem, epi_cols, epi_bufs,
 // splitk (parallel split-K on), stream_k, a_mn, b_mn, c_colmajor, conv (0: GEMM; 2, 3: a convolution of that many
-// spatial dims, Sm90Im2col), conv_dir (0 fwd, 1 bwd_data, 2 bwd_weight),
+// spatial dims, Sm90Im2col), conv_dir (0 fwd, 1 bwd_data, 2 bwd_weight), phase_store (strided bwd_data),
 // has_beta, has_bias, act, TC, in_type (WgmmaIn).
 #pragma once
 #include "common/hopper.cuh"
@@ -257,6 +257,27 @@ __device__ __forceinline__ void sm90_store(const GemmSm90Params& p, const float 
   const long long cs = Cfg::c_colmajor ? p.ldc : 1;
   const bool pair = !Cfg::c_colmajor && Cfg::align_c >= 2;
   // Column pairs outermost: each thread's bias pair is taken once for its 2 x MI rows.
+  // Strided bwd_data (Cfg::phase_store): row m of a stride phase is dx pixel phase + phase_stride x (its
+  // coordinates over out[]); the thread's rows once per tile.
+  long long phase_row[S::MI][2];
+  if constexpr (Cfg::phase_store) {
+    const Sm90ConvParams& g = p.conv;
+#pragma unroll
+    for (int mi = 0; mi < S::MI; ++mi)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        int m = row0 + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
+        const int x = m % g.out[0];
+        m /= g.out[0];
+        const int y = m % g.out[1];
+        m /= g.out[1];
+        const int z = m % g.out[2], img = m / g.out[2];
+        const long long pixel =
+            ((long long)(img * g.image[2] + g.phase[2] + g.phase_stride[2] * z) * g.image[1] + g.phase[1] + g.phase_stride[1] * y) *
+                g.image[0] + g.phase[0] + g.phase_stride[0] * x;
+        phase_row[mi][h] = pixel * p.ldc;
+      }
+  }
 #pragma unroll
   for (int j = 0; j < Cfg::tile_n / 8; ++j) {
     const int n = n0 + j * 8 + (lane & 3) * 2;
@@ -270,7 +291,8 @@ __device__ __forceinline__ void sm90_store(const GemmSm90Params& p, const float 
       for (int h = 0; h < 2; ++h) {
         const int m = row0 + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
         if (m >= p.m) continue;
-        const long long ro = base + (Cfg::c_colmajor ? (long long)m : (long long)m * p.ldc);
+        const long long ro =
+            base + (Cfg::phase_store ? phase_row[mi][h] : Cfg::c_colmajor ? (long long)m : (long long)m * p.ldc);
         const float v0 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h], ro + n * cs, b0, true);
         const float v1 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h + 1], ro + (n + 1) * cs, b1, two);
         if (pair) {
@@ -306,9 +328,10 @@ __device__ __forceinline__ void load_operand(u32 dst, const void* map, u32 bar, 
 // GemmSm90Params::conv): the producer's loads of one k-tile, by TMA im2col.
 //   fwd, bwd_data: A = the tile's pixels (their receptive fields start at pixel x stride - pad), shifted by
 //     the filter tap's offsets (tap x dilation), 128 bytes of channels; k-tiles walk taps x channel blocks
-//     (next() advances them, so the producer never divides inside its loop). B = the tap's weights from
-//     (C, taps, K): fwd K-major (rows = K), bwd_data N-major 64 x 64 blocks of the flipped tap (dx is the
-//     stride-1 convolution of dy, padded by (filter - 1) x dilation - pad, with the filter turned around).
+//     (next() advances them, so the producer never divides inside its loop). B = the tap's weights (filter
+//     index tap0 + tap x tap_step per dim) from (C, taps, K): fwd K-major (rows = K), bwd_data N-major 64 x 64
+//     blocks (dx, or one stride phase of it, is the stride-1 convolution of dy over the taps that reach it,
+//     with the filter turned around).
 //   bwd_weight: A = dy as an M-major GEMM operand (the GEMM path); B = for each 64 columns (tap, channel
 //     block) of the tile, the 64 pixels of the k-tile by im2col at that tap's offsets (N-major block).
 // Channels past the tensors read zeros.
@@ -373,16 +396,16 @@ template <class Cfg> struct Sm90Im2col {
     const Sm90ConvParams& g = p.conv;
     constexpr int BK = Sm90Shape<Cfg>::BK;
     im2col(p, &p.map_a, sa, bar, cb * BK, s, r, t, mask_a);
-    const int tap = (t * g.filter[1] + r) * g.filter[0] + s;
+    const int tap = ((g.tap0[2] + g.tap_step[2] * t) * g.wfilter[1] + g.tap0[1] + g.tap_step[1] * r) * g.wfilter[0] +
+                    g.tap0[0] + g.tap_step[0] * s;
     if constexpr (Cfg::conv_dir == 0) {
       if (mask_b) tma_load_3d_multicast(sb, &p.map_b, bar, cb * BK, tap, n0, mask_b);
       else tma_load_3d(sb, &p.map_b, bar, cb * BK, tap, n0);
-    } else {  // (C, flipped tap, K) in 64 x 64 blocks: rows = K (the reduction), 128 bytes of C
-      const int flipped = g.filter[0] * g.filter[1] * g.filter[2] - 1 - tap;
+    } else {  // (C, tap, K) in 64 x 64 blocks: rows = K (the reduction), 128 bytes of C
 #pragma unroll
       for (int i = 0; i < Sm90Shape<Cfg>::B_LOAD_ROWS / 64; ++i) {
-        if (mask_b) tma_load_3d_multicast(sb + i * 8192, &p.map_b, bar, n0 + 64 * i, flipped, cb * BK, mask_b);
-        else tma_load_3d(sb + i * 8192, &p.map_b, bar, n0 + 64 * i, flipped, cb * BK);
+        if (mask_b) tma_load_3d_multicast(sb + i * 8192, &p.map_b, bar, n0 + 64 * i, tap, cb * BK, mask_b);
+        else tma_load_3d(sb + i * 8192, &p.map_b, bar, n0 + 64 * i, tap, cb * BK);
       }
     }
   }

@@ -19,19 +19,25 @@ struct alignas(64) TensorMap {
 constexpr int kSkMaxCtas = 256;
 
 // A convolution as this GEMM (Cfg::conv = 2 or 3 spatial dims, Cfg::conv_dir; kernels/gemm/sm90.cuh,
-// Sm90Im2col). fwd: M = N x output pixels, N = K, k-tiles = filter taps x channel blocks of BK (tap
-// kt / cblocks); bwd_data (stride 1): M = N x input pixels, N = C, k-tiles = taps x blocks of K;
-// bwd_weight: M = K, N = taps x C, K = N x output pixels. `out`, `stride` and `pad` describe the pixels the
-// im2col loads walk (fwd, bwd_weight: y's pixels over x, bwd_data: dx's pixels over dy, stride 1, pad =
-// (filter - 1) x dilation - pad). Spatial arrays are (w, h, d).
+// Sm90Im2col; the host's Sm90Im2colWalk). fwd: M = N x output pixels, N = K, k-tiles = filter taps x channel
+// blocks of BK; bwd_data: M = N x dx pixels (of one stride phase), N = C, k-tiles = the phase's taps x blocks of
+// K; bwd_weight: M = K, N = taps x C, K = N x output pixels. `out`, `stride` and `pad` describe the pixels the
+// im2col loads walk; the k-tiles walk `filter` taps per dim, tap v at im2col offset v x dilation with the
+// weights of filter index tap0 + v x tap_step (of wfilter). Spatial arrays are (w, h, d).
 struct Sm90ConvParams {
   int out[3];
   int stride[3];
   int pad[3];
   int dilation[3];
-  int filter[3];    // S, R, T
-  int cblocks;      // fwd, bwd_data: channel blocks per tap, ceil(reduced channels / BK)
-  int channels;     // bwd_weight: C (a multiple of 64)
+  int filter[3];        // taps walked per dim
+  int tap0[3];
+  int tap_step[3];
+  int wfilter[3];       // the weights' filter (S, R, T)
+  int phase[3];         // bwd_data (Cfg::phase_store): row m is dx pixel phase + phase_stride x (its phase coordinates)
+  int phase_stride[3];
+  int image[3];         // dx's spatial sizes
+  int cblocks;          // fwd, bwd_data: channel blocks per tap, ceil(reduced channels / BK)
+  int channels;         // bwd_weight: C (a multiple of 64)
 };
 
 struct GemmSm90Params {

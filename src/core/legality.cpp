@@ -388,24 +388,24 @@ std::string sm90_im2col_refusal(const ConvProblem& p) {
   // TMA im2col: the box corners per spatial dim in a signed 8-bit (4-D tensor) or 5-bit (5-D) range.
   const std::int64_t lo = p.ndim == 2 ? -128 : -16, hi = p.ndim == 2 ? 127 : 15;
   static const char* dims = "dhw";
-  const Sm90Im2colWalk walk = sm90_im2col_walk(p);
-  for (int i = p.ndim == 2 ? 1 : 0; i < 3; ++i) {
-    if (p.dir == ConvDir::bwd_data && p.stride[i] != 1)
-      return std::string("fam=sm90 runs bwd_data of stride 1 only (stride ") + std::to_string(p.stride[i]) + " along " +
-             dims[i] + ")";
-    if (walk.pad[i] < 0)  // bwd_data: padding beyond the filter's reach
-      return std::string("fam=sm90 bwd_data needs padding <= (filter - 1) x dilation (") + std::to_string(p.pad[i]) +
-             " > " + std::to_string(p.pad[i] + walk.pad[i]) + " along " + dims[i] + ")";
-    if (-walk.pad[i] < lo || walk.upper[i] < lo || walk.upper[i] > hi)
-      return std::string("TMA im2col box corners ") + std::to_string(-walk.pad[i]) + " and " + std::to_string(walk.upper[i]) +
-             " along " + dims[i] + " leave [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-    if (walk.stride[i] > 8)
-      return std::string("TMA im2col strides at most 8: stride ") + std::to_string(walk.stride[i]) + " along " + dims[i];
+  bool loads = false;
+  for (const Sm90Im2colWalk& walk : sm90_im2col_walks(p)) {
+    if (walk.taps[0] * walk.taps[1] * walk.taps[2] == 0) continue;  // a stride phase no tap reaches: loads nothing
+    loads = true;
+    for (int i = p.ndim == 2 ? 1 : 0; i < 3; ++i) {
+      if (-walk.pad[i] < lo || walk.upper[i] < lo || walk.upper[i] > hi)
+        return std::string("TMA im2col box corners ") + std::to_string(-walk.pad[i]) + " and " +
+               std::to_string(walk.upper[i]) + " along " + dims[i] + " leave [" + std::to_string(lo) + ", " +
+               std::to_string(hi) + "]";
+      if (walk.stride[i] > 8)
+        return std::string("TMA im2col strides at most 8: stride ") + std::to_string(walk.stride[i]) + " along " + dims[i];
+    }
   }
+  if (!loads) return "fam=sm90: no filter tap reaches a pixel of this bwd_data (its dx is zeros)";
   return {};
 }
 
-Sm90Im2colWalk sm90_im2col_walk(const ConvProblem& p) {
+std::vector<Sm90Im2colWalk> sm90_im2col_walks(const ConvProblem& p) {
   Sm90Im2colWalk w;
   const bool bwd_data = p.dir == ConvDir::bwd_data;
   w.channels = bwd_data ? p.k : p.c;
@@ -413,10 +413,43 @@ Sm90Im2colWalk sm90_im2col_walk(const ConvProblem& p) {
   for (int i = 0; i < 3; ++i) {
     const std::int64_t reach = (p.filter[i] - 1) * p.dilation[i];
     w.stride[i] = bwd_data ? 1 : p.stride[i];
-    w.pad[i] = bwd_data ? reach - p.pad[i] : p.pad[i];
-    w.upper[i] = bwd_data ? -p.pad[i] : p.pad[i] - reach;
+    w.pad[i] = p.pad[i], w.upper[i] = p.pad[i] - reach;
+    w.taps[i] = p.filter[i], w.offset_step[i] = p.dilation[i], w.tap0[i] = 0, w.tap_step[i] = 1;
   }
-  return w;
+  if (!bwd_data) return {w};
+  // bwd_data: dx pixel ph + s x i meets tap r when s divides ph + pad - r x dil, reading dy at (ph + pad - r x dil) / s
+  // (the sm80 family's stride phases). The taps that do are r1, r1 - step, ... (step = s / gcd(s, dil)); walked
+  // from the largest (the smallest dy offset, the box's lower corner) down.
+  std::vector<Sm90Im2colWalk> per_dim[3];
+  for (int i = 0; i < 3; ++i)
+    for (std::int64_t ph = 0; ph < p.stride[i] && ph < p.in[i]; ++ph) {
+      Sm90Im2colWalk d = w;
+      d.phase[i] = ph, d.phase_stride[i] = p.stride[i];
+      d.pixels[i] = (p.in[i] - ph + p.stride[i] - 1) / p.stride[i];
+      std::vector<std::int64_t> taps;
+      for (std::int64_t r = p.filter[i] - 1; r >= 0; --r)
+        if ((ph + p.pad[i] - r * p.dilation[i]) % p.stride[i] == 0) taps.push_back(r);
+      d.taps[i] = static_cast<std::int64_t>(taps.size());
+      const std::int64_t lower = taps.empty() ? 0 : (ph + p.pad[i] - taps[0] * p.dilation[i]) / p.stride[i];
+      d.tap0[i] = taps.empty() ? 0 : taps[0];
+      d.tap_step[i] = taps.size() > 1 ? taps[1] - taps[0] : -1;
+      d.offset_step[i] = -d.tap_step[i] * p.dilation[i] / p.stride[i];
+      d.pad[i] = -lower, d.upper[i] = lower + d.pixels[i] - w.tensor[i];
+      per_dim[i].push_back(d);
+    }
+  std::vector<Sm90Im2colWalk> out;
+  for (const auto& a : per_dim[0])
+    for (const auto& b : per_dim[1])
+      for (const auto& c : per_dim[2]) {
+        Sm90Im2colWalk v = w;
+        const Sm90Im2colWalk* src[3] = {&a, &b, &c};
+        for (int i = 0; i < 3; ++i)
+          v.pixels[i] = src[i]->pixels[i], v.pad[i] = src[i]->pad[i], v.upper[i] = src[i]->upper[i],
+          v.taps[i] = src[i]->taps[i], v.offset_step[i] = src[i]->offset_step[i], v.tap0[i] = src[i]->tap0[i],
+          v.tap_step[i] = src[i]->tap_step[i], v.phase[i] = src[i]->phase[i], v.phase_stride[i] = src[i]->phase_stride[i];
+        out.push_back(v);
+      }
+  return out;
 }
 
 GemmProblem sm90_im2col_gemm(const ConvProblem& p) {
@@ -466,6 +499,12 @@ Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
     return fail<kExplain>("cluster", [] {
       return "an M/N-major operand shared by a cluster is loaded in halves of whole 64-row blocks: its tile "
              "dimension must be a multiple of 128";
+    });
+  if (im2col_ && conv_->dir == ConvDir::bwd_data && conv_->stride != std::array<std::int64_t, 3>{1, 1, 1} &&
+      (c.epi == static_cast<int>(EpiVariant::smem) || (c.splitk > 1 && c.splitk_mode == static_cast<int>(SplitKMode::parallel))))
+    return fail<kExplain>("epi", [] {
+      return "fam=sm90 strided bwd_data scatters the dx rows of each stride phase from registers: epi=direct, no "
+             "parallel split-K";
     });
   if (c.epi == static_cast<int>(EpiVariant::smem)) {
     if (g.layout_c != MatLayout::row)

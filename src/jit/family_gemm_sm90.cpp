@@ -18,7 +18,7 @@
 namespace tilepick::family {
 
 static_assert(sizeof(tp::TensorMap) == sizeof(CUtensorMap), "TensorMap must match CUtensorMap");
-static_assert(sizeof(tp::GemmSm90Params) == 576, "GemmSm90Params must match the device layout");
+static_assert(sizeof(tp::GemmSm90Params) == 640, "GemmSm90Params must match the device layout");
 
 namespace {
 
@@ -140,10 +140,15 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   cfg.b("c_colmajor", !c_row).b("has_beta", beta).b("has_bias", p.epilogue.bias).i("act", static_cast<int>(p.epilogue.act));
   cfg.i("in_type", wgmma_in_type(p.a)).type("TC", device_type(p.c)).i("conv", conv ? conv->ndim : 0);
   cfg.i("conv_dir", conv ? static_cast<int>(conv->dir) : 0);
+  // Strided bwd_data: one launch per stride phase, whose dx rows the epilogue scatters (Cfg::phase_store).
+  const std::vector<Sm90Im2colWalk> walks = conv ? sm90_im2col_walks(*conv) : std::vector<Sm90Im2colWalk>{};
+  const bool phased = conv && conv->dir == ConvDir::bwd_data && conv->stride != std::array<std::int64_t, 3>{1, 1, 1};
+  cfg.b("phase_store", phased);
   const std::string spec = "gemm.sm90 a=" + std::string(to_string(p.a)) + " c=" + std::string(to_string(p.c)) +
                            " layout=" + p.layout_string() + " align_c=" + std::to_string(c.align_c) +
                            " beta=" + (beta ? "1" : "0") + " ep=" + to_string(p.epilogue) + (split ? " splitk" : "") + (stream_k ? " stream_k" : "") +
-                           (conv ? " conv=" + std::to_string(conv->ndim) + "d." + std::string(to_string(conv->dir)) : "");
+                           (conv ? " conv=" + std::to_string(conv->ndim) + "d." + std::string(to_string(conv->dir)) : "") +
+                           (phased ? " phases" : "");
   const int threads = threads_per_block(c);
   KernelPlan plan;
   plan.kernels.push_back(make_source("tp_gemm_sm90_", "gemm/sm90.cuh", cfg, "tp::GemmSm90Params", "tp::gemm_sm90", spec,
@@ -152,51 +157,71 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   // The persistent grid walks cluster tiles (cluster_m x cluster_n CTA tiles).
   const int cs = c.cluster_m * c.cluster_n;
   if (cs > 2) throw Unsupported("fam=sm90: clusters of more than 2 CTAs are not implemented: '" + to_string(c) + "'");
-  const std::int64_t tiles_m = ceil_div(p.m, std::int64_t{c.tile_m} * c.cluster_m);
-  const std::int64_t tiles_n = ceil_div(p.n, std::int64_t{c.tile_n} * c.cluster_n);
-  const std::int64_t tiles_total = tiles_m * tiles_n * p.batch;
-  if (tiles_total * c.splitk > 0x7fffffff) throw Unsupported("fam=sm90 gemm: more than 2^31 - 1 work units");
-
-  tp::GemmSm90Params base{};
-  base.m = static_cast<int>(p.m), base.n = static_cast<int>(p.n), base.k = static_cast<int>(p.k);
-  base.batch = static_cast<int>(p.batch);
-  base.ldc = static_cast<int>(c_row ? p.n : p.m);
-  base.batch_stride_c = p.m * p.n;
-  base.tiles_m = static_cast<int>(tiles_m), base.tiles_n = static_cast<int>(tiles_n);
-  base.tiles_total = static_cast<int>(tiles_total);
-  base.alpha = static_cast<float>(p.alpha), base.beta = static_cast<float>(p.beta);
-  std::optional<Sm90Im2colWalk> walk;  // convolutions: what the im2col loads walk, made once per plan
-  if (conv) {  // Sm90Im2col: fwd and bwd_data k-tiles are filter taps x channel blocks; bwd_weight's are pixels
-    const std::int64_t taps = conv->filter[0] * conv->filter[1] * conv->filter[2], cblocks = ceil_div(p.k, std::int64_t{c.tile_k});
-    if (conv->dir != ConvDir::bwd_weight) {
-      if (taps * cblocks * c.tile_k > 0x7fffffff) throw Unsupported("fam=sm90 convolution: more than 2^31 - 1 reduction steps");
-      base.k = static_cast<int>(taps * cblocks * c.tile_k);
-    }
-    walk = sm90_im2col_walk(*conv);
-    for (int j = 0; j < 3; ++j) {  // (w, h, d)
-      const int i = 2 - j;
-      base.conv.out[j] = static_cast<int>(walk->pixels[i]), base.conv.stride[j] = static_cast<int>(walk->stride[i]);
-      base.conv.pad[j] = static_cast<int>(walk->pad[i]), base.conv.dilation[j] = static_cast<int>(conv->dilation[i]);
-      base.conv.filter[j] = static_cast<int>(conv->filter[i]);
-    }
-    base.conv.cblocks = static_cast<int>(cblocks), base.conv.channels = static_cast<int>(conv->c);
-  }
-  base.splitk = split || stream_k ? c.splitk : 1;  // stream-K: at most splitk CTAs per split tile
-  const std::int64_t out_elems = p.m * p.n * p.batch;
-  base.slice_stride = out_elems;
-  if (split) plan.workspace_bytes = round256(static_cast<std::size_t>(out_elems) * 4 * c.splitk);
-  // Stream-K (kernels/gemm/sm90.cuh, Sm90StreamK): a grid of every tile's CTA, or when there are few
-  // tiles up to splitk CTAs per tile (never more than k-tiles), at most kSkMaxCtas; the workspace holds
-  // flags (zeroed before each launch), then a partial-sum slot per CTA.
-  const std::int64_t ktiles = ceil_div(p.k, std::int64_t{c.tile_k});
-  const std::int64_t sk_ctas = std::min<std::int64_t>({tiles_total * c.splitk, tiles_total * ktiles, tp::kSkMaxCtas});
+  // Launches: one, or (strided bwd_data) one per stride phase, each a GEMM of the phase's dx pixels.
+  struct View {
+    tp::GemmSm90Params base{};
+    std::optional<Sm90Im2colWalk> walk;  // convolutions: what the im2col loads walk, made once per plan
+    std::int64_t units = 0, sk_ctas = 0;
+  };
+  std::vector<View> views;
   std::size_t sk_flag_bytes = 0;
-  if (stream_k && tiles_total * ktiles > 0x7fffffff)
-    throw Unsupported("fam=sm90 stream-K: more than 2^31 - 1 k-tiles in all: '" + to_string(p) + "'");
-  if (stream_k) {
-    sk_flag_bytes = static_cast<std::size_t>(tp::kSkMaxCtas) * 2 * 4;
-    plan.workspace_bytes = sk_flag_bytes + static_cast<std::size_t>(sk_ctas) * c.tile_m * c.tile_n * 4;
+  if (phased && (staged || split))
+    throw Unsupported("fam=sm90 strided bwd_data stores dx rows per stride phase: epi=direct, no parallel split-K: '" + config_text + "'");
+  for (std::size_t w = 0; w < std::max<std::size_t>(walks.size(), 1); ++w) {
+    View v;
+    tp::GemmSm90Params& base = v.base;
+    const Sm90Im2colWalk* walk = walks.empty() ? nullptr : &walks[w];
+    std::int64_t m = p.m, ktiles = ceil_div(p.k, std::int64_t{c.tile_k});
+    if (walk) {  // Sm90Im2col: fwd and bwd_data k-tiles are filter taps x channel blocks; bwd_weight's are pixels
+      const std::int64_t taps = walk->taps[0] * walk->taps[1] * walk->taps[2];
+      // A phase no tap reaches loads nothing (its dx pixels get zeros): its map is any phase's that loads.
+      v.walk = *walk;
+      if (taps == 0)
+        for (const Sm90Im2colWalk& other : walks)
+          if (other.taps[0] * other.taps[1] * other.taps[2] > 0) v.walk = other;
+      if (conv->dir == ConvDir::bwd_data) m = conv->n * walk->pixels[0] * walk->pixels[1] * walk->pixels[2];
+      if (conv->dir != ConvDir::bwd_weight) ktiles = taps * ceil_div(p.k, std::int64_t{c.tile_k});
+      if (ktiles * c.tile_k > 0x7fffffff) throw Unsupported("fam=sm90 convolution: more than 2^31 - 1 reduction steps");
+      for (int j = 0; j < 3; ++j) {  // (w, h, d)
+        const int i = 2 - j;
+        tp::Sm90ConvParams& g = base.conv;
+        g.out[j] = static_cast<int>(walk->pixels[i]), g.stride[j] = static_cast<int>(walk->stride[i]);
+        g.pad[j] = static_cast<int>(walk->pad[i]), g.dilation[j] = static_cast<int>(walk->offset_step[i]);
+        g.filter[j] = static_cast<int>(walk->taps[i]), g.tap0[j] = static_cast<int>(walk->tap0[i]);
+        g.tap_step[j] = static_cast<int>(walk->tap_step[i]), g.wfilter[j] = static_cast<int>(conv->filter[i]);
+        g.phase[j] = static_cast<int>(walk->phase[i]), g.phase_stride[j] = static_cast<int>(walk->phase_stride[i]);
+        g.image[j] = static_cast<int>(conv->in[i]);
+      }
+      base.conv.cblocks = static_cast<int>(ceil_div(p.k, std::int64_t{c.tile_k})), base.conv.channels = static_cast<int>(conv->c);
+    }
+    const std::int64_t tiles_m = ceil_div(m, std::int64_t{c.tile_m} * c.cluster_m);
+    const std::int64_t tiles_n = ceil_div(p.n, std::int64_t{c.tile_n} * c.cluster_n);
+    const std::int64_t tiles_total = tiles_m * tiles_n * p.batch;
+    if (tiles_total * c.splitk > 0x7fffffff) throw Unsupported("fam=sm90 gemm: more than 2^31 - 1 work units");
+    base.m = static_cast<int>(m), base.n = static_cast<int>(p.n);
+    base.k = static_cast<int>(walk && conv->dir != ConvDir::bwd_weight ? ktiles * c.tile_k : p.k);
+    base.batch = static_cast<int>(p.batch);
+    base.ldc = static_cast<int>(c_row ? p.n : p.m);
+    base.batch_stride_c = p.m * p.n;
+    base.tiles_m = static_cast<int>(tiles_m), base.tiles_n = static_cast<int>(tiles_n);
+    base.tiles_total = static_cast<int>(tiles_total);
+    base.alpha = static_cast<float>(p.alpha), base.beta = static_cast<float>(p.beta);
+    base.splitk = split || stream_k ? c.splitk : 1;  // stream-K: at most splitk CTAs per split tile
+    base.slice_stride = p.m * p.n * p.batch;
+    v.units = tiles_total * c.splitk;
+    // Stream-K (kernels/gemm/sm90.cuh, Sm90StreamK): a grid of every tile's CTA, or when there are few
+    // tiles up to splitk CTAs per tile (never more than k-tiles), at most kSkMaxCtas; the workspace holds
+    // flags (zeroed before each launch), then a partial-sum slot per CTA.
+    v.sk_ctas = std::min<std::int64_t>({tiles_total * c.splitk, tiles_total * std::max<std::int64_t>(ktiles, 1), tp::kSkMaxCtas});
+    if (stream_k && tiles_total * ktiles > 0x7fffffff)
+      throw Unsupported("fam=sm90 stream-K: more than 2^31 - 1 k-tiles in all: '" + to_string(p) + "'");
+    if (stream_k) {
+      sk_flag_bytes = static_cast<std::size_t>(tp::kSkMaxCtas) * 2 * 4;
+      plan.workspace_bytes = std::max(plan.workspace_bytes, sk_flag_bytes + static_cast<std::size_t>(v.sk_ctas) * c.tile_m * c.tile_n * 4);
+    }
+    views.push_back(v);
   }
+  if (split) plan.workspace_bytes = round256(static_cast<std::size_t>(p.m * p.n * p.batch) * 4 * c.splitk);
 
   Launch main;
   main.block[0] = static_cast<unsigned>(threads);
@@ -212,44 +237,48 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   // Split-K: the reduction kernel sums the slices in order and applies the epilogue.
   std::optional<GemmSplitkReduce> reduce;
   if (split) reduce.emplace(plan, p, c);
-  const std::int64_t units = tiles_total * c.splitk;
-  plan.launches = [base, main, prob, conv_prob, walk, box_m, box_n, box_k, units, cs, staged, rows_per_consumer, a_mn, b_mn, reduce,
-                   stream_k, sk_ctas, sk_flag_bytes](const Operands& o) {
-    tp::GemmSm90Params g = base;
-    if (conv_prob) {  // Sm90Im2col; w (K x taps x C) as (C, taps, K)
-      const ConvProblem& cp = *conv_prob;
-      const std::int64_t taps = cp.filter[0] * cp.filter[1] * cp.filter[2];
-      switch (cp.dir) {
-        case ConvDir::fwd:  // boxes of 128 bytes x 1 tap x the rows one producer loads
-          g.map_a = im2col_map(o.a, cp.x, cp, *walk, box_m);
-          g.map_b = tiled_map(o.b, cp.w, {cp.c, taps, cp.k}, {cp.c, taps * cp.c}, {box_k, 1, box_n}, "w");
-          break;
-        case ConvDir::bwd_data:  // dy by im2col; w in N-major 64 x 64 blocks (64 channels x 1 tap x 64 of K)
-          g.map_a = im2col_map(o.a, cp.y, cp, *walk, box_m);
-          g.map_b = tiled_map(o.b, cp.w, {cp.c, taps, cp.k}, {cp.c, taps * cp.c}, {64, 1, 64}, "w");
-          break;
-        case ConvDir::bwd_weight:  // Operands (x, dy): dy as an M-major A (K x pixels), x by im2col 64 pixels a load
-          g.map_a = rowmajor_map(o.b, cp.y, prob.m, prob.k, 1, prob.m, prob.m * prob.k, 64, 64, "dy");
-          g.map_b = im2col_map(o.a, cp.x, cp, *walk, box_k);
-          break;
+  plan.launches = [views, main, prob, conv_prob, box_m, box_n, box_k, cs, staged, rows_per_consumer, a_mn, b_mn, reduce,
+                   stream_k, sk_flag_bytes](const Operands& o) {
+    std::vector<Launch> out;
+    for (const View& v : views) {
+      tp::GemmSm90Params g = v.base;
+      if (conv_prob) {  // Sm90Im2col; w (K x taps x C) as (C, taps, K)
+        const ConvProblem& cp = *conv_prob;
+        const Sm90Im2colWalk& walk = *v.walk;
+        const std::int64_t taps = cp.filter[0] * cp.filter[1] * cp.filter[2];
+        switch (cp.dir) {
+          case ConvDir::fwd:  // boxes of 128 bytes x 1 tap x the rows one producer loads
+            g.map_a = im2col_map(o.a, cp.x, cp, walk, box_m);
+            g.map_b = tiled_map(o.b, cp.w, {cp.c, taps, cp.k}, {cp.c, taps * cp.c}, {box_k, 1, box_n}, "w");
+            break;
+          case ConvDir::bwd_data:  // dy by im2col; w in N-major 64 x 64 blocks (64 channels x 1 tap x 64 of K)
+            g.map_a = im2col_map(o.a, cp.y, cp, walk, box_m);
+            g.map_b = tiled_map(o.b, cp.w, {cp.c, taps, cp.k}, {cp.c, taps * cp.c}, {64, 1, 64}, "w");
+            break;
+          case ConvDir::bwd_weight:  // Operands (x, dy): dy as an M-major A (K x pixels), x by im2col 64 pixels a load
+            g.map_a = rowmajor_map(o.b, cp.y, prob.m, prob.k, 1, prob.m, prob.m * prob.k, 64, 64, "dy");
+            g.map_b = im2col_map(o.a, cp.x, cp, walk, box_k);
+            break;
+        }
+      } else {
+        // K-major operands as (K, rows, batch) in boxes of 128 bytes of K x the rows one producer loads;
+        // M/N-major ones (16-bit) as (rows, K, batch) in boxes of 64 x 64 (kernels/gemm/sm90.cuh, load_operand).
+        g.map_a = a_mn ? rowmajor_map(o.a, prob.a, prob.m, prob.k, prob.batch, prob.m, prob.m * prob.k, 64, 64, "A")
+                       : rowmajor_map(o.a, prob.a, prob.k, prob.m, prob.batch, prob.k, prob.m * prob.k, box_k, box_m, "A");
+        g.map_b = b_mn ? rowmajor_map(o.b, prob.b, prob.n, prob.k, prob.batch, prob.n, prob.k * prob.n, 64, 64, "B")
+                       : rowmajor_map(o.b, prob.b, prob.k, prob.n, prob.batch, prob.k, prob.k * prob.n, box_k, box_n, "B");
       }
-    } else {
-      // K-major operands as (K, rows, batch) in boxes of 128 bytes of K x the rows one producer loads;
-      // M/N-major ones (16-bit) as (rows, K, batch) in boxes of 64 x 64 (kernels/gemm/sm90.cuh, load_operand).
-      g.map_a = a_mn ? rowmajor_map(o.a, prob.a, prob.m, prob.k, prob.batch, prob.m, prob.m * prob.k, 64, 64, "A")
-                     : rowmajor_map(o.a, prob.a, prob.k, prob.m, prob.batch, prob.k, prob.m * prob.k, box_k, box_m, "A");
-      g.map_b = b_mn ? rowmajor_map(o.b, prob.b, prob.n, prob.k, prob.batch, prob.n, prob.k * prob.n, 64, 64, "B")
-                     : rowmajor_map(o.b, prob.b, prob.k, prob.n, prob.batch, prob.k, prob.k * prob.n, box_k, box_n, "B");
+      // D row-major as (N, M, batch), boxes of 128 bytes of columns x the rows of one consumer.
+      if (staged)
+        g.map_d = rowmajor_map(o.d, prob.c, prob.n, prob.m, prob.batch, prob.n, prob.m * prob.n,
+                               128 / size_bytes(prob.c), rows_per_consumer, "D");
+      g.c = o.c, g.d = o.d, g.bias = o.bias, g.workspace = static_cast<float*>(o.workspace);
+      Launch l = main;
+      l.grid[0] = static_cast<unsigned>(cs * std::max<std::int64_t>(stream_k ? v.sk_ctas : v.units, 1));  // the launch bounds it per device
+      l.zero_workspace_bytes = sk_flag_bytes;
+      l.params = pack(g);
+      out.push_back(l);
     }
-    // D row-major as (N, M, batch), boxes of 128 bytes of columns x the rows of one consumer.
-    if (staged)
-      g.map_d = rowmajor_map(o.d, prob.c, prob.n, prob.m, prob.batch, prob.n, prob.m * prob.n,
-                             128 / size_bytes(prob.c), rows_per_consumer, "D");
-    g.c = o.c, g.d = o.d, g.bias = o.bias, g.workspace = static_cast<float*>(o.workspace);
-    std::vector<Launch> out{main};
-    out[0].grid[0] = static_cast<unsigned>(cs * std::max<std::int64_t>(stream_k ? sk_ctas : units, 1));  // the launch bounds it per device
-    out[0].zero_workspace_bytes = sk_flag_bytes;
-    out[0].params = pack(g);
     if (reduce) out.push_back(reduce->for_operands(o));
     return out;
   };
