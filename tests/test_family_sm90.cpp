@@ -175,8 +175,7 @@ TEST(LegalityRule, Sm90Im2colConv) {
     const char* problem;
     const char* rule;
     const char* says;
-  } refused[] = {{"bwd_data mb32 ic256 ih56 iw56 oc64 kh3 kw3 sh2 sw2 ph1 pw1 bf16", "epi", "epi=direct"},
-                 {"bwd_weight mb2 ic40 ih16 iw16 oc64 kh3 kw3 ph1 pw1 bf16", "family_op", "multiple of 64"},
+  } refused[] = {{"bwd_weight mb2 ic40 ih16 iw16 oc64 kh3 kw3 ph1 pw1 bf16", "family_op", "multiple of 64"},
                  {"fwd g2 mb32 ic256 ih56 iw56 oc64 kh3 kw3 ph1 pw1 bf16", "family_op", "one group"},
                  {"fwd mb2 ic64 ih300 iw300 oc64 kh3 kw3 ph129 pw1 bf16", "family_op", "[-128, 127]"},
                  {"fwd mb2 ic64 ih300 iw9 oc64 kh3 kw3 ph1 pw1 dh70 dw1 bf16", "family_op", "box corners"},
@@ -206,6 +205,10 @@ TEST(LegalityRule, Sm90Im2colConv) {
   const KernelConfig direct = parse_config("fam=sm90 tile=128x128x64 warps=2x1 stages=4 epi=direct");
   EXPECT_TRUE(legal(odd_k, resolve(direct, odd_k), h100()).ok);
   EXPECT_THROW(make_plan(parse_problem(refused[0].problem), resolve(cfg, parse_problem(refused[0].problem))), Unsupported);
+  const Problem strided = parse_problem("bwd_data mb32 ic256 ih56 iw56 oc64 kh3 kw3 sh2 sw2 ph1 pw1 bf16");
+  const KernelConfig split = parse_config("fam=sm90 tile=128x128x64 warps=2x1 stages=4 splitk=2 skmode=parallel");
+  EXPECT_EQ(legal(strided, resolve(split, strided), h100()).rule, "splitk");
+  EXPECT_THROW(make_plan(strided, resolve(split, strided)), Unsupported);
 }
 
 // bwd_data walks (sm90_im2col_walks): one per stride phase; each dx pixel is in one phase, and a phase's tap v
@@ -307,6 +310,18 @@ TEST(Sm90StreamK, ScheduleCoversEveryKTileOnceAndOwnersGatherTheRest) {
           ++checked;
         }
   EXPECT_EQ(checked, 13 * 6 * 2 * 3);
+  // No k-tiles (a bwd_data stride phase that no filter tap reaches): every tile's epilogue runs once, with zeros.
+  for (int tiles : {1, 7, 132, 1000})
+    for (int g : {1, 16, 132}) {
+      const tp::Sm90SkSchedule sk(tiles, 0, 4, g);
+      std::vector<int> runs(static_cast<std::size_t>(tiles), 0);
+      for (int c = 0; c < g; ++c)
+        sk.for_each_piece(c, g, 0, [&](int tile, int kt0, int kt1) {
+          ASSERT_TRUE(tile >= 0 && tile < tiles && kt0 == 0 && kt1 == 0);
+          ++runs[static_cast<std::size_t>(tile)];
+        });
+      for (int r : runs) EXPECT_EQ(r, 1) << "tiles " << tiles << " ctas " << g;
+    }
 }
 
 TEST(LegalityRule, Sm90SplitK) {

@@ -126,10 +126,12 @@ TEST(LegalityRule, Sm90TmaStrides) {
   EXPECT_TRUE(ok(check("gemm rcr m77 n1001 k40 bf16", kSm90, "h100_sxm")));  // D's extent is free with epi=direct
   EXPECT_TRUE(violates(check("gemm rcr m77 n1001 k40 bf16", kSm90 + " epi=smem", "h100_sxm"), "tma_stride", {"1001"}));
   EXPECT_TRUE(violates(check("gemm rcc m64 n64 k64 bf16", kSm90 + " epi=smem", "h100_sxm"), "epi", {"row-major"}));
-  // Strided bwd_data: one launch per stride phase, dx rows scattered from registers (epi=direct).
+  // Strided bwd_data: one launch per stride phase, whose epilogue scatters the dx rows (no parallel split-K).
   EXPECT_TRUE(ok(check("bwd_data g1 mb8 ic64 ih28 iw28 oc64 kh3 kw3 sh2 sw2 ph1 pw1 bf16", kSm90, "h100_sxm")));
-  EXPECT_TRUE(violates(check("bwd_data g1 mb8 ic64 ih28 iw28 oc64 kh3 kw3 sh2 sw2 ph1 pw1 bf16", kSm90 + " epi=smem", "h100_sxm"),
-                       "epi", {"stride phase"}));
+  EXPECT_TRUE(ok(check("bwd_data g1 mb8 ic64 ih28 iw28 oc64 kh3 kw3 sh2 sw2 ph1 pw1 bf16", kSm90 + " epi=smem", "h100_sxm")));
+  EXPECT_TRUE(violates(check("bwd_data g1 mb8 ic64 ih28 iw28 oc64 kh3 kw3 sh2 sw2 ph1 pw1 bf16",
+                             kSm90 + " splitk=2 skmode=parallel", "h100_sxm"),
+                       "splitk", {"stride phase"}));
   EXPECT_TRUE(ok(check("fwd g1 mb8 ic64 ih28 iw28 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16", kSm90, "h100_sxm")));  // TMA im2col
   EXPECT_TRUE(violates(check("fwd g1 mb8 ic60 ih28 iw28 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16", kSm90, "h100_sxm"), "tma_stride",
                        {"60"}));

@@ -97,6 +97,21 @@ template <class Cfg> __device__ __forceinline__ void sm90_tile_coords(const Gemm
   n0 = (tn * Cfg::cluster_n + (Cfg::cluster_n == 2 ? int(rank) : 0)) * Cfg::tile_n;
 }
 
+// Strided bwd_data (Cfg::phase_store): row m of a stride phase is dx pixel phase + phase_stride x (its
+// coordinates over out[]); its offset in D.
+__device__ __forceinline__ long long sm90_phase_row(const GemmSm90Params& p, int m) {
+  const Sm90ConvParams& g = p.conv;
+  const int x = m % g.out[0];
+  m /= g.out[0];
+  const int y = m % g.out[1];
+  m /= g.out[1];
+  const int z = m % g.out[2], img = m / g.out[2];
+  const long long pixel =
+      ((long long)(img * g.image[2] + g.phase[2] + g.phase_stride[2] * z) * g.image[1] + g.phase[1] + g.phase_stride[1] * y) *
+          g.image[0] + g.phase[0] + g.phase_stride[0] * x;
+  return pixel * p.ldc;
+}
+
 // One output value: act(alpha * acc + beta * C[at] + bias), `bias` from Sm90Bias; C is read only when `inside`. 16-bit outputs take the fast activations (their error is
 // below the output's rounding; common/types.cuh).
 template <class Cfg>
@@ -180,6 +195,10 @@ __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
   const long long base = batch * p.batch_stride_c;
   constexpr int COLS = Cfg::epi_cols;
   static_assert(Cfg::tile_n % COLS == 0 && COLS % SUB == 0, "staging holds whole 128-byte column blocks");
+  long long phase_row[S::WM / 16];  // Cfg::phase_store: where rows t / 8 + 16 i go
+  if constexpr (Cfg::phase_store)
+#pragma unroll
+    for (int i = 0; i < S::WM / 16; ++i) phase_row[i] = sm90_phase_row(p, row0 + t / 8 + 16 * i);
 #pragma unroll
   for (int part = 0; part < Cfg::tile_n / COLS; ++part) {
     const u32 buf = stage + (part % S::EPI_BUFS) * (S::WM * COLS * E);
@@ -203,6 +222,26 @@ __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
           const u32 addr = buf + (scol / SUB) * (S::WM * 128) + r * 128 + ((((cb >> 4) ^ (r & 7))) << 4) + (cb & 15);
           st_shared_pair(addr, v0, v1, (TC*)nullptr);
         }
+    }
+    if constexpr (Cfg::phase_store) {  // rows to their dx pixels: 8 threads a row, 16 bytes each, coalesced
+      sm90_consumer_sync(cons);
+#pragma unroll
+      for (int i = 0; i < S::WM / 16; ++i) {
+        const int r = t / 8 + 16 * i, q = t % 8;
+        if (row0 + r >= p.m) continue;
+        TC* row = static_cast<TC*>(p.d) + phase_row[i];
+#pragma unroll
+        for (int b = 0; b < COLS / SUB; ++b) {
+          const int n = n0 + part * COLS + b * SUB + q * (16 / E);
+          if (n >= p.n) continue;  // N x E is a multiple of 16 bytes (legality)
+          uint4 v;
+          asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                       : "r"(buf + b * (S::WM * 128) + r * 128 + ((q ^ (r & 7)) << 4)));
+          *reinterpret_cast<uint4*>(row + n) = v;
+        }
+      }
+      continue;
     }
     fence_proxy_async_shared();
     sm90_consumer_sync(cons);
@@ -257,27 +296,12 @@ __device__ __forceinline__ void sm90_store(const GemmSm90Params& p, const float 
   const long long cs = Cfg::c_colmajor ? p.ldc : 1;
   const bool pair = !Cfg::c_colmajor && Cfg::align_c >= 2;
   // Column pairs outermost: each thread's bias pair is taken once for its 2 x MI rows.
-  // Strided bwd_data (Cfg::phase_store): row m of a stride phase is dx pixel phase + phase_stride x (its
-  // coordinates over out[]); the thread's rows once per tile.
-  long long phase_row[S::MI][2];
-  if constexpr (Cfg::phase_store) {
-    const Sm90ConvParams& g = p.conv;
+  long long phase_row[S::MI][2];  // Cfg::phase_store: the thread's rows once per tile
+  if constexpr (Cfg::phase_store)
 #pragma unroll
     for (int mi = 0; mi < S::MI; ++mi)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        int m = row0 + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
-        const int x = m % g.out[0];
-        m /= g.out[0];
-        const int y = m % g.out[1];
-        m /= g.out[1];
-        const int z = m % g.out[2], img = m / g.out[2];
-        const long long pixel =
-            ((long long)(img * g.image[2] + g.phase[2] + g.phase_stride[2] * z) * g.image[1] + g.phase[1] + g.phase_stride[1] * y) *
-                g.image[0] + g.phase[0] + g.phase_stride[0] * x;
-        phase_row[mi][h] = pixel * p.ldc;
-      }
-  }
+      for (int h = 0; h < 2; ++h) phase_row[mi][h] = sm90_phase_row(p, row0 + mi * 64 + warp * 16 + (lane >> 2) + h * 8);
 #pragma unroll
   for (int j = 0; j < Cfg::tile_n / 8; ++j) {
     const int n = n0 + j * 8 + (lane & 3) * 2;

@@ -20,7 +20,7 @@ struct Sm90SkSchedule {
 
   // tiles, ktiles and splitk of the problem (tiles x ktiles < 2^31: the plan checks), G CTAs.
   TP_SCHEDULE_FN Sm90SkSchedule(int tiles, int ktiles, int splitk, int g) {
-    first = tiles - tiles % g;
+    first = ktiles == 0 ? tiles : tiles - tiles % g;  // no k-tiles (a stride phase no tap reaches): epilogues only
     const int split = tiles - first, total = split * ktiles;
     ctas = g < split * splitk ? g : split * splitk;
     ctas = ctas < total ? ctas : total;

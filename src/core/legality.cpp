@@ -500,11 +500,11 @@ Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
       return "an M/N-major operand shared by a cluster is loaded in halves of whole 64-row blocks: its tile "
              "dimension must be a multiple of 128";
     });
-  if (im2col_ && conv_->dir == ConvDir::bwd_data && conv_->stride != std::array<std::int64_t, 3>{1, 1, 1} &&
-      (c.epi == static_cast<int>(EpiVariant::smem) || (c.splitk > 1 && c.splitk_mode == static_cast<int>(SplitKMode::parallel))))
-    return fail<kExplain>("epi", [] {
-      return "fam=sm90 strided bwd_data scatters the dx rows of each stride phase from registers: epi=direct, no "
-             "parallel split-K";
+  if (im2col_ && conv_->dir == ConvDir::bwd_data && conv_->stride != std::array<std::int64_t, 3>{1, 1, 1} && c.splitk > 1 &&
+      c.splitk_mode == static_cast<int>(SplitKMode::parallel))
+    return fail<kExplain>("splitk", [] {
+      return "fam=sm90 strided bwd_data scatters the dx rows of each stride phase in its epilogue: no parallel split-K "
+             "(its reduction stores rows in order)";
     });
   if (c.epi == static_cast<int>(EpiVariant::smem)) {
     if (g.layout_c != MatLayout::row)

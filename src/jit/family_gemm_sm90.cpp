@@ -165,8 +165,8 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   };
   std::vector<View> views;
   std::size_t sk_flag_bytes = 0;
-  if (phased && (staged || split))
-    throw Unsupported("fam=sm90 strided bwd_data stores dx rows per stride phase: epi=direct, no parallel split-K: '" + config_text + "'");
+  if (phased && split)
+    throw Unsupported("fam=sm90 strided bwd_data stores dx rows per stride phase: no parallel split-K: '" + config_text + "'");
   for (std::size_t w = 0; w < std::max<std::size_t>(walks.size(), 1); ++w) {
     View v;
     tp::GemmSm90Params& base = v.base;
@@ -269,7 +269,7 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
                        : rowmajor_map(o.b, prob.b, prob.k, prob.n, prob.batch, prob.k, prob.k * prob.n, box_k, box_n, "B");
       }
       // D row-major as (N, M, batch), boxes of 128 bytes of columns x the rows of one consumer.
-      if (staged)
+      if (staged && !(conv_prob && conv_prob->dir == ConvDir::bwd_data && conv_prob->stride != std::array<std::int64_t, 3>{1, 1, 1}))
         g.map_d = rowmajor_map(o.d, prob.c, prob.n, prob.m, prob.batch, prob.n, prob.m * prob.n,
                                128 / size_bytes(prob.c), rows_per_consumer, "D");
       g.c = o.c, g.d = o.d, g.bias = o.bias, g.workspace = static_cast<float*>(o.workspace);
