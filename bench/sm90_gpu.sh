@@ -4,6 +4,8 @@
 #            (random normal inputs, poisoned outputs); CHECK_N configs per problem (default 8), then fixed
 #            split-K and ping-pong configs on every problem
 #   random   data/problems/verify_random_sm90.txt (520 random sm90 GEMMs) x 1 sampled config each
+#   conv_random  data/problems/verify_random_conv.txt (520 random convolutions, every direction, groups, depthwise)
+#            x 1 sampled config of the default pool each, and x 4 sm90 trial configs where legal
 #   sanitize compute-sanitizer memcheck / racecheck / synccheck on 4 problems (one fp8), 1 sampled config each (or SAN_CONFIGS)
 #   ncu      Nsight Compute (--clock-control none) of NCU_CONFIG and of cuBLASLt on NCU_PROBLEM
 #   sass     HGMMA / UTMALDG / setmaxnreg counts in one compiled sm90 kernel (cuobjdump)
@@ -68,6 +70,16 @@ for step in ${STEPS:-verify sanitize sass perf}; do
         -c "fam=sm90 tile=64x192x64 warps=1x2 stages=5 swz=8 epi=direct" \
         -c "fam=sm90 tile=64x128x128 warps=1x1 stages=5 splitk=3 skmode=parallel" --csv "$W/verify_fixed.csv" >"$W/verify_fixed.txt" 2>&1
       echo "verify split-K + ping-pong rc=$?: $(tail -1 "$W/verify_fixed.txt")"; grep -A2 '^FAIL' "$W/verify_fixed.txt" | head -20 ;;
+    conv_random)  # 520 random convolutions (bench/random_problems.py --conv): a sampled config of the default pool
+      # each (sm80, dw), then the sm90-shaped ones with four trial-space configs (pairs that are not legal are skipped)
+      timeout 240 $T verify -f data/problems/verify_random_conv.txt -n 1 --seed 3 --csv "$W/verify_random_conv.csv" \
+        >"$W/verify_random_conv.txt" 2>&1
+      echo "verify random conv rc=$?: $(tail -1 "$W/verify_random_conv.txt")"; grep -A2 '^FAIL' "$W/verify_random_conv.txt" | head -20
+      timeout 200 $T verify -f data/problems/verify_random_conv.txt -c "fam=sm90 tile=128x128x64 warps=2x1 stages=4 swz=8 epi=smem" \
+        -c "fam=sm90 tile=128x128x64 warps=1x2 stages=4 swz=8 epi=direct" -c "fam=sm90 tile=128x128x64 warps=2x1 stages=5 splitk=2 skmode=serial swz=8 epi=smem" \
+        -c "fam=sm90 tile=64x128x64 warps=1x1 stages=6 splitk=3 skmode=parallel swz=8" --csv "$W/verify_random_conv_sm90.csv" \
+        >"$W/verify_random_conv_sm90.txt" 2>&1
+      echo "verify random conv sm90 rc=$?: $(tail -1 "$W/verify_random_conv_sm90.txt")"; grep -A2 '^FAIL' "$W/verify_random_conv_sm90.txt" | head -20 ;;
     random)  # one sampled sm90 config for each of 520 random problems (bench/random_problems.py --sm90)
       timeout 200 $T verify -f data/problems/verify_random_sm90.txt --family sm90 -n 1 --seed 2 --csv "$W/verify_random.csv" \
         >"$W/verify_random.txt" 2>&1
