@@ -6,6 +6,7 @@
     tpt.swap_modules(model)              # nn.Linear / nn.Conv2d / nn.Conv3d -> tilepick subclasses
     tpt.set_strategy("top_k", k=4)       # time the model's best 4 on first use of each shape
     tpt.warmup(model, x)                 # plan and compile a step's shapes before the first step
+    tpt.set_distributed(True)            # torch.distributed: every rank runs rank 0's choices
     tpt.set_gemm_buckets(True)           # serving: one kernel choice per bucket of token counts
 
 The ops are torch.library custom ops (namespace `tilepick`) with fake kernels (torch.compile) and
@@ -34,8 +35,8 @@ from torch import Tensor, nn
 import tilepick
 
 __all__ = ["linear", "matmul", "conv2d", "conv3d", "set_strategy", "get_strategy", "set_vendor",
-           "set_fallback", "set_gemm_buckets", "swap_modules", "Linear", "Conv2d", "Conv3d", "plan_count",
-           "warmup"]
+           "set_fallback", "set_gemm_buckets", "set_distributed", "swap_modules", "Linear", "Conv2d", "Conv3d",
+           "plan_count", "warmup"]
 
 _DTYPES = {torch.float16: "f16", torch.bfloat16: "bf16"}
 
@@ -46,6 +47,8 @@ class _Settings:
     vendor: Optional[str] = None  # None: TILEPICK_VENDOR (default auto)
     fallback = False
     gemm_buckets = False
+    distributed = False
+    group = None  # the torch.distributed process group of set_distributed (None: the default group)
     version = 0  # bumped by every setter: part of the keys of _seen
 
 
@@ -98,6 +101,49 @@ def set_gemm_buckets(enabled: bool) -> None:
     _settings.version += 1
 
 
+def set_distributed(enabled: bool, group=None) -> None:
+    """When True and torch.distributed is initialized with more than one rank in `group` (None: the default
+    group), every rank runs the kernels that the group's first rank chose: it plans each new problem (timing as
+    the strategy says), broadcasts its choice, and the others plan that kernel with strategy fixed. With a timed
+    strategy, ranks would otherwise time on their own and may run different kernels (and numerics). Every rank
+    must meet each new problem in the same order, as SPMD training does: each is one broadcast."""
+    _settings.distributed, _settings.group = bool(enabled), group
+    _settings.version += 1
+
+
+def _group_size_and_rank():
+    """(ranks, this rank) of set_distributed's group, or None when plans are not agreed across ranks."""
+    if not _settings.distributed:
+        return None
+    import torch.distributed as dist
+    if not dist.is_available() or not dist.is_initialized() or dist.get_world_size(_settings.group) < 2:
+        return None
+    return dist.get_world_size(_settings.group), dist.get_rank(_settings.group)
+
+
+def _agreed_plan(problem: str, device: int):
+    """The first rank's plan of `problem`, made on every rank (set_distributed); its errors raise on all ranks."""
+    import torch.distributed as dist
+    _, rank = _group_size_and_rank()
+    choice = [None]
+    plan = None
+    if rank == 0:
+        try:
+            plan = tilepick.plan(problem, strategy=_settings.strategy, k=_settings.k, vendor=_settings.vendor,
+                                 device=device)
+            choice[0] = ("kernel", plan.kernel)
+        except (NotImplementedError, ValueError) as e:
+            choice[0] = (type(e).__name__, str(e))
+    src = 0 if _settings.group is None else dist.get_global_rank(_settings.group, 0)
+    dist.broadcast_object_list(choice, src=src, group=_settings.group)
+    what, text = choice[0]
+    if what != "kernel":
+        raise (NotImplementedError if what == "NotImplementedError" else ValueError)(f"rank 0: {text}")
+    if plan is None:
+        plan = tilepick.plan(problem, strategy="fixed", config=text, vendor=_settings.vendor, device=device)
+    return plan
+
+
 def plan_count() -> int:
     """Plans made by this module so far (one per distinct problem and strategy)."""
     return len(_plans)
@@ -135,8 +181,11 @@ def _plan(key: tuple, make_problem, device: int):
     plan = _plans.get(full)
     if plan is None:
         problem = make_problem()
-        plan = tilepick.plan(problem, strategy=_settings.strategy, k=_settings.k, vendor=_settings.vendor,
-                             device=device)
+        if _group_size_and_rank() is not None:
+            plan = _agreed_plan(problem, device)
+        else:
+            plan = tilepick.plan(problem, strategy=_settings.strategy, k=_settings.k, vendor=_settings.vendor,
+                                 device=device)
         with _plans_lock:
             _plans[full] = plan
     return plan

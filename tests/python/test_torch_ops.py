@@ -417,6 +417,74 @@ def test_gemm_buckets_choose_once_per_bucket_of_m(reference_planner, monkeypatch
     assert (reference_planner[-1][1], m_of(reference_planner[-1][0])) == ("heuristic", "m5")
 
 
+def _two_ranks(worker):
+    """worker(rank) in two forked processes joined by a gloo process group; their results by rank."""
+    import socket
+    import torch.distributed as dist
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    ctx = torch.multiprocessing.get_context("fork")
+    results = ctx.Queue()
+
+    def run(rank):
+        try:
+            dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+            results.put((rank, worker(rank)))
+            dist.destroy_process_group()
+        except BaseException as e:  # reported, not lost in the child
+            results.put((rank, e))
+
+    procs = [ctx.Process(target=run, args=(r,)) for r in range(2)]
+    for p in procs:
+        p.start()
+    out = dict(results.get(timeout=120) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+    return out
+
+
+def test_distributed_ranks_run_the_first_ranks_choices(reference_planner):
+    """set_distributed(True): with a timed strategy each rank would run its own fastest kernel; instead rank 0
+    plans, the other rank plans rank 0's kernel with strategy fixed, and a problem rank 0 cannot plan fails on
+    both ranks (no rank is left waiting)."""
+    real_plan = tilepick.plan
+    w, b = rand(7, 12, requires_grad=False), rand(7, requires_grad=False)
+
+    def worker(rank, agreed=True):
+        def timed_here(problem, strategy="auto", k=4, config="", **kwargs):
+            if strategy != "fixed" and " m3 " in problem:
+                raise ValueError("no kernel for " + problem)
+            p = real_plan(problem, strategy=strategy, k=k, config=config, **kwargs)
+            if strategy != "fixed":
+                p.kernel = f"rank {rank}'s fastest for {problem.split()[2]}"
+            return p
+
+        tilepick.plan = timed_here
+        tpt.set_strategy("top_k", k=4)
+        tpt.set_distributed(agreed)
+        for m in (5, 9, 5):
+            x = rand(m, 12, requires_grad=False)
+            torch.testing.assert_close(tpt.linear(x, w, b), F.linear(x, w, b), atol=2e-4, rtol=1e-3)
+        try:
+            tpt.linear(rand(3, 12, requires_grad=False), w, b)
+            error = None
+        except tpt.Unsupported as e:
+            error = str(e)
+        return sorted(p.kernel for p in tpt._plans.values()), [s for _, s, _ in reference_planner], error
+
+    res = _two_ranks(worker)
+    for rank in (0, 1):
+        assert not isinstance(res[rank], BaseException), res[rank]
+    assert res[0][0] == res[1][0] == ["rank 0's fastest for m5", "rank 0's fastest for m9"]
+    assert res[0][1] == ["top_k", "top_k"] and res[1][1] == ["fixed", "fixed"]
+    assert "rank 0: no kernel for" in res[0][2] and "rank 0: no kernel for" in res[1][2]
+    own = _two_ranks(lambda rank: worker(rank, agreed=False))  # without it each rank keeps its own choice
+    assert own[1][0] == ["rank 1's fastest for m5", "rank 1's fastest for m9"], own[1]
+    tpt.set_distributed(False)
+    tpt.set_strategy("auto")
+
+
 def test_warmup_plans_a_steps_problems_ahead_and_leaves_the_module_alone(reference_planner):
     """warmup() runs one step in torch while noting the problems, restores gradients and BatchNorm statistics,
     plans every problem (forward and backward) once, and the real step then plans nothing new and matches torch."""
