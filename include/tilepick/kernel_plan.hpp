@@ -45,6 +45,9 @@ struct Launch {
   std::vector<unsigned char> params;     // the kernel's single by-value parameter struct
   // Bytes of the workspace to zero before this launch (serial split-K counters); 0 = none.
   std::size_t zero_workspace_bytes = 0;
+  // Independent of the plan's previous launch (disjoint outputs, no workspace): it may start while that one runs
+  // (programmatic stream serialization; the previous kernel signals griddepcontrol.launch_dependents).
+  bool overlap_previous = false;
 };
 
 struct KernelPlan {

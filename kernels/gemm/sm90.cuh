@@ -580,6 +580,9 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   const u32 cstage = base + ST * S::STAGE_BYTES;  // epi=smem: tile_m x tile_n of TC
   const u32 full = cstage + S::EPI_BYTES, empty = full + 8 * ST, order = empty + 8 * ST;
   const int wg = threadIdx.x / 128;
+  // Strided bwd_data: the stride phases' launches write disjoint dx pixels; the next one may start now
+  // (its CTAs start once all of this grid's have started: this grid's CTAs never wait for it).
+  if constexpr (Cfg::phase_store) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < ST; ++s) {
@@ -643,6 +646,9 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
       // arrival can reach this CTA's barriers after it exits.
       if (S::CS > 1)
         for (int i = 0; i < ST; ++i, ++it) mbar_wait(empty + 8 * (it % ST), ((it / ST) & 1) ^ 1);
+      // A stride phase that started early ends after the one before it: the last phase's end is the whole
+      // plan's (a no-op for a launch without programmatic dependence).
+      if constexpr (Cfg::phase_store) asm volatile("griddepcontrol.wait;" ::: "memory");
     }
     return;
   }

@@ -218,17 +218,27 @@ void LoadedKernel::launch(const Launch& l, void* stream) const {
   // A persistent grid runs one block per SM at most (clusters along x: whole clusters).
   unsigned grid_x = l.grid[0];
   if (l.persistent) grid_x = std::min(grid_x, l.cluster[0] * std::max(1u, sm_count_ / l.cluster[0]));
-  if (l.cluster[0] * l.cluster[1] * l.cluster[2] > 1) {
-    if (!d.launch_kernel_ex) throw Error(Status::cuda_error, "launch of " + name_ + ": the driver has no cuLaunchKernelEx (clusters)");
-    CUlaunchAttribute attr{};
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = l.cluster[0], attr.value.clusterDim.y = l.cluster[1], attr.value.clusterDim.z = l.cluster[2];
+  const bool cluster = l.cluster[0] * l.cluster[1] * l.cluster[2] > 1;
+  if (cluster || l.overlap_previous) {
+    if (!d.launch_kernel_ex)
+      throw Error(Status::cuda_error, "launch of " + name_ + ": the driver has no cuLaunchKernelEx (clusters, overlapped launches)");
+    CUlaunchAttribute attrs[2]{};
+    unsigned n = 0;
+    if (cluster) {
+      attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attrs[n].value.clusterDim.x = l.cluster[0], attrs[n].value.clusterDim.y = l.cluster[1];
+      attrs[n++].value.clusterDim.z = l.cluster[2];
+    }
+    if (l.overlap_previous) {
+      attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attrs[n++].value.programmaticStreamSerializationAllowed = 1;
+    }
     CUlaunchConfig cfg{};
     cfg.gridDimX = grid_x, cfg.gridDimY = l.grid[1], cfg.gridDimZ = l.grid[2];
     cfg.blockDimX = l.block[0], cfg.blockDimY = l.block[1], cfg.blockDimZ = l.block[2];
     cfg.sharedMemBytes = l.smem_bytes, cfg.hStream = static_cast<CUstream>(stream);
-    cfg.attrs = &attr, cfg.numAttrs = 1;
-    if (l.persistent && d.occupancy_max_active_clusters) {
+    cfg.attrs = attrs, cfg.numAttrs = n;
+    if (cluster && l.persistent && d.occupancy_max_active_clusters) {
       const unsigned size = l.cluster[0] * l.cluster[1] * l.cluster[2];
       std::lock_guard lock(smem_mutex_);
       if (cluster_fit_smem_ != l.smem_bytes || cluster_fit_size_ != size) {

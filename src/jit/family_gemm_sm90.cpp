@@ -276,6 +276,9 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
       Launch l = main;
       l.grid[0] = static_cast<unsigned>(cs * std::max<std::int64_t>(stream_k ? v.sk_ctas : v.units, 1));  // the launch bounds it per device
       l.zero_workspace_bytes = sk_flag_bytes;
+      // Stride phases write disjoint dx pixels: each may start while the one before runs (not with stream-K,
+      // whose phases share the workspace's flags and slots).
+      l.overlap_previous = !out.empty() && !stream_k;
       l.params = pack(g);
       out.push_back(l);
     }
