@@ -282,7 +282,10 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
       l.params = pack(g);
       out.push_back(l);
     }
-    if (reduce) out.push_back(reduce->for_operands(o));
+    if (reduce) {  // scheduled while the split-K kernel ends (it waits with griddepcontrol.wait before reading)
+      out.push_back(reduce->for_operands(o));
+      out.back().overlap_previous = true;
+    }
     return out;
   };
   return plan;
