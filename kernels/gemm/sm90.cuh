@@ -582,8 +582,7 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   const int wg = threadIdx.x / 128;
   // Strided bwd_data: the stride phases' launches write disjoint dx pixels; the next one may start now
   // (its CTAs start once all of this grid's have started: this grid's CTAs never wait for it).
-  // Parallel split-K: the reduction kernel may be scheduled now; it waits for this grid's end before it reads.
-  if constexpr (Cfg::phase_store || Cfg::splitk) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if constexpr (Cfg::phase_store) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < ST; ++s) {

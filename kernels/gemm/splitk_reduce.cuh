@@ -9,11 +9,6 @@ namespace tp {
 
 template <class R> __device__ __forceinline__ void splitk_reduce(const ReduceParams& p) {
   typedef typename R::TC TC;
-#if __CUDA_ARCH__ >= 900
-  // Launched to overlap the split-K kernel's end (Launch::overlap_previous): its partial sums first. A no-op
-  // when the launch did not overlap.
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
   constexpr int V = R::vec;
   const long long nvec = p.total / V;
   for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < nvec; v += (long long)gridDim.x * blockDim.x) {

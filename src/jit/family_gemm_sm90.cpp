@@ -282,10 +282,7 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
       l.params = pack(g);
       out.push_back(l);
     }
-    if (reduce) {  // scheduled while the split-K kernel ends (it waits with griddepcontrol.wait before reading)
-      out.push_back(reduce->for_operands(o));
-      out.back().overlap_previous = true;
-    }
+    if (reduce) out.push_back(reduce->for_operands(o));
     return out;
   };
   return plan;
