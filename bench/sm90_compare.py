@@ -9,7 +9,8 @@ then the geomean speed-up, overall and per class (GEMM layout, dtype and epilogu
 
 With --copy-gbs (the measured device copy rate, bench/copy_bandwidth.cu), rows also show the records' GB/s
 (the problem's minimum bytes, GemmProblem / ConvProblem::min_bytes, per second) and that as a share of the
-copy rate: the yardstick of memory-bound (decode) shapes.
+copy rate (over all problems, and over those of --copy-min-us or more): the yardstick of memory-bound (decode)
+shapes.
 
   python3 bench/sm90_compare.py RECORDS.csv.gz [...] [--family sm90] [--peak 989.4] [--copy-gbs 8000]
 """
@@ -28,13 +29,18 @@ def read(path):
 
 
 def problem_class(problem):
-    """GEMM: layout, input dtype and epilogue ("rcr bf16 ep=bias"); conv: direction and dtype."""
+    """GEMM: layout, input dtype and epilogue ("rcr bf16 ep=bias"); conv: direction, dtype, batch, 2-D or 3-D and,
+    for bwd_data, whether it is strided ("bwd_data bf16 mb32 2-D strided")."""
     words = problem.split()
     ep = next((w for w in words if w.startswith("ep=")), "ep=none")
     if words[0] == "gemm":
         dtype = next(w for w in words if w[0] in "bfe" and (":" in w or w in ("bf16", "f16", "f32")))
         return f"{words[1]} {dtype.split(':')[0]} {ep}"
-    return f"{words[0]} {words[-1] if words[-1] != ep else words[-2]}"
+    dtype = words[-1] if words[-1] != ep else words[-2]
+    batch = next(w for w in words if w.startswith("mb"))
+    dims = "3-D" if any(w.startswith("id") for w in words) else "2-D"
+    strided = words[0] == "bwd_data" and any(w[0] == "s" and w[1] in "dhw" and w[2:] != "1" for w in words)
+    return f"{words[0]} {dtype.split(':')[0]} {batch} {dims}" + (" strided" if strided else "")
 
 
 def main():
@@ -44,6 +50,8 @@ def main():
     ap.add_argument("--peak", type=float, default=989.4,
                     help="dense bf16/f16 TFLOPS of the device (H100/H200 SXM); fp8 problems count twice it")
     ap.add_argument("--copy-gbs", type=float, help="measured copy rate, GB/s read + write (bench/copy_bandwidth.cu)")
+    ap.add_argument("--copy-min-us", type=float, default=20.0,
+                    help="also the copy-rate share over the problems whose best time is at least this (us)")
     a = ap.parse_args()
     ours, heur, best, bad = {}, {}, {}, defaultdict(int)
     for path in a.records:
@@ -74,16 +82,17 @@ def main():
         peak = a.peak * (2 if ("e4m3" in p or "e5m2" in p) else 1)
         bw = ""
         if a.copy_gbs:
-            copy_shares.append(gbs / a.copy_gbs)
+            copy_shares.append((gbs / a.copy_gbs, t))
             bw = f" {gbs:6.0f} {100 * gbs / a.copy_gbs:6.1f}"
         print(f"{p:44} {t:9.1f} {tf:7.1f} {100 * tf / peak:6.1f}{bw} {heur.get(p, float('nan')):9.1f} {vb:9.1f} {x:7.3f}  {c}"
               + (f"  ({bad[p]} not ok)" if bad[p] else ""))
     for p in sorted(set(bad) - set(ours)):
         print(f"{p:44} no {a.family} config ok ({bad[p]} not ok)")
-    if copy_shares:
-        cs = sorted(copy_shares)
-        print(f"share of the copy rate ({a.copy_gbs:.0f} GB/s): mean {100 * sum(cs) / len(cs):.1f}%, "
-              f"min {100 * cs[0]:.1f}%, P10 {100 * cs[len(cs) // 10]:.1f}% on {len(cs)} problems")
+    for name, keep in (("", lambda t: True), (f" on those of {a.copy_min_us:g} us or more", lambda t: t >= a.copy_min_us)):
+        cs = sorted(share for share, t in copy_shares if keep(t))
+        if cs:
+            print(f"share of the copy rate ({a.copy_gbs:.0f} GB/s){name}: mean {100 * sum(cs) / len(cs):.1f}%, "
+                  f"min {100 * cs[0]:.1f}%, P10 {100 * cs[len(cs) // 10]:.1f}% on {len(cs)} problems")
     if logs:
         print(f"geomean speed-up over the vendor's best: {math.exp(sum(logs) / len(logs)):.3f} on {len(logs)} problems")
         by_class = defaultdict(list)
