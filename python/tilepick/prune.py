@@ -25,27 +25,15 @@ import numpy as np
 import pandas as pd
 
 from tilepick import records as rec
+from tilepick.train import cv_group, dtype_family
 
 FOLDS = 5
 _ALIGN = re.compile(r"\balign=\S+")
-FAMILIES = {"f16": "half", "bf16": "half", "f32": "tf32", "e4m3": "fp8", "e5m2": "fp8"}
 
 
 def pool_config(config: str) -> str:
     """The registry's form of a record's config: align resolved for a problem -> align=auto."""
     return _ALIGN.sub("align=auto", config) if "fam=sm80" in config else config
-
-
-def dtype_family(problem: str) -> str:
-    """The selector's dtype family (include/tilepick/selector.hpp), from the input dtype."""
-    return FAMILIES.get(rec.problem_fields(problem)["dtypes"][0], "unknown")
-
-
-def cv_group(problem: str, tag) -> str:
-    """Whole networks stay together (as in tilepick.train); other shapes are their own group."""
-    if isinstance(tag, str) and tag and not tag.startswith("synth"):
-        return tag.split(".")[0]
-    return "shape:" + problem
 
 
 def load(paths: list[str], problem_files: list[str]) -> pd.DataFrame:

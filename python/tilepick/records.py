@@ -7,6 +7,7 @@ Needs only numpy and pandas (no tilepick C++ bindings).
 """
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -28,14 +29,6 @@ VENDOR_CONFIGS = {
     "vendor=cudnn:heur": ("cudnn", "heur"),
     "vendor=cudnn:exhaustive": ("cudnn", "best"),
 }
-OPS = {"gemm": "gemm", "fwd": "conv_fwd", "bwd_data": "conv_bwd_data", "bwd_d": "conv_bwd_data",
-       "bwd_weight": "conv_bwd_weight", "bwd_w": "conv_bwd_weight"}
-DTYPES = {"f16": "f16", "bf16": "bf16", "e4m3": "e4m3", "e5m2": "e5m2", "f32": "f32", "fp16": "f16",
-          "fp8e4m3": "e4m3", "fp8_e4m3": "e4m3", "fp8e5m2": "e5m2", "fp8_e5m2": "e5m2", "fp32": "f32",
-          "tf32": "f32"}
-CONV_SIZES = {"g": 1, "mb": 1, "ic": 1, "id": 1, "ih": 1, "iw": 1, "oc": 1, "od": None, "oh": None, "ow": None,
-              "kd": 1, "kh": 1, "kw": 1, "sd": 1, "sh": 1, "sw": 1, "pd": 0, "ph": 0, "pw": 0,
-              "dd": 1, "dh": 1, "dw": 1}
 _GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 1 << 16
 
@@ -167,7 +160,8 @@ def read_records(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> tupl
 
 def add_helper_columns(df: pd.DataFrame) -> pd.DataFrame:
     df = df.copy()
-    df["op"] = df["problem"].str.strip().str.split(n=1).str[0].map(OPS).fillna("unknown")
+    ops = {p: problem_op(p) for p in df["problem"].unique()}
+    df["op"] = df["problem"].map(ops)
     config = df["config"].str.strip()
     df["is_vendor"] = config.str.startswith("vendor=")
     vendor = config.map(VENDOR_CONFIGS)
@@ -184,94 +178,69 @@ def add_helper_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- problem strings
+# Parsed by the C++ grammar (include/tilepick/problem.hpp) through the extension: one parser for both sides.
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parsed(problem: str) -> tuple[str, dict] | None:
+    """(canonical string, problem_json) of a problem string, or None when the grammar rejects it."""
+    from tilepick import _core
+
+    try:
+        return _core.canonical_problem(problem), json.loads(_core.problem_json(problem))
+    except ValueError:
+        return None
+
 
 def problem_op(problem: str) -> str:
-    """gemm | conv_fwd | conv_bwd_data | conv_bwd_weight | unknown, from the first token."""
-    first = problem.split(maxsplit=1)[0] if problem.strip() else ""
-    return OPS.get(first, "unknown")
+    """gemm | conv_fwd | conv_bwd_data | conv_bwd_weight, or unknown for a string the grammar rejects."""
+    parsed = _parsed(problem)
+    return parsed[1]["op"] if parsed else "unknown"
 
 
-def is_dtype_token(tok: str) -> bool:
-    """A problem's dtype token: one dtype, or three (a:b:c)."""
-    return tok.count(":") in (0, 2) and all(part in DTYPES for part in tok.split(":"))
+def dtype_token(problem: str) -> str:
+    """The canonical dtype token of a problem ("bf16", "e4m3:e4m3:bf16"), "" when the grammar rejects it."""
+    parsed = _parsed(problem)
+    if not parsed:
+        return ""
+    j = parsed[1]
+    types = (j["a"], j["b"], j["c"]) if j["op"] == "gemm" else (j["x"], j["w"], j["y"])
+    return types[0] if len(set(types)) == 1 else ":".join(types)
 
 
 def problem_fields(problem: str) -> dict:
-    """The sizes of a problem string (include/tilepick/problem.hpp grammar) with defaults filled in.
+    """The sizes of a problem with defaults filled in (names as in the problem grammar).
 
-    gemm: op, layout, batch, m, n, k, dtypes (a, b, c), options {acc, alpha, beta, ep};
-    conv: op, ndim, g mb ic id ih iw oc kd kh kw sd sh sw pd ph pw dd dh dw, dtypes, options {ep}.
-    Unknown tokens go to options[token] = "" so that they still distinguish problems.
+    gemm: op, layout, batch, m, n, k, dtypes (a, b, c), options (acc, alpha, beta, ep where not the default);
+    conv: op, ndim, g mb ic id ih iw oc kd kh kw sd sh sw pd ph pw dd dh dw, dtypes (x, w, y), options (ep).
+    op "unknown" (and nothing else) for a string the grammar rejects.
     """
-    tokens = problem.split()
-    op = problem_op(problem)
-    out: dict = {"op": op, "dtypes": None, "options": {}}
-    if op == "unknown":
-        return out
-    if op == "gemm":
-        out.update(layout=None, batch=1, m=None, n=None, k=None)
-    else:
-        out.update({k: v for k, v in CONV_SIZES.items()})
-        out["ndim"] = 2
-    for tok in tokens[1:]:
-        key, num = _split_size(tok)
-        if "=" in tok:
-            name, value = tok.split("=", 1)
-            out["options"][name] = value
-        elif op == "gemm" and out["layout"] is None and len(tok) == 3 and set(tok) <= {"r", "c"}:
-            out["layout"] = tok
-        elif op == "gemm" and key in ("m", "n", "k", "batch"):
-            out[key] = num
-        elif op != "gemm" and key in CONV_SIZES:
-            out[key] = num
-            if key in ("id", "kd", "sd", "pd", "dd", "od"):
-                out["ndim"] = 3
-        elif is_dtype_token(tok):
-            parts = [DTYPES[p] for p in tok.split(":")]
-            out["dtypes"] = tuple(parts * 3 if len(parts) == 1 else parts)
-        elif op != "gemm" and tok in ("nhwgc", "ndhwgc"):
-            continue
-        else:
-            out["options"][tok] = ""
+    parsed = _parsed(problem)
+    if not parsed:
+        return {"op": "unknown", "dtypes": None, "options": {}}
+    j = parsed[1]
+    ep = "+".join(x for x in ("bias" if j["bias"] else "", j["act"] if j["act"] != "none" else "") if x) or "none"
+    options = {"ep": ep} if ep != "none" else {}
+    if j["op"] == "gemm":
+        if j["acc"] != "f32":
+            options["acc"] = j["acc"]
+        for name, default in (("alpha", 1.0), ("beta", 0.0)):
+            if j[name] != default:
+                options[name] = repr(float(j[name]))
+        return {"op": "gemm", "layout": j["layout"], "batch": j["batch"], "m": j["m"], "n": j["n"], "k": j["k"],
+                "dtypes": (j["a"], j["b"], j["c"]), "options": options}
+    out = {"op": j["op"], "ndim": j["ndim"], "g": j["g"], "mb": j["mb"], "ic": j["ic"], "oc": j["oc"],
+           "dtypes": (j["x"], j["w"], j["y"]), "options": options}
+    for i, axis in enumerate("dhw"):
+        out["i" + axis], out["k" + axis] = j["in"][i], j["filter"][i]
+        out["s" + axis], out["p" + axis], out["d" + axis] = j["stride"][i], j["pad"][i], j["dilation"][i]
     return out
 
 
-def _split_size(tok: str):
-    i = len(tok)
-    while i > 0 and tok[i - 1].isdigit():
-        i -= 1
-    if 0 < i < len(tok) and tok[:i].isalpha():
-        return tok[:i], int(tok[i:])
-    return None, None
-
-
-_OPTION_DEFAULTS = {"acc": "f32", "alpha": "1", "beta": "0", "ep": "none"}
-
-
-def problem_key(problem: str) -> tuple:
-    """A hashable identity that ignores token order, aliases and defaulted tokens, so a problems file
-    written by hand matches the canonical strings in records."""
-    f = problem_fields(problem)
-    opts = []
-    for name, value in sorted(f["options"].items()):
-        value, default = _normal_option(name, value), _normal_option(name, _OPTION_DEFAULTS.get(name))
-        if value != default:
-            opts.append((name, value))
-    sizes = tuple((k, f[k]) for k in sorted(f) if k not in ("op", "dtypes", "options", "od", "oh", "ow"))
-    return (f["op"], sizes, f["dtypes"], tuple(opts)) if f["op"] != "unknown" else ("unknown", problem.strip())
-
-
-def _normal_option(name: str, value: str | None) -> str | None:
-    if value is None:
-        return None
-    if name == "acc":
-        return DTYPES.get(value, value)
-    if name in ("alpha", "beta"):
-        try:
-            return repr(float(value))
-        except ValueError:
-            return value
-    return value
+def problem_key(problem: str) -> str:
+    """A problem's identity whatever its token order, aliases and defaulted tokens (its canonical string), so
+    that a problems file written by hand matches the records; a string the grammar rejects is its own key."""
+    parsed = _parsed(problem)
+    return parsed[0] if parsed else "unknown: " + problem.strip()
 
 
 def read_problem_tags(path: str) -> dict:

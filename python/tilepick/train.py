@@ -69,8 +69,9 @@ def dtype_family(problem: str) -> str:
 
 
 def shape_of(problem: str) -> str:
-    """The problem without its dtype token: a shape swept in bf16 and in f16 is one shape."""
-    return " ".join(t for t in problem.split() if not rec.is_dtype_token(t))
+    """The canonical problem without its dtype token: a shape swept in bf16 and in f16 is one shape."""
+    token = rec.dtype_token(problem)
+    return " ".join(t for t in rec.problem_key(problem).split() if t != token)
 
 
 def cv_group(problem: str, tag: str | None) -> str:
