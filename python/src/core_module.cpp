@@ -19,6 +19,7 @@
 
 #include "core/hash.hpp"
 #include "dispatch_module.hpp"
+#include "select/selector_eval.hpp"
 #include "tilepick/arch.hpp"
 #include "tilepick/config.hpp"
 #include "tilepick/error.hpp"
@@ -278,6 +279,8 @@ NB_MODULE(_core, m) {
         "FNV-1a 64 of 'name=hash\\n' of the default spaces covering op (sorted by name); models record it.");
   m.def("config_spaces", &config_space_names, "op"_a,
         "Names of the default spaces covering op, sorted: a model's pool (feature_spec 'spaces').");
+  // `tilepick eval`'s tie band: a time within (1 + tie_band) of the best counts as the best (top-1 / top-k hits).
+  m.attr("tie_band") = eval::kTieBand;
   m.def("fnv_hex16", [](nb::bytes data) { return hex16(fnv1a64(std::string_view(data.c_str(), data.size()))); },
         "data"_a, "FNV-1a 64 of the bytes in hex: the hash of model versions and feature_spec model_text_fnv.");
   m.def("version", [] { return std::string(tp_version()); }, "The library's version (tilepick.__version__).");

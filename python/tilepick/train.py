@@ -203,10 +203,12 @@ def efficiency(df: pd.DataFrame, score: np.ndarray, oracle: pd.Series | None = N
         oracle = df.groupby("problem")["median_us"].min()
     oracle = oracle.reindex(top.index)
     out = pd.DataFrame({"eff": oracle / top["median_us"]})
-    # top-5: the oracle is among the five best-scored configs (2% tie band)
+    # top-5: the oracle is among the five best-scored configs (within `tilepick eval`'s tie band)
+    from tilepick import _core
+
     top5 = d.groupby("problem", sort=False).head(5).groupby("problem")["median_us"].min()
-    out["top1"] = out["eff"] >= 1 / 1.02
-    out["top5"] = (oracle / top5) >= 1 / 1.02
+    out["top1"] = out["eff"] >= 1 / (1 + _core.tie_band)
+    out["top5"] = (oracle / top5) >= 1 / (1 + _core.tie_band)
     return out
 
 
