@@ -279,6 +279,23 @@ NB_MODULE(_core, m) {
         "FNV-1a 64 of 'name=hash\\n' of the default spaces covering op (sorted by name); models record it.");
   m.def("config_spaces", &config_space_names, "op"_a,
         "Names of the default spaces covering op, sorted: a model's pool (feature_spec 'spaces').");
+  m.def(
+      "match_arch",
+      [](const std::string& name, int cc_major, int cc_minor, int sm_count) {
+        DeviceProps dev;
+        dev.name = name, dev.cc_major = cc_major, dev.cc_minor = cc_minor, dev.sm_count = sm_count;
+        const ArchSpec a = match_arch(default_arch_specs(), dev);
+        nb::dict out;
+        out["name"] = a.name, out["source"] = a.source, out["device_name"] = a.device_name;
+        out["sm_count"] = a.sm_count, out["mem_bw_gbps"] = a.mem_bw_gbps;
+        out["peak_f16"] = a.peak_f16, out["peak_bf16"] = a.peak_bf16, out["peak_tf32"] = a.peak_tf32;
+        out["peak_fp8"] = a.peak_fp8;
+        return out;
+      },
+      "name"_a, "cc_major"_a, "cc_minor"_a, "sm_count"_a = 0,
+      "The data/arch spec of a device (match_arch in include/tilepick/arch.hpp: compute capability, the longest "
+      "name match; peaks scaled by sm_count / the spec's): name, source, device_name, sm_count, mem_bw_gbps, "
+      "peak_f16, peak_bf16, peak_tf32, peak_fp8. ValueError when no spec has that compute capability.");
   // `tilepick eval`'s tie band: a time within (1 + tie_band) of the best counts as the best (top-1 / top-k hits).
   m.attr("tie_band") = eval::kTieBand;
   m.def("fnv_hex16", [](nb::bytes data) { return hex16(fnv1a64(std::string_view(data.c_str(), data.size()))); },

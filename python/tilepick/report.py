@@ -12,6 +12,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -69,8 +70,8 @@ def load_arch(arg: str) -> dict:
 
 def device_roofs(header: dict, arch_arg: str | None = None) -> dict | None:
     """{'source', 'mem_bw_gbps', 'peak_<dtype>'...}: --arch if given; else peaks in the header's device
-    block, filled from the data/arch spec whose `match` is the longest substring of the device name
-    (spec peaks scaled by the live / spec SM count, as the C++ arch matcher does). None if unknown."""
+    block, filled from the data/arch spec the C++ arch matcher picks for the device (compute capability, the
+    longest name match, peaks scaled by the live / spec SM count). None if unknown."""
     if arch_arg:
         spec = load_arch(arch_arg)
         return dict(spec, source=f"--arch {arch_arg}")
@@ -78,32 +79,33 @@ def device_roofs(header: dict, arch_arg: str | None = None) -> dict | None:
     roofs = {k: v for k, v in dev.items() if k == "mem_bw_gbps" or k.startswith("peak_")}
     sources = ["sweep header"] if roofs else []
     if "mem_bw_gbps" not in roofs or not any(k.startswith("peak_") for k in roofs):
-        spec = _match_spec(str(dev.get("name", "")), dev)
+        spec = _match_spec(dev)
         if spec:
-            scale = 1.0
-            if dev.get("sm_count") and spec.get("sm_count") and dev["sm_count"] != spec["sm_count"]:
-                scale = dev["sm_count"] / spec["sm_count"]
             for k, v in spec.items():
-                if (k == "mem_bw_gbps" or k.startswith("peak_")) and k not in roofs:
-                    roofs[k] = v * scale if k.startswith("peak_") else v
-            sources.append(f"data/arch/{spec['_file']}")
+                if (k == "mem_bw_gbps" or k.startswith("peak_")) and k not in roofs and v:
+                    roofs[k] = v
+            sources.append(f"data/arch/{spec['name']}.json")
     if "mem_bw_gbps" not in roofs or not any(k.startswith("peak_") for k in roofs):
         return None
     roofs["source"] = " + ".join(sources)
     return roofs
 
 
-def _match_spec(name: str, dev: dict) -> dict | None:
-    best, best_score, lname = None, 0, name.lower()
-    for p in sorted(glob.glob(str(data_dir() / "arch" / "*.json"))):
-        with open(p) as f:
-            spec = json.load(f)
-        if "cc_major" in dev and spec.get("cc_major") != dev["cc_major"]:
-            continue
-        score = max((len(m) for m in spec.get("match", []) if m and m.lower() in lname), default=0)
-        if score > best_score:
-            best, best_score = dict(spec, _file=Path(p).name), score
-    return best
+def _match_spec(dev: dict) -> dict | None:
+    """_core.match_arch for a header's device block ("cc": "9.0", or cc_major / cc_minor); None without one."""
+    from tilepick import _core
+
+    cc = str(dev.get("cc", ""))
+    if re.fullmatch(r"\d+\.\d+", cc):
+        major, minor = (int(x) for x in cc.split("."))
+    elif "cc_major" in dev:
+        major, minor = int(dev["cc_major"]), int(dev.get("cc_minor", 0))
+    else:
+        return None
+    try:
+        return _core.match_arch(str(dev.get("name", "")), major, minor, int(dev.get("sm_count") or 0))
+    except ValueError:
+        return None
 
 
 # ----------------------------------------------------------------------------- tables
