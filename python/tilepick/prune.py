@@ -25,9 +25,8 @@ import numpy as np
 import pandas as pd
 
 from tilepick import records as rec
-from tilepick.train import cv_group, dtype_family
+from tilepick.train import FOLDS, cv_group, dtype_family, fold_of
 
-FOLDS = 5
 _ALIGN = re.compile(r"\balign=\S+")
 
 
@@ -105,16 +104,6 @@ def covered_efficiency(df: pd.DataFrame, cover: set[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def fold_of(groups: pd.Series) -> dict:
-    """Deterministic grouped folds, balanced by group size (as tilepick.train)."""
-    sizes = groups.value_counts().sort_index().sort_values(ascending=False, kind="stable")
-    load, assign = [0] * FOLDS, {}
-    for g, n in sizes.items():
-        f = int(np.argmin(load))
-        assign[g], load[f] = f, load[f] + n
-    return assign
-
-
 def summary(e: pd.DataFrame) -> dict:
     x = e["eff"].to_numpy()
     return {"problems": int(len(x)), "mean": float(x.mean()), "p10": float(np.quantile(x, 0.10)),
@@ -123,8 +112,8 @@ def summary(e: pd.DataFrame) -> dict:
 
 
 def cross_validate(df: pd.DataFrame, tol: float, redundancy: int) -> dict:
-    per_problem = df.drop_duplicates("problem").set_index("problem")["group"]
-    assign = fold_of(per_problem)
+    per_problem = df.drop_duplicates("problem").set_index("problem")["group"]  # folds balanced by problems
+    assign = dict(zip(per_problem.to_numpy(), fold_of(per_problem)))
     fold = df["group"].map(assign)
     parts = []
     for f in range(FOLDS):
