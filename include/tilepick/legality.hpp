@@ -72,6 +72,8 @@ struct Sm90Im2colWalk {
 // One walk (fwd, bwd_weight), or one per stride phase with pixels (bwd_data; a single one at stride 1). A phase
 // no tap reaches has taps 0 (its pixels are zeros).
 std::vector<Sm90Im2colWalk> sm90_im2col_walks(const ConvProblem& p);
+// Strided bwd_data: one launch per stride phase, whose epilogue scatters the phase's dx rows (Cfg::phase_store).
+bool sm90_phase_store(const ConvProblem& p);
 // That convolution as the GEMM the sm90 rules and kernel see: fwd M = N x output pixels, N = K, K = C
 // (per filter tap) rcr; bwd_data M = N x input pixels, N = C, K = K (per tap) rrr; bwd_weight M = K,
 // N = taps x C, K = N x output pixels crr.

@@ -84,6 +84,18 @@ struct ConvProblem {
   bool operator==(const ConvProblem&) const = default;
 };
 
+// bwd_data's stride phases along one spatial axis (0 d, 1 h, 2 w): the dx coordinates phase, phase + stride, ...
+// (q of them) meet only the filter taps tap0 + j x step (j < ntap), tap j reading dy at coordinate
+// i + doff0 - j x doffstep for dx coordinate phase + stride x i. Each phase is a dense stride-1 problem without the
+// structural zeros (the fam=sm80 and fam=sm90 bwd_data plans); a phase no tap reaches has ntap 0 (its dx is zeros).
+// Phases with no dx coordinate (stride > size) are left out; stride 1 is the single phase of every tap.
+struct ConvStridePhase {
+  int phase, q;
+  int tap0, step, ntap;
+  int doff0, doffstep;
+};
+std::vector<ConvStridePhase> conv_stride_phases(const ConvProblem& p, int axis);
+
 using Problem = std::variant<GemmProblem, ConvProblem>;
 
 // Op names used by functional keys and config spaces: gemm, conv_fwd, conv_bwd_data, conv_bwd_weight.

@@ -1,6 +1,6 @@
 """Sweep record files (docs/sweep.md, format tilepick-sweep/1): reading, problem-string fields, oracle.
 
-Needs only numpy and pandas (no tilepick C++ bindings).
+Needs numpy, pandas and the extension (tilepick._core: problem strings are parsed by the C++ grammar).
 
     header, df = read_records(["a.csv.gz", "b.csv.gz"])
     per_problem = oracle(df)

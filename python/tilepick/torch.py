@@ -111,20 +111,19 @@ def set_distributed(enabled: bool, group=None) -> None:
     _settings.version += 1
 
 
-def _group_size_and_rank():
-    """(ranks, this rank) of set_distributed's group, or None when plans are not agreed across ranks."""
+def _agreeing_rank() -> Optional[int]:
+    """This rank in set_distributed's group, or None when plans are not agreed across ranks."""
     if not _settings.distributed:
         return None
     import torch.distributed as dist
     if not dist.is_available() or not dist.is_initialized() or dist.get_world_size(_settings.group) < 2:
         return None
-    return dist.get_world_size(_settings.group), dist.get_rank(_settings.group)
+    return dist.get_rank(_settings.group)
 
 
-def _agreed_plan(problem: str, device: int):
+def _agreed_plan(problem: str, device: int, rank: int):
     """The first rank's plan of `problem`, made on every rank (set_distributed); its errors raise on all ranks."""
     import torch.distributed as dist
-    _, rank = _group_size_and_rank()
     choice = [None]
     plan = None
     if rank == 0:
@@ -181,8 +180,9 @@ def _plan(key: tuple, make_problem, device: int):
     plan = _plans.get(full)
     if plan is None:
         problem = make_problem()
-        if _group_size_and_rank() is not None:
-            plan = _agreed_plan(problem, device)
+        rank = _agreeing_rank()
+        if rank is not None:
+            plan = _agreed_plan(problem, device, rank)
         else:
             plan = tilepick.plan(problem, strategy=_settings.strategy, k=_settings.k, vendor=_settings.vendor,
                                  device=device)
@@ -864,7 +864,7 @@ def warmup(module: nn.Module, *inputs, backward: bool = True, threads: Optional[
     The step itself runs in torch while the problems are noted; parameters, their gradients and the
     module's buffers (BatchNorm statistics) are left as they were. Plans are then made on `threads` threads
     (default: one per CPU when the strategy times nothing, i.e. heuristic; else 1, so that timings do not
-    share the GPU). Returns the number of new plans; later calls of those shapes find them made."""
+    share the GPU; always 1 under set_distributed, whose broadcasts every rank makes in one order). Returns the number of new plans; later calls of those shapes find them made."""
     global _recorded
     if _recorded is not None:
         raise RuntimeError("tilepick.torch.warmup: already warming up (one module at a time)")
@@ -886,6 +886,8 @@ def warmup(module: nn.Module, *inputs, backward: bool = True, threads: Optional[
                 b.copy_(saved)
     if threads is None:
         threads = (os.cpu_count() or 1) if _settings.strategy == "heuristic" else 1
+    if _agreeing_rank() is not None:  # each new problem is a broadcast: every rank plans them in one order
+        threads = 1
     before = len(_plans)
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         list(pool.map(lambda item: _make_plan(item[0], *item[1]), recorded.items()))

@@ -417,39 +417,27 @@ std::vector<Sm90Im2colWalk> sm90_im2col_walks(const ConvProblem& p) {
     w.taps[i] = p.filter[i], w.offset_step[i] = p.dilation[i], w.tap0[i] = 0, w.tap_step[i] = 1;
   }
   if (!bwd_data) return {w};
-  // bwd_data: dx pixel ph + s x i meets tap r when s divides ph + pad - r x dil, reading dy at (ph + pad - r x dil) / s
-  // (the sm80 family's stride phases). The taps that do are r1, r1 - step, ... (step = s / gcd(s, dil)); walked
+  // bwd_data: per stride phase (conv_stride_phases) the stride-1 convolution of dy over the phase's taps, walked
   // from the largest (the smallest dy offset, the box's lower corner) down.
-  std::vector<Sm90Im2colWalk> per_dim[3];
-  for (int i = 0; i < 3; ++i)
-    for (std::int64_t ph = 0; ph < p.stride[i] && ph < p.in[i]; ++ph) {
-      Sm90Im2colWalk d = w;
-      d.phase[i] = ph, d.phase_stride[i] = p.stride[i];
-      d.pixels[i] = (p.in[i] - ph + p.stride[i] - 1) / p.stride[i];
-      std::vector<std::int64_t> taps;
-      for (std::int64_t r = p.filter[i] - 1; r >= 0; --r)
-        if ((ph + p.pad[i] - r * p.dilation[i]) % p.stride[i] == 0) taps.push_back(r);
-      d.taps[i] = static_cast<std::int64_t>(taps.size());
-      const std::int64_t lower = taps.empty() ? 0 : (ph + p.pad[i] - taps[0] * p.dilation[i]) / p.stride[i];
-      d.tap0[i] = taps.empty() ? 0 : taps[0];
-      d.tap_step[i] = taps.size() > 1 ? taps[1] - taps[0] : -1;
-      d.offset_step[i] = -d.tap_step[i] * p.dilation[i] / p.stride[i];
-      d.pad[i] = -lower, d.upper[i] = lower + d.pixels[i] - w.tensor[i];
-      per_dim[i].push_back(d);
-    }
+  auto phase_axis = [&](Sm90Im2colWalk& v, int i, const ConvStridePhase& ph) {
+    const std::int64_t lower = ph.doff0 - std::int64_t{std::max(ph.ntap - 1, 0)} * ph.doffstep;
+    v.phase[i] = ph.phase, v.phase_stride[i] = p.stride[i], v.pixels[i] = ph.q, v.taps[i] = ph.ntap;
+    v.tap0[i] = ph.tap0 + std::max(ph.ntap - 1, 0) * ph.step, v.tap_step[i] = -ph.step, v.offset_step[i] = ph.doffstep;
+    v.pad[i] = -lower, v.upper[i] = lower + ph.q - w.tensor[i];
+  };
   std::vector<Sm90Im2colWalk> out;
-  for (const auto& a : per_dim[0])
-    for (const auto& b : per_dim[1])
-      for (const auto& c : per_dim[2]) {
+  for (const ConvStridePhase& a : conv_stride_phases(p, 0))
+    for (const ConvStridePhase& b : conv_stride_phases(p, 1))
+      for (const ConvStridePhase& c : conv_stride_phases(p, 2)) {
         Sm90Im2colWalk v = w;
-        const Sm90Im2colWalk* src[3] = {&a, &b, &c};
-        for (int i = 0; i < 3; ++i)
-          v.pixels[i] = src[i]->pixels[i], v.pad[i] = src[i]->pad[i], v.upper[i] = src[i]->upper[i],
-          v.taps[i] = src[i]->taps[i], v.offset_step[i] = src[i]->offset_step[i], v.tap0[i] = src[i]->tap0[i],
-          v.tap_step[i] = src[i]->tap_step[i], v.phase[i] = src[i]->phase[i], v.phase_stride[i] = src[i]->phase_stride[i];
+        phase_axis(v, 0, a), phase_axis(v, 1, b), phase_axis(v, 2, c);
         out.push_back(v);
       }
   return out;
+}
+
+bool sm90_phase_store(const ConvProblem& p) {
+  return p.dir == ConvDir::bwd_data && p.stride != std::array<std::int64_t, 3>{1, 1, 1};
 }
 
 GemmProblem sm90_im2col_gemm(const ConvProblem& p) {
@@ -500,7 +488,7 @@ Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
       return "an M/N-major operand shared by a cluster is loaded in halves of whole 64-row blocks: its tile "
              "dimension must be a multiple of 128";
     });
-  if (im2col_ && conv_->dir == ConvDir::bwd_data && conv_->stride != std::array<std::int64_t, 3>{1, 1, 1} && c.splitk > 1 &&
+  if (im2col_ && sm90_phase_store(*conv_) && c.splitk > 1 &&
       c.splitk_mode == static_cast<int>(SplitKMode::parallel))
     return fail<kExplain>("splitk", [] {
       return "fam=sm90 strided bwd_data scatters the dx rows of each stride phase in its epilogue: no parallel split-K "

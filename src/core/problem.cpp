@@ -2,6 +2,7 @@
 #include "tilepick/problem.hpp"
 
 #include <string>
+#include <vector>
 
 #include "tilepick/error.hpp"
 
@@ -82,6 +83,25 @@ GemmView ConvProblem::gemm() const {
     case ConvDir::bwd_weight: return {k_per_group(), c_per_group() * filt, out_pix, g};
   }
   return {0, 0, 0, 0};
+}
+
+std::vector<ConvStridePhase> conv_stride_phases(const ConvProblem& p, int axis) {
+  const std::int64_t in = p.in[axis], flt = p.filter[axis], s = p.stride[axis], pad = p.pad[axis], dil = p.dilation[axis];
+  std::vector<ConvStridePhase> r;
+  for (std::int64_t ph = 0; ph < s && ph < in; ++ph) {
+    std::vector<int> taps;  // tap z reaches dx coordinate ph + s x i when s divides ph + pad - z x dil
+    for (std::int64_t z = 0; z < flt; ++z)
+      if ((((ph + pad - z * dil) % s) + s) % s == 0) taps.push_back(static_cast<int>(z));
+    ConvStridePhase c{static_cast<int>(ph), static_cast<int>((in - ph + s - 1) / s), 0, 1, static_cast<int>(taps.size()), 0, 0};
+    if (!taps.empty()) c.tap0 = taps[0];
+    if (taps.size() > 1) c.step = taps[1] - taps[0];  // s / gcd(s, dil): the taps are arithmetic
+    if (!taps.empty()) {  // both numerators are exact multiples of s (the taps satisfy the congruence)
+      c.doff0 = static_cast<int>((ph + pad - std::int64_t{c.tap0} * dil) / s);
+      c.doffstep = taps.size() > 1 ? static_cast<int>(std::int64_t{c.step} * dil / s) : 0;
+    }
+    r.push_back(c);
+  }
+  return r;
 }
 
 std::optional<GemmProblem> ConvProblem::pointwise_gemm() const {

@@ -22,35 +22,6 @@ tp::FastDiv fastdiv(std::int64_t d) {
   return {f.d, f.mul, f.shift, 0};
 }
 
-// One dimension of a bwd_data stride phase.
-struct Phase1 {
-  int phase, q;            // dx coordinates phase, phase + s, ...: q of them
-  int tap0, step, ntap;    // filter taps that reach them
-  int doff0, doffstep;     // tap j reaches dy coordinate q + doff0 - j * doffstep
-};
-
-std::vector<Phase1> phases_1d(std::int64_t in, std::int64_t flt, std::int64_t s, std::int64_t pad, std::int64_t dil) {
-  std::vector<Phase1> r;
-  for (std::int64_t ph = 0; ph < s; ++ph) {
-    const std::int64_t q = ph < in ? (in - ph + s - 1) / s : 0;
-    if (q == 0) continue;
-    std::vector<int> taps;
-    for (std::int64_t z = 0; z < flt; ++z)
-      if ((((ph + pad - z * dil) % s) + s) % s == 0) taps.push_back(static_cast<int>(z));
-    Phase1 p{static_cast<int>(ph), static_cast<int>(q), 0, 1, static_cast<int>(taps.size()), 0, 0};
-    if (!taps.empty()) p.tap0 = taps[0];
-    if (taps.size() > 1) p.step = taps[1] - taps[0];
-    for (std::size_t i = 0; i < taps.size(); ++i)
-      if (taps[i] != p.tap0 + static_cast<int>(i) * p.step) throw Unsupported("bwd_data phase taps not arithmetic");
-    if (!taps.empty()) {  // both numerators are exact multiples of s (the taps satisfy the congruence)
-      p.doff0 = static_cast<int>((ph + pad - std::int64_t{p.tap0} * dil) / s);
-      p.doffstep = taps.size() > 1 ? static_cast<int>(std::int64_t{p.step} * dil / s) : 0;
-    }
-    r.push_back(p);
-  }
-  return r;
-}
-
 }  // namespace
 
 KernelPlan plan_conv_sm80(const ConvProblem& p, const KernelConfig& c) {
@@ -116,9 +87,7 @@ KernelPlan plan_conv_sm80(const ConvProblem& p, const KernelConfig& c) {
   } else if (p.dir == ConvDir::bwd_weight) {
     finish_view(base, kg, taps * cg, p.n * o[0] * o[1] * o[2]);
   } else {
-    const auto pd = phases_1d(p.in[0], p.filter[0], p.stride[0], p.pad[0], p.dilation[0]);
-    const auto ph = phases_1d(p.in[1], p.filter[1], p.stride[1], p.pad[1], p.dilation[1]);
-    const auto pw = phases_1d(p.in[2], p.filter[2], p.stride[2], p.pad[2], p.dilation[2]);
+    const auto pd = conv_stride_phases(p, 0), ph = conv_stride_phases(p, 1), pw = conv_stride_phases(p, 2);
     for (const auto& a : pd)
       for (const auto& b : ph)
         for (const auto& w : pw) {

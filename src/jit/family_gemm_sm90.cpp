@@ -142,7 +142,7 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   cfg.i("conv_dir", conv ? static_cast<int>(conv->dir) : 0);
   // Strided bwd_data: one launch per stride phase, whose dx rows the epilogue scatters (Cfg::phase_store).
   const std::vector<Sm90Im2colWalk> walks = conv ? sm90_im2col_walks(*conv) : std::vector<Sm90Im2colWalk>{};
-  const bool phased = conv && conv->dir == ConvDir::bwd_data && conv->stride != std::array<std::int64_t, 3>{1, 1, 1};
+  const bool phased = conv && sm90_phase_store(*conv);
   cfg.b("phase_store", phased);
   const std::string spec = "gemm.sm90 a=" + std::string(to_string(p.a)) + " c=" + std::string(to_string(p.c)) +
                            " layout=" + p.layout_string() + " align_c=" + std::to_string(c.align_c) +
@@ -160,7 +160,7 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   // Launches: one, or (strided bwd_data) one per stride phase, each a GEMM of the phase's dx pixels.
   struct View {
     tp::GemmSm90Params base{};
-    std::optional<Sm90Im2colWalk> walk;  // convolutions: what the im2col loads walk, made once per plan
+    std::size_t map_walk = 0;  // convolutions: the walk (of `walks`) its im2col map is encoded from
     std::int64_t units = 0, sk_ctas = 0;
   };
   std::vector<View> views;
@@ -174,11 +174,10 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
     std::int64_t m = p.m, ktiles = ceil_div(p.k, std::int64_t{c.tile_k});
     if (walk) {  // Sm90Im2col: fwd and bwd_data k-tiles are filter taps x channel blocks; bwd_weight's are pixels
       const std::int64_t taps = walk->taps[0] * walk->taps[1] * walk->taps[2];
-      // A phase no tap reaches loads nothing (its dx pixels get zeros): its map is any phase's that loads.
-      v.walk = *walk;
-      if (taps == 0)
-        for (const Sm90Im2colWalk& other : walks)
-          if (other.taps[0] * other.taps[1] * other.taps[2] > 0) v.walk = other;
+      // A phase no tap reaches loads nothing (its dx pixels get zeros): its map is a phase's that loads.
+      v.map_walk = w;
+      for (std::size_t o = 0; taps == 0 && o < walks.size(); ++o)
+        if (walks[o].taps[0] * walks[o].taps[1] * walks[o].taps[2] > 0) v.map_walk = o;
       if (conv->dir == ConvDir::bwd_data) m = conv->n * walk->pixels[0] * walk->pixels[1] * walk->pixels[2];
       if (conv->dir != ConvDir::bwd_weight) ktiles = taps * ceil_div(p.k, std::int64_t{c.tile_k});
       if (ktiles * c.tile_k > 0x7fffffff) throw Unsupported("fam=sm90 convolution: more than 2^31 - 1 reduction steps");
@@ -237,41 +236,51 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   // Split-K: the reduction kernel sums the slices in order and applies the epilogue.
   std::optional<GemmSplitkReduce> reduce;
   if (split) reduce.emplace(plan, p, c);
-  plan.launches = [views, main, prob, conv_prob, box_m, box_n, box_k, cs, staged, rows_per_consumer, a_mn, b_mn, reduce,
-                   stream_k, sk_flag_bytes](const Operands& o) {
+  plan.launches = [views, walks, main, prob, conv_prob, box_m, box_n, box_k, cs, staged, phased, rows_per_consumer, a_mn, b_mn,
+                   reduce, stream_k, sk_flag_bytes](const Operands& o) {
+    // The maps the launches share, once per call; a convolution's im2col map once per walk its launches use.
+    tp::TensorMap map_a{}, map_b{}, map_d{};
+    std::vector<std::optional<tp::TensorMap>> walk_maps(walks.size());
+    auto walk_map = [&](std::size_t w, const void* ptr, DType t, int pixels) {
+      if (!walk_maps[w]) walk_maps[w] = im2col_map(ptr, t, *conv_prob, walks[w], pixels);
+      return *walk_maps[w];
+    };
+    if (conv_prob) {  // Sm90Im2col; w (K x taps x C) as (C, taps, K)
+      const ConvProblem& cp = *conv_prob;
+      const std::int64_t taps = cp.filter[0] * cp.filter[1] * cp.filter[2];
+      switch (cp.dir) {
+        case ConvDir::fwd:  // x by im2col; w in boxes of 128 bytes x 1 tap x the rows one producer loads
+          map_b = tiled_map(o.b, cp.w, {cp.c, taps, cp.k}, {cp.c, taps * cp.c}, {box_k, 1, box_n}, "w");
+          break;
+        case ConvDir::bwd_data:  // dy by im2col; w in N-major 64 x 64 blocks (64 channels x 1 tap x 64 of K)
+          map_b = tiled_map(o.b, cp.w, {cp.c, taps, cp.k}, {cp.c, taps * cp.c}, {64, 1, 64}, "w");
+          break;
+        case ConvDir::bwd_weight:  // Operands (x, dy): dy as an M-major A (K x pixels), x by im2col 64 pixels a load
+          map_a = rowmajor_map(o.b, cp.y, prob.m, prob.k, 1, prob.m, prob.m * prob.k, 64, 64, "dy");
+          break;
+      }
+    } else {
+      // K-major operands as (K, rows, batch) in boxes of 128 bytes of K x the rows one producer loads;
+      // M/N-major ones (16-bit) as (rows, K, batch) in boxes of 64 x 64 (kernels/gemm/sm90.cuh, load_operand).
+      map_a = a_mn ? rowmajor_map(o.a, prob.a, prob.m, prob.k, prob.batch, prob.m, prob.m * prob.k, 64, 64, "A")
+                   : rowmajor_map(o.a, prob.a, prob.k, prob.m, prob.batch, prob.k, prob.m * prob.k, box_k, box_m, "A");
+      map_b = b_mn ? rowmajor_map(o.b, prob.b, prob.n, prob.k, prob.batch, prob.n, prob.k * prob.n, 64, 64, "B")
+                   : rowmajor_map(o.b, prob.b, prob.k, prob.n, prob.batch, prob.k, prob.k * prob.n, box_k, box_n, "B");
+    }
+    // D row-major as (N, M, batch), boxes of 128 bytes of columns x the rows of one consumer (stride phases
+    // scatter their rows without it).
+    if (staged && !phased)
+      map_d = rowmajor_map(o.d, prob.c, prob.n, prob.m, prob.batch, prob.n, prob.m * prob.n, 128 / size_bytes(prob.c),
+                           rows_per_consumer, "D");
     std::vector<Launch> out;
     for (const View& v : views) {
       tp::GemmSm90Params g = v.base;
-      if (conv_prob) {  // Sm90Im2col; w (K x taps x C) as (C, taps, K)
+      g.map_a = map_a, g.map_b = map_b, g.map_d = map_d;
+      if (conv_prob) {
         const ConvProblem& cp = *conv_prob;
-        const Sm90Im2colWalk& walk = *v.walk;
-        const std::int64_t taps = cp.filter[0] * cp.filter[1] * cp.filter[2];
-        switch (cp.dir) {
-          case ConvDir::fwd:  // boxes of 128 bytes x 1 tap x the rows one producer loads
-            g.map_a = im2col_map(o.a, cp.x, cp, walk, box_m);
-            g.map_b = tiled_map(o.b, cp.w, {cp.c, taps, cp.k}, {cp.c, taps * cp.c}, {box_k, 1, box_n}, "w");
-            break;
-          case ConvDir::bwd_data:  // dy by im2col; w in N-major 64 x 64 blocks (64 channels x 1 tap x 64 of K)
-            g.map_a = im2col_map(o.a, cp.y, cp, walk, box_m);
-            g.map_b = tiled_map(o.b, cp.w, {cp.c, taps, cp.k}, {cp.c, taps * cp.c}, {64, 1, 64}, "w");
-            break;
-          case ConvDir::bwd_weight:  // Operands (x, dy): dy as an M-major A (K x pixels), x by im2col 64 pixels a load
-            g.map_a = rowmajor_map(o.b, cp.y, prob.m, prob.k, 1, prob.m, prob.m * prob.k, 64, 64, "dy");
-            g.map_b = im2col_map(o.a, cp.x, cp, walk, box_k);
-            break;
-        }
-      } else {
-        // K-major operands as (K, rows, batch) in boxes of 128 bytes of K x the rows one producer loads;
-        // M/N-major ones (16-bit) as (rows, K, batch) in boxes of 64 x 64 (kernels/gemm/sm90.cuh, load_operand).
-        g.map_a = a_mn ? rowmajor_map(o.a, prob.a, prob.m, prob.k, prob.batch, prob.m, prob.m * prob.k, 64, 64, "A")
-                       : rowmajor_map(o.a, prob.a, prob.k, prob.m, prob.batch, prob.k, prob.m * prob.k, box_k, box_m, "A");
-        g.map_b = b_mn ? rowmajor_map(o.b, prob.b, prob.n, prob.k, prob.batch, prob.n, prob.k * prob.n, 64, 64, "B")
-                       : rowmajor_map(o.b, prob.b, prob.k, prob.n, prob.batch, prob.k, prob.k * prob.n, box_k, box_n, "B");
+        if (cp.dir == ConvDir::bwd_weight) g.map_b = walk_map(v.map_walk, o.a, cp.x, box_k);
+        else g.map_a = walk_map(v.map_walk, o.a, cp.dir == ConvDir::fwd ? cp.x : cp.y, box_m);
       }
-      // D row-major as (N, M, batch), boxes of 128 bytes of columns x the rows of one consumer.
-      if (staged && !(conv_prob && conv_prob->dir == ConvDir::bwd_data && conv_prob->stride != std::array<std::int64_t, 3>{1, 1, 1}))
-        g.map_d = rowmajor_map(o.d, prob.c, prob.n, prob.m, prob.batch, prob.n, prob.m * prob.n,
-                               128 / size_bytes(prob.c), rows_per_consumer, "D");
       g.c = o.c, g.d = o.d, g.bias = o.bias, g.workspace = static_cast<float*>(o.workspace);
       Launch l = main;
       l.grid[0] = static_cast<unsigned>(cs * std::max<std::int64_t>(stream_k ? v.sk_ctas : v.units, 1));  // the launch bounds it per device
