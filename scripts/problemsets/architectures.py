@@ -484,8 +484,28 @@ def slowfast_r50():
     return tr
 
 
+def x3d_m():
+    """X3D-M (pytorchvideo) on 16x224x224 clips: a (1,3,3) stem and a (5,1,1) depthwise temporal conv, then
+    bottlenecks whose middle conv is a 3x3x3 depthwise conv (expansion 2.25; spatial stride 2 in each stage's first)."""
+    tr = Tracer("x3d_m")
+    x = tr.conv(T(3, (16, 224, 224)), "stem.xy", 24, (1, 3, 3), (1, 2, 2), (0, 1, 1))
+    x = tr.conv(x, "stem.t", 24, (5, 1, 1), 1, (2, 0, 0), g=24)
+    for stage, (blocks, out) in enumerate(zip((3, 5, 11, 7), (24, 48, 96, 192)), start=1):
+        inner = int(out * 2.25)
+        for b in range(blocks):
+            s = 2 if b == 0 else 1
+            n = f"s{stage}.{b}"
+            y = tr.conv(x, f"{n}.a", inner, 1)
+            y = tr.conv(y, f"{n}.b", inner, 3, (1, s, s), 1, g=inner)
+            y = tr.conv(y, f"{n}.c", out, 1)
+            if b == 0:
+                tr.conv(x, f"{n}.branch1", out, 1, (1, s, s), 0)
+            x = y
+    return tr
+
+
 NETWORKS = {f.__name__: f for f in (resnet18, resnet34, resnet50, resnet101, resnext50, mobilenet_v2, convnext_t,
                                     convnext_s, efficientnet_b0, efficientnet_b3, vgg16, inception_v3, unet, r3d18,
                                     r2plus1d18, densenet121, shufflenet_v2, mobilenet_v3_large, googlenet, mc3_18,
                                     wide_resnet50_2, alexnet, regnet_y_800mf, efficientnet_v2_s, deeplabv3_resnet50, s3d,
-                                    slowfast_r50)}
+                                    slowfast_r50, x3d_m)}

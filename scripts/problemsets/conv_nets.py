@@ -16,7 +16,7 @@ from architectures import NETWORKS
 from common import CONV_TRAIN, CONV_TRAIN2, CONV_TRAIN3, CONV_VAL, CONV_VAL2, command, emit, excluded_keys, int_list
 from shapes import DIRS, conv_string, header, line
 
-SMALL_BATCH_NETS = ("unet", "r3d18", "r2plus1d18", "mc3_18", "s3d", "slowfast_r50")
+SMALL_BATCH_NETS = ("unet", "r3d18", "r2plus1d18", "mc3_18", "s3d", "slowfast_r50", "x3d_m")
 
 
 def generate(nets, batches, small_batches, dirs, dtype, exclude=frozenset()):
