@@ -1,10 +1,10 @@
-"""Side-by-side table of fam=sm90 against the vendor (cuBLASLt, cuDNN for convolutions) from `tilepick sweep`
-record files of one run.
+"""Side-by-side table of our kernels (fam=sm90 unless --family says otherwise) against the vendor (cuBLASLt, cuDNN
+for convolutions) from `tilepick sweep` record files of one run.
 
-For every problem: the fastest verified sm90 config, the vendor's heuristic pick and the best of its
+For every problem: the fastest verified config of the families, the vendor's heuristic pick and the best of its
 algorithms (each timed; `vendor=...:exhaustive` and the like), TFLOPS, % of the arch's dense peak and
 speed-up = vendor best time / sm90 time (fp8 problems against cuBLASLt fp8, % of the fp8 peak);
-then the geomean speed-up, overall and per class (GEMM layout, dtype and epilogue; conv direction). Each row's
+then the geomean speed-up, overall and per class (GEMM layout, dtype and epilogue; conv direction, grouping, batch). Each row's
 `tilepick verify --time` command replays our kernel.
 
 With --copy-gbs (the measured device copy rate, bench/copy_bandwidth.cu), rows also show the records' GB/s
@@ -12,7 +12,7 @@ With --copy-gbs (the measured device copy rate, bench/copy_bandwidth.cu), rows a
 copy rate (over all problems, and over those of --copy-min-us or more): the yardstick of memory-bound (decode)
 shapes.
 
-  python3 bench/sm90_compare.py RECORDS.csv.gz [...] [--family sm90] [--peak 989.4] [--copy-gbs 8000]
+  python3 bench/sm90_compare.py RECORDS.csv.gz [...] [--family sm90|sm80,dw|all] [--peak 989.4] [--copy-gbs 8000]
 """
 import argparse
 import csv
@@ -29,8 +29,8 @@ def read(path):
 
 
 def problem_class(problem):
-    """GEMM: layout, input dtype and epilogue ("rcr bf16 ep=bias"); conv: direction, dtype, batch, 2-D or 3-D and,
-    for bwd_data, whether it is strided ("bwd_data bf16 mb32 2-D strided")."""
+    """GEMM: layout, input dtype and epilogue ("rcr bf16 ep=bias"); conv: direction, dtype, batch, 2-D or 3-D,
+    grouped or depthwise where it is, and for bwd_data whether it is strided ("bwd_data bf16 mb32 2-D strided")."""
     words = problem.split()
     ep = next((w for w in words if w.startswith("ep=")), "ep=none")
     if words[0] == "gemm":
@@ -40,13 +40,15 @@ def problem_class(problem):
     batch = next(w for w in words if w.startswith("mb"))
     dims = "3-D" if any(w.startswith("id") for w in words) else "2-D"
     strided = words[0] == "bwd_data" and any(w[0] == "s" and w[1] in "dhw" and w[2:] != "1" for w in words)
-    return f"{words[0]} {dtype.split(':')[0]} {batch} {dims}" + (" strided" if strided else "")
+    groups, channels = (next(w for w in words if w.startswith(k))[len(k):] for k in ("g", "ic"))
+    grouping = "" if groups == "1" else " depthwise" if groups == channels else " grouped"
+    return f"{words[0]} {dtype.split(':')[0]} {batch} {dims}{grouping}" + (" strided" if strided else "")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("records", nargs="+")
-    ap.add_argument("--family", default="sm90")
+    ap.add_argument("--family", default="sm90", help="our families, comma-separated, or 'all'")
     ap.add_argument("--peak", type=float, default=989.4,
                     help="dense bf16/f16 TFLOPS of the device (H100/H200 SXM); fp8 problems count twice it")
     ap.add_argument("--copy-gbs", type=float, help="measured copy rate, GB/s read + write (bench/copy_bandwidth.cu)")
@@ -54,15 +56,16 @@ def main():
                     help="also the copy-rate share over the problems whose best time is at least this (us)")
     a = ap.parse_args()
     ours, heur, best, bad = {}, {}, {}, defaultdict(int)
+    ours_fam = lambda c: c.startswith("fam=") and (a.family == "all" or c.split()[0][4:] in a.family.split(","))
     for path in a.records:
         for r in read(path):
             p, c = r["problem"], r["config"]
             if r["status"] != "ok":
-                if c.startswith("fam=" + a.family):
+                if ours_fam(c):
                     bad[p] += 1
                 continue
             t = float(r["median_us"])
-            if c.startswith("fam=" + a.family):
+            if ours_fam(c):
                 if p not in ours or t < ours[p][0]:
                     ours[p] = (t, c, float(r["tflops"]), float(r["gbps"]))
             elif c.startswith("vendor=") and c.endswith(":heur"):

@@ -126,17 +126,25 @@ int check_plan(const Problem& prob, const KernelConfig& c) {
       EXPECT_EQ(p.a, bw ? ops.b : ops.a);
       EXPECT_EQ(p.b, bw ? ops.a : ops.b);
       EXPECT_EQ(p.d, ops.d);
-      EXPECT_EQ(p.g, cp.g);
-      EXPECT_EQ(p.c, cp.c_per_group());
-      EXPECT_EQ(p.k, cp.k_per_group());
-      EXPECT_EQ(l.grid[0], static_cast<unsigned>(std::int64_t{p.tiles_m} * p.tiles_n * cp.g));
+      // Packed groups: p.g packs of P groups each, P a power of two (1 for bwd_weight) whose outputs fit the tile.
+      const std::int64_t pack = std::int64_t{1} << p.pack_lp;
+      EXPECT_EQ(p.g * pack, cp.g);
+      if (pack > 1) {
+        EXPECT_NE(cp.dir, ConvDir::bwd_weight);
+        EXPECT_LE((cp.dir == ConvDir::fwd ? cp.k_per_group() : cp.c_per_group()) * pack, c.tile_n);
+        EXPECT_EQ(std::int64_t{1} << p.pack_lc, cp.c_per_group());
+        EXPECT_EQ(std::int64_t{1} << p.pack_lk, cp.k_per_group());
+      }
+      EXPECT_EQ(p.c, cp.c_per_group() * pack);
+      EXPECT_EQ(p.k, cp.k_per_group() * pack);
+      EXPECT_EQ(l.grid[0], static_cast<unsigned>(std::int64_t{p.tiles_m} * p.tiles_n * p.g));
       EXPECT_EQ(p.tiles_m, (p.gm + c.tile_m - 1) / c.tile_m);
       EXPECT_EQ(p.tiles_n, (p.gn + c.tile_n - 1) / c.tile_n);
       if (cp.dir != ConvDir::bwd_data) {
         const GemmView v = cp.gemm();
         EXPECT_EQ(p.gm, v.m);
-        EXPECT_EQ(p.gn, v.n);
-        EXPECT_EQ(p.gk, v.k);
+        EXPECT_EQ(p.gn, v.n * pack);
+        EXPECT_EQ(p.gk, v.k * pack);
       }
     }
   }
@@ -344,6 +352,9 @@ TEST(Sm80Compile, ProgramsCompileWithNvrtc) {
       {"fwd g2 mb2 ic32 ih9 iw11 oc32 kh3 kw3 sh1 sw1 ph1 pw1 bf16 ep=bias+silu", "fam=sm80 tile=128x64x32 warps=2x2 stages=4"},
       {"bwd_data g1 mb2 ic8 id6 ih6 iw7 oc16 kd3 kh3 kw3 sd2 sh2 sw1 pd1 ph1 pw1 f16", "fam=sm80 tile=64x32x32 warps=2x1 stages=3"},
       {"bwd_weight g1 mb2 ic32 ih9 iw11 oc48 kh3 kw3 sh1 sw1 ph1 pw1 bf16", "fam=sm80 tile=64x64x32 warps=2x2 stages=3 splitk=4 skmode=parallel"},
+      // Packed groups (4 or 8 per block).
+      {"fwd g16 mb2 ic64 ih9 iw11 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16 ep=bias+relu", "fam=sm80 tile=64x32x32 warps=2x1 stages=3"},
+      {"bwd_data g32 mb2 ic256 ih9 iw11 oc256 kh3 kw3 sh2 sw2 ph1 pw1 f16", "fam=sm80 tile=128x32x32 warps=2x1 stages=4"},
   };
   std::vector<KernelSource> srcs;
   for (const Case& t : cases) {
@@ -424,7 +435,12 @@ void replay_conv(const ConvProblem& cp, const KernelPlan& plan, const std::vecto
                            iw = q.w * p.str_w - p.pad_w + tx * p.dil_w;
               if (inside(id, p.in_d) && inside(ih, p.in_h) && inside(iw, p.in_w))
                 av = A[((((q.n * p.in_d + id) * p.in_h + ih) * p.in_w + iw) * G + g) * C + ch];
-              bv = B[(g * K + n) * p.gk + kk];
+              if (p.pack_lp == 0) {
+                bv = B[(g * K + n) * p.gk + kk];
+              } else if (ch >> p.pack_lc == n >> p.pack_lk) {  // packed groups: block-diagonal weights
+                const std::int64_t cg = C >> p.pack_lp;
+                bv = B[((g * K + n) * taps + tap) * cg + (ch & (cg - 1))];
+              }
             } else if (cp.dir == ConvDir::bwd_data) {
               std::int64_t ti = fdiv(kk, p.div_ch), kc = kk - ti * K, tz, ty, tx;
               split_tap(ti, p, nd, tz, ty, tx);
@@ -435,7 +451,9 @@ void replay_conv(const ConvProblem& cp, const KernelPlan& plan, const std::vecto
                 av = A[((((q.n * p.out_d + od) * p.out_h + oh) * p.out_w + ow) * G + g) * K + kc];
               std::int64_t z = nd == 3 ? p.tap0_z + tz * p.tapstep_z : 0, y = p.tap0_y + ty * p.tapstep_y,
                            x = p.tap0_x + tx * p.tapstep_x;
-              bv = B[((g * K + kc) * taps + (z * p.flt_y + y) * p.flt_x + x) * C + n];
+              const std::int64_t cg = C >> p.pack_lp;  // packed groups: block-diagonal weights
+              if (p.pack_lp == 0 || kc >> p.pack_lk == n >> p.pack_lc)
+                bv = B[((g * K + kc) * taps + (z * p.flt_y + y) * p.flt_x + x) * cg + (p.pack_lp ? n & (cg - 1) : n)];
             } else {
               av = A[kk * G * K + g * K + m];
               std::int64_t tap = fdiv(n, p.div_ch), ch = n - tap * C, tz, ty, tx;
@@ -469,6 +487,7 @@ TEST(Sm80Plan, ImplicitGemmIndexMathMatchesTheReference) {
   KernelConfig c = parse_config("fam=sm80 tile=64x32x32 warps=2x1 stages=3 splitk=1");
   std::mt19937 rng(3);
   std::uniform_int_distribution<int> small(-4, 4);
+  int packed = 0;
   for (const char* text : {
            "fwd g2 mb2 ic6 ih7 iw8 oc10 kh3 kw3 sh1 sw2 ph1 pw1 dh2 dw1 bf16",
            "fwd g1 mb2 ic4 id5 ih6 iw5 oc6 kd3 kh1 kw3 sd2 sh1 sw2 pd1 ph0 pw1 f32",
@@ -479,10 +498,16 @@ TEST(Sm80Plan, ImplicitGemmIndexMathMatchesTheReference) {
            "bwd_data g1 mb1 ic4 id6 ih6 iw7 oc4 kd3 kh3 kw3 sd2 sh2 sw1 pd1 ph1 pw1 dd2 dh1 dw1 bf16",
            "bwd_weight g2 mb2 ic6 ih9 iw11 oc10 kh3 kw3 sh2 sw1 ph1 pw1 dh1 dw2 bf16",
            "bwd_weight g1 mb2 ic4 id5 ih6 iw7 oc6 kd3 kh3 kw3 sd1 sh2 sw1 pd1 ph1 pw1 f16",
+           // Packed groups (tile N 32 holds 4 groups of 8 or 8 of 4 channels), 2-D and 3-D, strided bwd_data.
+           "fwd g8 mb2 ic64 ih7 iw6 oc32 kh3 kw3 sh1 sw2 ph1 pw1 bf16",
+           "fwd g16 mb1 ic64 id4 ih5 iw5 oc64 kd3 kh3 kw3 sd1 sh2 sw1 pd1 ph1 pw1 f16",
+           "bwd_data g8 mb2 ic32 ih9 iw8 oc64 kh3 kw3 sh2 sw2 ph1 pw1 bf16",
+           "bwd_data g4 mb1 ic32 id5 ih6 iw5 oc16 kd3 kh3 kw3 sd1 sh1 sw2 pd1 ph1 pw1 bf16",
        }) {
     SCOPED_TRACE(text);
     ConvProblem p = parse_conv(text);
     KernelPlan plan = make_plan(p, resolve(c, p));
+    packed += unpack<tp::ConvParams>(plan.launches(fake_operands()).front()).pack_lp > 0;
     std::vector<double> x(p.x_elems()), w(p.w_elems()), y(p.y_elems());
     for (auto* v : {&x, &w, &y})
       for (auto& e : *v) e = small(rng);  // small integers: every sum is exact
@@ -502,4 +527,5 @@ TEST(Sm80Plan, ImplicitGemmIndexMathMatchesTheReference) {
     }
     for (std::size_t i = 0; i < ref.size(); ++i) ASSERT_EQ(got[i], ref[i]) << "element " << i;
   }
+  EXPECT_EQ(packed, 4);  // the four packed-group problems
 }

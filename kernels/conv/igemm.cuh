@@ -4,7 +4,8 @@
 // tensors with zero fill outside the image. Groups are the batch index of the grid:
 // grid (tiles_m * tiles_n * G, splitk, 1).
 //
-// Cfg adds to sm80_core.cuh: dir (0 fwd, 1 bwd_data, 2 bwd_weight), ndim (2 or 3).
+// Cfg adds to sm80_core.cuh: dir (0 fwd, 1 bwd_data, 2 bwd_weight), ndim (2 or 3), pack (packed groups, see
+// igemm_params.cuh: then g, c, k of ConvParams count packs and the B loaders zero the other groups' weights).
 //   fwd:        A = x gathered   [tile_m pixels][tile_k (tap, c)]   B = w  [tile_n k][tile_k (tap, c)]
 //   bwd_data:   A = dy gathered  [tile_m dx pixels][tile_k (tap, k)] B = w [tile_k (tap, k)][tile_n c]
 //   bwd_weight: A = dy           [tile_k pixels][tile_m k]          B = x gathered [tile_k pixels][tile_n (tap, c)]
@@ -98,14 +99,14 @@ template <class T, int DIR, int NDIM, int TM, int TK, int VEC, int THREADS> stru
 };
 
 // B of bwd_data (w): rows (tap of the phase, k) with k fastest, columns c.
-template <class T, int NDIM, int TN, int TK, int VEC, int THREADS> struct WeightRowsLoader {
+template <class T, int NDIM, int TN, int TK, int VEC, int THREADS, bool PACK> struct WeightRowsLoader {
   typedef TileMap<TK, TN, VEC, sizeof(T), THREADS> Map;
   const ConvParams& p;
   const T* ptr;  // w of group g
   int n0;
 
   __device__ WeightRowsLoader(const ConvParams& p_, int g, int n0_) : p(p_), n0(n0_) {
-    ptr = static_cast<const T*>(p.b) + (long long)g * p.k * p.flt_z * p.flt_y * p.flt_x * p.c;
+    ptr = static_cast<const T*>(p.b) + (long long)g * p.k * p.flt_z * p.flt_y * p.flt_x * (p.c >> p.pack_lp);
   }
   __device__ void load(u32 s, int kt) const {
     const int taps = p.flt_z * p.flt_y * p.flt_x;
@@ -118,8 +119,35 @@ template <class T, int NDIM, int TN, int TK, int VEC, int THREADS> struct Weight
       split_tap<NDIM>(ti, p, tz, ty, tx);
       const int z = NDIM == 3 ? p.tap0_z + tz * p.tapstep_z : 0;
       const int y = p.tap0_y + ty * p.tapstep_y, x = p.tap0_x + tx * p.tapstep_x;
-      const bool ok = kk < p.gk && n < p.gn;
-      const T* src = ok ? ptr + ((kc * taps + (z * p.flt_y + y) * p.flt_x + x) * p.c + n) : ptr;
+      // Packed groups: rows (tap, kc) and columns n of one group only (block-diagonal, zeros elsewhere).
+      const bool ok = kk < p.gk && n < p.gn && (!PACK || (kc >> p.pack_lk) == (n >> p.pack_lc));
+      const int cg = PACK ? p.c >> p.pack_lp : p.c, col = PACK ? n & (cg - 1) : n;
+      const T* src = ok ? ptr + ((kc * taps + (z * p.flt_y + y) * p.flt_x + x) * cg + col) : ptr;
+      cp_async<VEC * int(sizeof(T))>(s + Map::smem(j), src, ok);
+    }
+  }
+};
+
+// B of fwd (w) with packed groups: rows n < P*k of the pack, columns (tap, ch) with ch < P*c fastest;
+// block-diagonal: w[group n/k][n%k][tap][ch%c] where ch/c == n/k (the same group), zero elsewhere.
+template <class T, int TN, int TK, int VEC, int THREADS> struct PackedWeightColsLoader {
+  typedef TileMap<TN, TK, VEC, sizeof(T), THREADS> Map;
+  const ConvParams& p;
+  const T* ptr;  // w of the pack's first group
+  int n0;
+
+  __device__ PackedWeightColsLoader(const ConvParams& p_, int g, int n0_) : p(p_), n0(n0_) {
+    ptr = static_cast<const T*>(p.b) + (long long)g * p.k * p.flt_z * p.flt_y * p.flt_x * (p.c >> p.pack_lp);
+  }
+  __device__ void load(u32 s, int kt) const {
+    const int taps = p.flt_z * p.flt_y * p.flt_x, cg = p.c >> p.pack_lp;
+#pragma unroll
+    for (int j = 0; j < Map::ITERS; ++j) {
+      if (!Map::active(j)) continue;
+      const int n = n0 + Map::row(j), kk = kt * TK + Map::col(j);
+      const int tap = fdiv(kk, p.div_ch), ch = kk - tap * int(p.div_ch.d);
+      const bool ok = n < p.gn && kk < p.gk && (ch >> p.pack_lc) == (n >> p.pack_lk);
+      const T* src = ok ? ptr + (((long long)n * taps + tap) * cg + (ch & (cg - 1))) : ptr;
       cp_async<VEC * int(sizeof(T))>(s + Map::smem(j), src, ok);
     }
   }
@@ -199,13 +227,18 @@ template <class Cfg> __device__ __forceinline__ void conv_sm80(const ConvParams&
 
   if (Cfg::dir == 0) {  // y[pixel][g][k] = sum_(tap, c) x[pixel + tap][g][c] w[g][k][tap][c]
     const ImgRowsLoader<T, 0, Cfg::ndim, TM, TK, Cfg::align_a, S::THREADS> la(p, g, m0);
-    const PlainLoader<T, true, TN, TK, Cfg::align_b, S::THREADS> lb(static_cast<const T*>(p.b) + (long long)g * p.k * p.gk,
-                                                                   p.gk, p.gn, p.gk, n0);
-    sm80_mainloop<Cfg>(la, lb, kt0, kt1, acc, smem);
+    if constexpr (Cfg::pack) {
+      const PackedWeightColsLoader<T, TN, TK, Cfg::align_b, S::THREADS> lb(p, g, n0);
+      sm80_mainloop<Cfg>(la, lb, kt0, kt1, acc, smem);
+    } else {
+      const PlainLoader<T, true, TN, TK, Cfg::align_b, S::THREADS> lb(
+          static_cast<const T*>(p.b) + (long long)g * p.k * p.gk, p.gk, p.gn, p.gk, n0);
+      sm80_mainloop<Cfg>(la, lb, kt0, kt1, acc, smem);
+    }
     sm80_finish<Cfg>(acc, OutRowMajor{(long long)g * p.k, p.g * p.k}, m0, n0, e, smem);
   } else if (Cfg::dir == 1) {  // dx[pixel][g][c] = sum_(tap, k) dy[pixel - tap][g][k] w[g][k][tap][c]
     const ImgRowsLoader<T, 1, Cfg::ndim, TM, TK, Cfg::align_a, S::THREADS> la(p, g, m0);
-    const WeightRowsLoader<T, Cfg::ndim, TN, TK, Cfg::align_b, S::THREADS> lb(p, g, n0);
+    const WeightRowsLoader<T, Cfg::ndim, TN, TK, Cfg::align_b, S::THREADS, Cfg::pack> lb(p, g, n0);
     sm80_mainloop<Cfg>(la, lb, kt0, kt1, acc, smem);
     sm80_finish<Cfg>(acc, OutDx<Cfg::ndim>{p, g}, m0, n0, e, smem);
   } else {  // dw[g][k][tap][c] = sum_pixel dy[pixel][g][k] x[pixel + tap][g][c]

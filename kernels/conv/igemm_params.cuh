@@ -7,6 +7,9 @@
 //   bwd_data   M = N*qd*qh*qw (dx pixels   N = C/G              K = taps(phase)*K/G (tap, k)
 //              of one stride phase)
 //   bwd_weight M = K/G                     N = Z*Y*X*C/G (tap,c) K = N*Do*Ho*Wo (pixel)
+// Packed groups (fwd, bwd_data; Cfg::pack): one block runs 2^pack_lp consecutive groups as one GEMM whose weight
+// operand is block-diagonal (zeros between groups), so that a tile's N is not mostly padding when the channels
+// per group are few. g, c and k then count the packs and their channels: g = G / P, c = P * C/G, k = P * K/G.
 #pragma once
 
 namespace tp {
@@ -55,7 +58,8 @@ struct ConvParams {
   int doff0_d, doff0_h, doff0_w;
   int doffstep_d, doffstep_h, doffstep_w;
   float alpha;
-  int pad_;
+  unsigned char pack_lp, pack_lc, pack_lk;  // log2 of the groups per pack and of one group's c and k (Cfg::pack)
+  unsigned char pad_;
 };
 
 }  // namespace tp

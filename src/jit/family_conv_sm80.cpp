@@ -22,6 +22,28 @@ tp::FastDiv fastdiv(std::int64_t d) {
   return {f.d, f.mul, f.shift, 0};
 }
 
+bool pow2(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+int log2i(std::int64_t v) {
+  int r = 0;
+  while ((std::int64_t{1} << r) < v) ++r;
+  return r;
+}
+
+// Groups per block for fwd and bwd_data: the most (a power of two dividing G) whose outputs together still fit
+// the tile's N (K/G of fwd, C/G of bwd_data), so that a narrow group does not leave the tile mostly padding.
+// The B loaders take the weights block-diagonally (kernels/conv/igemm.cuh), which needs power-of-two channels
+// per group and B vectors within one group. The MMA work per output stays the tile's; the loads of the input
+// pixels get P times wider.
+int group_pack(const ConvProblem& p, const KernelConfig& c) {
+  const std::int64_t cg = p.c_per_group(), kg = p.k_per_group();
+  if (p.g == 1 || p.dir == ConvDir::bwd_weight || !pow2(cg) || !pow2(kg)) return 1;
+  if (p.dir == ConvDir::fwd && cg % c.align_b != 0) return 1;  // a weight vector would cross into the next group
+  const std::int64_t n = p.dir == ConvDir::fwd ? kg : cg;
+  int pack = 1;
+  while (2 * pack * n <= c.tile_n && p.g % (2 * pack) == 0) pack *= 2;
+  return pack;
+}
+
 }  // namespace
 
 KernelPlan plan_conv_sm80(const ConvProblem& p, const KernelConfig& c) {
@@ -37,29 +59,37 @@ KernelPlan plan_conv_sm80(const ConvProblem& p, const KernelConfig& c) {
   if (p.dir != ConvDir::fwd && !p.epilogue.is_none())
     throw Unsupported("fam=sm80 conv: epilogues only for fwd: '" + to_string(p) + "'");
   const int mode = sm80_splitk_mode(c);
+  const int pack = group_pack(p, c);
 
   CfgText cfg = sm80_cfg(c, in_a, mode);
   cfg.b("a_kmajor", p.dir != ConvDir::bwd_weight).b("b_kmajor", p.dir == ConvDir::fwd).b("c_colmajor", false);
   cfg.b("has_beta", false).b("has_bias", p.epilogue.bias).i("act", static_cast<int>(p.epilogue.act));
-  cfg.i("dir", dir).i("ndim", p.ndim);
+  cfg.i("dir", dir).i("ndim", p.ndim).b("pack", pack > 1);
   cfg.type("TA", device_type(in_a)).type("TC", device_type(out));
   const std::string spec = "conv_" + std::string(to_string(p.dir)) + ".sm80 ndim=" + std::to_string(p.ndim) +
                            " in=" + std::string(to_string(in_a)) + " out=" + std::string(to_string(out)) +
                            " align=" + std::to_string(c.align_a) + ":" + std::to_string(c.align_b) + ":" +
                            std::to_string(c.align_c) + " ep=" + to_string(p.epilogue) +
-                           " splitk=" + (mode == 0 ? "none" : mode == 1 ? "serial" : "parallel");
+                           " splitk=" + (mode == 0 ? "none" : mode == 1 ? "serial" : "parallel") +
+                           (pack > 1 ? " packed" : "");
   const int threads = sm80_threads(c);
   KernelPlan plan;
   plan.kernels.push_back(make_source("tp_conv_sm80_", "conv/igemm.cuh", cfg, "tp::ConvParams", "tp::conv_sm80", spec,
                                      to_string(c), threads));
 
   const auto o = p.out();
-  const std::int64_t cg = p.c_per_group(), kg = p.k_per_group();
+  // Channels per group (per pack of groups when packed: the GEMM views below see one pack as one group).
+  const std::int64_t cg = p.c_per_group() * pack, kg = p.k_per_group() * pack;
   const std::int64_t taps = p.filter[0] * p.filter[1] * p.filter[2];
   const std::int64_t out_elems = p.dir == ConvDir::fwd ? p.y_elems() : p.dir == ConvDir::bwd_data ? p.x_elems() : p.w_elems();
 
   tp::ConvParams base{};
-  base.n = static_cast<int>(p.n), base.g = static_cast<int>(p.g), base.c = static_cast<int>(cg), base.k = static_cast<int>(kg);
+  base.n = static_cast<int>(p.n), base.g = static_cast<int>(p.g / pack), base.c = static_cast<int>(cg), base.k = static_cast<int>(kg);
+  if (pack > 1) {
+    base.pack_lp = static_cast<unsigned char>(log2i(pack));
+    base.pack_lc = static_cast<unsigned char>(log2i(p.c_per_group()));
+    base.pack_lk = static_cast<unsigned char>(log2i(p.k_per_group()));
+  }
   base.in_d = static_cast<int>(p.in[0]), base.in_h = static_cast<int>(p.in[1]), base.in_w = static_cast<int>(p.in[2]);
   base.out_d = static_cast<int>(o[0]), base.out_h = static_cast<int>(o[1]), base.out_w = static_cast<int>(o[2]);
   base.flt_z = static_cast<int>(p.filter[0]), base.flt_y = static_cast<int>(p.filter[1]), base.flt_x = static_cast<int>(p.filter[2]);
@@ -107,7 +137,7 @@ KernelPlan plan_conv_sm80(const ConvProblem& p, const KernelConfig& c) {
 
   std::int64_t max_tiles = 0;
   for (const auto& v : views) {
-    const std::int64_t t = std::int64_t{v.tiles_m} * v.tiles_n * p.g;
+    const std::int64_t t = std::int64_t{v.tiles_m} * v.tiles_n * v.g;
     if (t > 0x7fffffff) throw Unsupported("fam=sm80 conv: more than 2^31 - 1 blocks");
     max_tiles = std::max(max_tiles, t);
   }
@@ -119,7 +149,7 @@ KernelPlan plan_conv_sm80(const ConvProblem& p, const KernelConfig& c) {
   for (const auto& v : views) {
     Launch l;
     l.kernel = 0;
-    l.grid[0] = static_cast<unsigned>(std::int64_t{v.tiles_m} * v.tiles_n * p.g);
+    l.grid[0] = static_cast<unsigned>(std::int64_t{v.tiles_m} * v.tiles_n * v.g);
     l.grid[1] = static_cast<unsigned>(c.splitk);
     l.block[0] = static_cast<unsigned>(threads);
     l.smem_bytes = static_cast<unsigned>(sm80_smem_bytes(c, in_a));
