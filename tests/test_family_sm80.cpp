@@ -90,6 +90,9 @@ int check_plan(const Problem& prob, const KernelConfig& c) {
     EXPECT_GE(l.grid[0], 1u);
     EXPECT_EQ(l.smem_bytes, smem);
     EXPECT_LE(l.smem_bytes, static_cast<unsigned>(h100().smem_per_block_optin));
+    // The stride phases of a bwd_data without split-K overlap: every launch but the first.
+    const bool bwd_data = !gemm && std::get<ConvProblem>(prob).dir == ConvDir::bwd_data;
+    EXPECT_EQ(l.overlap_previous, bwd_data && mode == 0 && mains > 1);
     if (mode == 1) {
       EXPECT_GT(l.zero_workspace_bytes, 0u);
       EXPECT_LE(l.zero_workspace_bytes, plan.workspace_bytes);

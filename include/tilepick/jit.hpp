@@ -132,6 +132,7 @@ class LoadedKernel {
   std::string name_;
   std::size_t param_bytes_ = 0;  // 0: unknown
   unsigned sm_count_ = 0;        // of the module's device: bounds persistent grids
+  bool overlap_ok_ = false;      // the device runs overlapped launches (programmatic dependent launch, cc >= 9.0)
   mutable std::mutex smem_mutex_;
   mutable unsigned smem_limit_ = 48 * 1024;
   // Clusters co-resident on the device for the last (shared memory, cluster size) launched.

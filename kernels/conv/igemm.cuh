@@ -5,7 +5,8 @@
 // grid (tiles_m * tiles_n * G, splitk, 1).
 //
 // Cfg adds to sm80_core.cuh: dir (0 fwd, 1 bwd_data, 2 bwd_weight), ndim (2 or 3), pack (packed groups, see
-// igemm_params.cuh: then g, c, k of ConvParams count packs and the B loaders zero the other groups' weights).
+// igemm_params.cuh: then g, c, k of ConvParams count packs and the B loaders zero the other groups' weights),
+// overlap (bwd_data stride phases launched to overlap: Launch::overlap_previous).
 //   fwd:        A = x gathered   [tile_m pixels][tile_k (tap, c)]   B = w  [tile_n k][tile_k (tap, c)]
 //   bwd_data:   A = dy gathered  [tile_m dx pixels][tile_k (tap, k)] B = w [tile_k (tap, k)][tile_n c]
 //   bwd_weight: A = dy           [tile_k pixels][tile_m k]          B = x gathered [tile_k pixels][tile_n (tap, c)]
@@ -204,6 +205,11 @@ template <class Cfg> __device__ __forceinline__ void conv_sm80(const ConvParams&
   typedef typename Cfg::TC TC;
   constexpr int TM = Cfg::tile_m, TN = Cfg::tile_n, TK = Cfg::tile_k;
 
+  // Stride phases of bwd_data (Cfg::overlap): the launches write disjoint dx pixels, so the next one may start now;
+  // each waits at its end for the one before it, so the last phase's end is the whole plan's. sm_90 and later.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (Cfg::overlap) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
   // Block -> (group, tile_m, tile_n, split-K slice).
   const int tiles = p.tiles_m * p.tiles_n;
   const int g = blockIdx.x / tiles;
@@ -241,6 +247,9 @@ template <class Cfg> __device__ __forceinline__ void conv_sm80(const ConvParams&
     const WeightRowsLoader<T, Cfg::ndim, TN, TK, Cfg::align_b, S::THREADS, Cfg::pack> lb(p, g, n0);
     sm80_mainloop<Cfg>(la, lb, kt0, kt1, acc, smem);
     sm80_finish<Cfg>(acc, OutDx<Cfg::ndim>{p, g}, m0, n0, e, smem);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (Cfg::overlap) asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   } else {  // dw[g][k][tap][c] = sum_pixel dy[pixel][g][k] x[pixel + tap][g][c]
     const PlainLoader<T, false, TM, TK, Cfg::align_a, S::THREADS> la(static_cast<const T*>(p.a) + g * p.k, p.g * p.k,
                                                                     p.gm, p.gk, m0);

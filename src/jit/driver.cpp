@@ -194,6 +194,9 @@ LoadedKernel::LoadedKernel(const jit::CompiledKernel& k) : name_(k.name) {
   check(d.ctx_get_device(&dev), "cuCtxGetDevice", k.name);
   check(d.device_get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "cuDeviceGetAttribute", k.name);
   sm_count_ = static_cast<unsigned>(sms);
+  int major = 0;
+  check(d.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute", k.name);
+  overlap_ok_ = major >= 9;
 }
 
 LoadedKernel::~LoadedKernel() {
@@ -219,7 +222,8 @@ void LoadedKernel::launch(const Launch& l, void* stream) const {
   unsigned grid_x = l.grid[0];
   if (l.persistent) grid_x = std::min(grid_x, l.cluster[0] * std::max(1u, sm_count_ / l.cluster[0]));
   const bool cluster = l.cluster[0] * l.cluster[1] * l.cluster[2] > 1;
-  if (cluster || l.overlap_previous) {
+  const bool overlap = l.overlap_previous && overlap_ok_;  // before sm_90: in stream order
+  if (cluster || overlap) {
     if (!d.launch_kernel_ex)
       throw Error(Status::cuda_error, "launch of " + name_ + ": the driver has no cuLaunchKernelEx (clusters, overlapped launches)");
     CUlaunchAttribute attrs[2]{};
@@ -229,7 +233,7 @@ void LoadedKernel::launch(const Launch& l, void* stream) const {
       attrs[n].value.clusterDim.x = l.cluster[0], attrs[n].value.clusterDim.y = l.cluster[1];
       attrs[n++].value.clusterDim.z = l.cluster[2];
     }
-    if (l.overlap_previous) {
+    if (overlap) {
       attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
       attrs[n++].value.programmaticStreamSerializationAllowed = 1;
     }

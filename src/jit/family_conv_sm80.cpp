@@ -2,7 +2,8 @@
 // (specialization, config) holding tp::conv_sm80<Cfg> (kernels/conv/igemm.cuh). bwd_data with a
 // stride > 1 is decomposed into stride phases, one launch each: the dx pixels q * s + phase meet
 // only the filter taps tap0 + j * step, so each phase is a dense implicit GEMM without the
-// structural zeros. Parallel split-K adds the reduction program over the whole output tensor.
+// structural zeros; without split-K the phases' launches overlap. Parallel split-K adds the reduction program
+// over the whole output tensor.
 #include <algorithm>
 
 #include "../../kernels/conv/igemm_params.cuh"
@@ -64,14 +65,18 @@ KernelPlan plan_conv_sm80(const ConvProblem& p, const KernelConfig& c) {
   CfgText cfg = sm80_cfg(c, in_a, mode);
   cfg.b("a_kmajor", p.dir != ConvDir::bwd_weight).b("b_kmajor", p.dir == ConvDir::fwd).b("c_colmajor", false);
   cfg.b("has_beta", false).b("has_bias", p.epilogue.bias).i("act", static_cast<int>(p.epilogue.act));
-  cfg.i("dir", dir).i("ndim", p.ndim).b("pack", pack > 1);
+  // Strided bwd_data without split-K: the phases' launches overlap (they write disjoint dx pixels and share no
+  // workspace); split-K keeps them in stream order (serial: one set of tile counters, parallel: the reduce).
+  const bool overlap = p.dir == ConvDir::bwd_data && mode == 0 &&
+                       conv_stride_phases(p, 0).size() * conv_stride_phases(p, 1).size() * conv_stride_phases(p, 2).size() > 1;
+  cfg.i("dir", dir).i("ndim", p.ndim).b("pack", pack > 1).b("overlap", overlap);
   cfg.type("TA", device_type(in_a)).type("TC", device_type(out));
   const std::string spec = "conv_" + std::string(to_string(p.dir)) + ".sm80 ndim=" + std::to_string(p.ndim) +
                            " in=" + std::string(to_string(in_a)) + " out=" + std::string(to_string(out)) +
                            " align=" + std::to_string(c.align_a) + ":" + std::to_string(c.align_b) + ":" +
                            std::to_string(c.align_c) + " ep=" + to_string(p.epilogue) +
                            " splitk=" + (mode == 0 ? "none" : mode == 1 ? "serial" : "parallel") +
-                           (pack > 1 ? " packed" : "");
+                           (pack > 1 ? " packed" : "") + (overlap ? " overlap" : "");
   const int threads = sm80_threads(c);
   KernelPlan plan;
   plan.kernels.push_back(make_source("tp_conv_sm80_", "conv/igemm.cuh", cfg, "tp::ConvParams", "tp::conv_sm80", spec,
@@ -154,6 +159,7 @@ KernelPlan plan_conv_sm80(const ConvProblem& p, const KernelConfig& c) {
     l.block[0] = static_cast<unsigned>(threads);
     l.smem_bytes = static_cast<unsigned>(sm80_smem_bytes(c, in_a));
     if (mode == 1) l.zero_workspace_bytes = round256(static_cast<std::size_t>(max_tiles) * 8);
+    l.overlap_previous = overlap && !mains.empty();
     mains.push_back(l);
   }
   Launch reduce;
