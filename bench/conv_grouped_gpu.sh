@@ -11,7 +11,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
 build_cli
-git log -1 --format='commit %H' > "$W/commit.txt" 2>/dev/null
+{ [ -f .commit ] && echo "commit $(cat .commit)" || git log -1 --format='commit %H'; } > "$W/commit.txt" 2>/dev/null
 for step in ${STEPS:-verify sweep}; do
   case $step in
     verify)
