@@ -19,7 +19,8 @@ for step in ${STEPS:-verify sweep}; do
         -c "fam=sm80 tile=64x32x32 warps=2x1 stages=5" -c "fam=sm80 tile=128x32x32 warps=4x1 stages=4" \
         -c "fam=sm80 tile=64x64x64 warps=2x2 stages=4" -c "fam=sm80 tile=128x128x32 warps=2x2 stages=3" \
         -c "fam=sm80 tile=64x32x64 warps=2x1 stages=4 splitk=4 skmode=parallel" \
-        -c "fam=sm80 tile=128x64x32 warps=2x2 stages=3 splitk=2 skmode=serial" --csv "$W/verify_grouped.csv" \
+        -c "fam=sm80 tile=128x64x32 warps=2x2 stages=3 splitk=2 skmode=serial" -c "fam=sm80 tile=32x64x32 warps=1x2 stages=4" \
+        --csv "$W/verify_grouped.csv" \
         >"$W/verify_grouped.txt" 2>&1
       echo "verify grouped rc=$?: $(tail -1 "$W/verify_grouped.txt")"; grep -A2 '^FAIL' "$W/verify_grouped.txt" | head -20 ;;
     sweep)

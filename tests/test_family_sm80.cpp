@@ -133,8 +133,8 @@ int check_plan(const Problem& prob, const KernelConfig& c) {
       const std::int64_t pack = std::int64_t{1} << p.pack_lp;
       EXPECT_EQ(p.g * pack, cp.g);
       if (pack > 1) {
-        EXPECT_NE(cp.dir, ConvDir::bwd_weight);
-        EXPECT_LE((cp.dir == ConvDir::fwd ? cp.k_per_group() : cp.c_per_group()) * pack, c.tile_n);
+        EXPECT_LE((cp.dir == ConvDir::bwd_data ? cp.c_per_group() : cp.k_per_group()) * pack,
+                  cp.dir == ConvDir::bwd_weight ? c.tile_m : c.tile_n);
         EXPECT_EQ(std::int64_t{1} << p.pack_lc, cp.c_per_group());
         EXPECT_EQ(std::int64_t{1} << p.pack_lk, cp.k_per_group());
       }
@@ -145,9 +145,10 @@ int check_plan(const Problem& prob, const KernelConfig& c) {
       EXPECT_EQ(p.tiles_n, (p.gn + c.tile_n - 1) / c.tile_n);
       if (cp.dir != ConvDir::bwd_data) {
         const GemmView v = cp.gemm();
-        EXPECT_EQ(p.gm, v.m);
+        const bool bw = cp.dir == ConvDir::bwd_weight;  // packed: M and N (bwd_weight) or N and K (fwd) grow
+        EXPECT_EQ(p.gm, v.m * (bw ? pack : 1));
         EXPECT_EQ(p.gn, v.n * pack);
-        EXPECT_EQ(p.gk, v.k * pack);
+        EXPECT_EQ(p.gk, v.k * (bw ? 1 : pack));
       }
     }
   }
@@ -358,6 +359,7 @@ TEST(Sm80Compile, ProgramsCompileWithNvrtc) {
       // Packed groups (4 or 8 per block).
       {"fwd g16 mb2 ic64 ih9 iw11 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16 ep=bias+relu", "fam=sm80 tile=64x32x32 warps=2x1 stages=3"},
       {"bwd_data g32 mb2 ic256 ih9 iw11 oc256 kh3 kw3 sh2 sw2 ph1 pw1 f16", "fam=sm80 tile=128x32x32 warps=2x1 stages=4"},
+      {"bwd_weight g32 mb2 ic128 ih9 iw11 oc128 kh3 kw3 sh1 sw1 ph1 pw1 bf16", "fam=sm80 tile=64x64x32 warps=2x2 stages=3 splitk=4 skmode=parallel"},
   };
   std::vector<KernelSource> srcs;
   for (const Case& t : cases) {
@@ -476,8 +478,12 @@ void replay_conv(const ConvProblem& cp, const KernelPlan& plan, const std::vecto
             Px q = split_pixel(m, p, nd);
             std::int64_t d = q.d * p.str_d + p.phase_d, h = q.h * p.str_h + p.phase_h, w = q.w * p.str_w + p.phase_w;
             off = ((((q.n * p.in_d + d) * p.in_h + h) * p.in_w + w) * G + g) * C + n;
-          } else {
+          } else if (p.pack_lp == 0) {
             off = g * K * p.gn + m * p.gn + n;
+          } else {  // packed groups: the diagonal blocks only, dw[group][m % k][tap][ch % c]
+            const std::int64_t tap = fdiv(n, p.div_ch), ch = n - tap * C, cg = C >> p.pack_lp;
+            if (ch >> p.pack_lc != m >> p.pack_lk) continue;
+            off = ((g * K + m) * taps + tap) * cg + (ch & (cg - 1));
           }
           out.at(off) = acc;
         }
@@ -506,6 +512,8 @@ TEST(Sm80Plan, ImplicitGemmIndexMathMatchesTheReference) {
            "fwd g16 mb1 ic64 id4 ih5 iw5 oc64 kd3 kh3 kw3 sd1 sh2 sw1 pd1 ph1 pw1 f16",
            "bwd_data g8 mb2 ic32 ih9 iw8 oc64 kh3 kw3 sh2 sw2 ph1 pw1 bf16",
            "bwd_data g4 mb1 ic32 id5 ih6 iw5 oc16 kd3 kh3 kw3 sd1 sh1 sw2 pd1 ph1 pw1 bf16",
+           "bwd_weight g16 mb2 ic64 ih7 iw6 oc32 kh3 kw3 sh1 sw2 ph1 pw1 bf16",
+           "bwd_weight g8 mb1 ic64 id4 ih5 iw5 oc64 kd3 kh3 kw3 sd1 sh2 sw1 pd1 ph1 pw1 f16",
        }) {
     SCOPED_TRACE(text);
     ConvProblem p = parse_conv(text);
@@ -530,5 +538,5 @@ TEST(Sm80Plan, ImplicitGemmIndexMathMatchesTheReference) {
     }
     for (std::size_t i = 0; i < ref.size(); ++i) ASSERT_EQ(got[i], ref[i]) << "element " << i;
   }
-  EXPECT_EQ(packed, 4);  // the four packed-group problems
+  EXPECT_EQ(packed, 6);  // the six packed-group problems
 }

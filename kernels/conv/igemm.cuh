@@ -189,13 +189,30 @@ template <class T, int NDIM, int TN, int TK, int VEC, int THREADS> struct ImgCol
 template <int NDIM> struct OutDx {
   const ConvParams& p;
   int g;
-  static constexpr bool ROW_CONTIG = true;
+  static constexpr bool ROW_CONTIG = true, MAPPED = false;
   __device__ long long row(int m) const {
     const Pixel q = split_pixel<NDIM>(m, p);
     const int d = q.d * p.str_d + p.phase_d, h = q.h * p.str_h + p.phase_h, w = q.w * p.str_w + p.phase_w;
     return ((((long long)q.n * p.in_d + d) * p.in_h + h) * p.in_w + w) * p.g * p.c + g * p.c;
   }
   __device__ long long col_stride() const { return 1; }
+};
+
+// bwd_weight output with packed groups: row m = (group m / k, k), column n = (tap, ch) with ch < P*c; only the
+// blocks on the pack's diagonal (one group in row and column) are outputs: dw[group][m % k][tap][ch % c].
+struct OutPackedDw {
+  const ConvParams& p;
+  long long base;  // dw of the pack's first group
+  static constexpr bool ROW_CONTIG = false, MAPPED = true;
+  struct Col {
+    int off, key;  // (tap, ch % c) offset in a dw row; the column's group
+  };
+  __device__ long long row(int m) const { return base + (long long)m * (p.flt_z * p.flt_y * p.flt_x) * (p.c >> p.pack_lp); }
+  __device__ int row_key(int m) const { return m >> p.pack_lk; }
+  __device__ Col col(int n) const {
+    const int tap = fdiv(n, p.div_ch), ch = n - tap * int(p.div_ch.d), cg = p.c >> p.pack_lp;
+    return {tap * cg + (ch & (cg - 1)), ch >> p.pack_lc};
+  }
 };
 
 template <class Cfg> __device__ __forceinline__ void conv_sm80(const ConvParams& p) {
@@ -255,7 +272,11 @@ template <class Cfg> __device__ __forceinline__ void conv_sm80(const ConvParams&
                                                                     p.gm, p.gk, m0);
     const ImgColsLoader<T, Cfg::ndim, TN, TK, Cfg::align_b, S::THREADS> lb(p, g, n0);
     sm80_mainloop<Cfg>(la, lb, kt0, kt1, acc, smem);
-    sm80_finish<Cfg>(acc, OutRowMajor{(long long)g * p.k * p.gn, p.gn}, m0, n0, e, smem);
+    if constexpr (Cfg::pack)
+      sm80_finish<Cfg>(acc, OutPackedDw{p, (long long)g * p.k * p.flt_z * p.flt_y * p.flt_x * (p.c >> p.pack_lp)}, m0, n0, e,
+                       smem);
+    else
+      sm80_finish<Cfg>(acc, OutRowMajor{(long long)g * p.k * p.gn, p.gn}, m0, n0, e, smem);
   }
 }
 

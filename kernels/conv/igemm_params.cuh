@@ -7,9 +7,10 @@
 //   bwd_data   M = N*qd*qh*qw (dx pixels   N = C/G              K = taps(phase)*K/G (tap, k)
 //              of one stride phase)
 //   bwd_weight M = K/G                     N = Z*Y*X*C/G (tap,c) K = N*Do*Ho*Wo (pixel)
-// Packed groups (fwd, bwd_data; Cfg::pack): one block runs 2^pack_lp consecutive groups as one GEMM whose weight
-// operand is block-diagonal (zeros between groups), so that a tile's N is not mostly padding when the channels
-// per group are few. g, c and k then count the packs and their channels: g = G / P, c = P * C/G, k = P * K/G.
+// Packed groups (Cfg::pack): one block runs 2^pack_lp consecutive groups as one GEMM whose weight operand (fwd,
+// bwd_data) is block-diagonal, zeros between groups, or whose output (bwd_weight) is, the off-diagonal blocks
+// not stored; so that a tile is not mostly padding when the channels per group are few and the loads of a pixel's
+// channels are P times wider. g, c and k then count the packs and their channels: g = G/P, c = P*C/G, k = P*K/G.
 #pragma once
 
 namespace tp {

@@ -238,18 +238,19 @@ template <class Cfg> __device__ __forceinline__ void raster_tile(int t, int tile
   }
 }
 
-// Output addressing: element (m, n) of D (and C) is at row(m) + n * col_stride.
+// Output addressing: element (m, n) of D (and C) is at row(m) + n * col_stride; of a MAPPED output at
+// row(m) + col(n).off, stored only where row_key(m) == col(n).key.
 struct OutRowMajor {
   long long base;
   int ld;
-  static constexpr bool ROW_CONTIG = true;
+  static constexpr bool ROW_CONTIG = true, MAPPED = false;
   __device__ long long row(int m) const { return base + (long long)m * ld; }
   __device__ long long col_stride() const { return 1; }
 };
 struct OutColMajor {
   long long base;
   int ld;
-  static constexpr bool ROW_CONTIG = false;
+  static constexpr bool ROW_CONTIG = false, MAPPED = false;
   __device__ long long row(int m) const { return base + m; }
   __device__ long long col_stride() const { return ld; }
 };
@@ -272,11 +273,11 @@ struct EpiArgs {
   int splitk, slice, tile_id, tiles_total;
 };
 
-// D = act(alpha * acc + beta * C + bias) (or raw fp32 partial sums for parallel split-K).
+// sm80_store of an output addressed by rows (Out::row, Out::col_stride).
 template <class Cfg, class TO, bool BETA, bool BIAS, int ACT, class Out>
-__device__ __forceinline__ void sm80_store(const float (&acc)[Sm80Shape<Cfg>::MI][Sm80Shape<Cfg>::NI][4], const Out& out,
-                                           int m0, int n0, TO* d, const TO* c, const TO* bias, float alpha, float beta,
-                                           int M, int N) {
+__device__ __forceinline__ void sm80_store_rows(const float (&acc)[Sm80Shape<Cfg>::MI][Sm80Shape<Cfg>::NI][4],
+                                                const Out& out, int m0, int n0, TO* d, const TO* c, const TO* bias,
+                                                float alpha, float beta, int M, int N) {
   typedef Sm80Shape<Cfg> S;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int wm0 = (warp / Cfg::warps_n) * S::WM, wn0 = (warp % Cfg::warps_n) * S::WN;
@@ -312,6 +313,40 @@ __device__ __forceinline__ void sm80_store(const float (&acc)[Sm80Shape<Cfg>::MI
         }
       }
     }
+}
+
+// D = act(alpha * acc + beta * C + bias) (or raw fp32 partial sums for parallel split-K).
+template <class Cfg, class TO, bool BETA, bool BIAS, int ACT, class Out>
+__device__ __forceinline__ void sm80_store(const float (&acc)[Sm80Shape<Cfg>::MI][Sm80Shape<Cfg>::NI][4], const Out& out,
+                                           int m0, int n0, TO* d, const TO* c, const TO* bias, float alpha, float beta,
+                                           int M, int N) {
+  typedef Sm80Shape<Cfg> S;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int wm0 = (warp / Cfg::warps_n) * S::WM, wn0 = (warp % Cfg::warps_n) * S::WN;
+  if constexpr (Out::MAPPED) {  // one element at a time, where the row's and the column's keys agree
+#pragma unroll
+    for (int ni = 0; ni < S::NI; ++ni)
+#pragma unroll
+      for (int q = 0; q < 2; ++q) {
+        const int n = n0 + wn0 + ni * 8 + (lane & 3) * 2 + q;
+        if (n >= N) continue;
+        const typename Out::Col col = out.col(n);
+#pragma unroll
+        for (int mi = 0; mi < S::MI; ++mi)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int m = m0 + wm0 + mi * 16 + (lane >> 2) + h * 8;
+            if (m >= M || out.row_key(m) != col.key) continue;
+            const long long o = out.row(m) + col.off;
+            float v = alpha * acc[mi][ni][2 * h + q];
+            if (BETA) v += beta * to_float(c[o]);
+            if (BIAS) v += to_float(bias[n]);
+            store1(d + o, activate<ACT>(v));
+          }
+      }
+  } else {
+    sm80_store_rows<Cfg, TO, BETA, BIAS, ACT>(acc, out, m0, n0, d, c, bias, alpha, beta, M, N);
+  }
 }
 
 __device__ __forceinline__ float4 ldcg4(const float4* p) {

@@ -30,18 +30,19 @@ int log2i(std::int64_t v) {
   return r;
 }
 
-// Groups per block for fwd and bwd_data: the most (a power of two dividing G) whose outputs together still fit
-// the tile's N (K/G of fwd, C/G of bwd_data), so that a narrow group does not leave the tile mostly padding.
-// The B loaders take the weights block-diagonally (kernels/conv/igemm.cuh), which needs power-of-two channels
-// per group and B vectors within one group. The MMA work per output stays the tile's; the loads of the input
-// pixels get P times wider.
+// Groups per block: the most (a power of two dividing G) whose GEMM rows or columns together still fit the tile
+// where one group's leave it mostly padding: N = K/G of fwd, N = C/G of bwd_data, M = K/G of bwd_weight. The
+// weights are taken (fwd, bwd_data) or stored (bwd_weight) block-diagonally (kernels/conv/igemm.cuh), which needs
+// power-of-two channels per group and weight vectors within one group. The MMA work per output stays the tile's;
+// the loads of a pixel's channels get P times wider and the blocks P times fewer.
 int group_pack(const ConvProblem& p, const KernelConfig& c) {
   const std::int64_t cg = p.c_per_group(), kg = p.k_per_group();
-  if (p.g == 1 || p.dir == ConvDir::bwd_weight || !pow2(cg) || !pow2(kg)) return 1;
+  if (p.g == 1 || !pow2(cg) || !pow2(kg)) return 1;
   if (p.dir == ConvDir::fwd && cg % c.align_b != 0) return 1;  // a weight vector would cross into the next group
-  const std::int64_t n = p.dir == ConvDir::fwd ? kg : cg;
+  const std::int64_t n = p.dir == ConvDir::bwd_data ? cg : kg;
+  const int tile = p.dir == ConvDir::bwd_weight ? c.tile_m : c.tile_n;
   int pack = 1;
-  while (2 * pack * n <= c.tile_n && p.g % (2 * pack) == 0) pack *= 2;
+  while (2 * pack * n <= tile && p.g % (2 * pack) == 0) pack *= 2;
   return pack;
 }
 
