@@ -358,7 +358,7 @@ TEST(Sm80Compile, ProgramsCompileWithNvrtc) {
       {"bwd_weight g1 mb2 ic32 ih9 iw11 oc48 kh3 kw3 sh1 sw1 ph1 pw1 bf16", "fam=sm80 tile=64x64x32 warps=2x2 stages=3 splitk=4 skmode=parallel"},
       // Packed groups (4 or 8 per block).
       {"fwd g16 mb2 ic64 ih9 iw11 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16 ep=bias+relu", "fam=sm80 tile=64x32x32 warps=2x1 stages=3"},
-      {"bwd_data g32 mb2 ic256 ih9 iw11 oc256 kh3 kw3 sh2 sw2 ph1 pw1 f16", "fam=sm80 tile=128x32x32 warps=2x1 stages=4"},
+      {"bwd_data g32 mb2 ic128 ih9 iw11 oc128 kh3 kw3 sh2 sw2 ph1 pw1 f16", "fam=sm80 tile=128x32x32 warps=4x1 stages=4"},
       {"bwd_weight g32 mb2 ic128 ih9 iw11 oc128 kh3 kw3 sh1 sw1 ph1 pw1 bf16", "fam=sm80 tile=64x64x32 warps=2x2 stages=3 splitk=4 skmode=parallel"},
   };
   std::vector<KernelSource> srcs;
@@ -368,6 +368,10 @@ TEST(Sm80Compile, ProgramsCompileWithNvrtc) {
     ASSERT_TRUE(legal(p, c, h100())) << t.problem << " | " << t.config;
     for (auto& k : make_plan(p, c).kernels) srcs.push_back(k);
   }
+  const auto packed = std::count_if(srcs.begin(), srcs.end(), [](const KernelSource& k) {
+    return k.specialization.find(" packed") != std::string::npos;
+  });
+  EXPECT_EQ(packed, 3);  // the packed-group cases, one per direction
   auto compiled = jit::compile_all(srcs, "sm_90a", 2);
   ASSERT_EQ(compiled.size(), srcs.size());
   for (std::size_t i = 0; i < srcs.size(); ++i) {
@@ -507,13 +511,13 @@ TEST(Sm80Plan, ImplicitGemmIndexMathMatchesTheReference) {
            "bwd_data g1 mb1 ic4 id6 ih6 iw7 oc4 kd3 kh3 kw3 sd2 sh2 sw1 pd1 ph1 pw1 dd2 dh1 dw1 bf16",
            "bwd_weight g2 mb2 ic6 ih9 iw11 oc10 kh3 kw3 sh2 sw1 ph1 pw1 dh1 dw2 bf16",
            "bwd_weight g1 mb2 ic4 id5 ih6 iw7 oc6 kd3 kh3 kw3 sd1 sh2 sw1 pd1 ph1 pw1 f16",
-           // Packed groups (tile N 32 holds 4 groups of 8 or 8 of 4 channels), 2-D and 3-D, strided bwd_data.
+           // Packed groups (tile N 32 holds 8 groups of 4 channels or 16 of 2), 2-D and 3-D, strided bwd_data.
            "fwd g8 mb2 ic64 ih7 iw6 oc32 kh3 kw3 sh1 sw2 ph1 pw1 bf16",
            "fwd g16 mb1 ic64 id4 ih5 iw5 oc64 kd3 kh3 kw3 sd1 sh2 sw1 pd1 ph1 pw1 f16",
            "bwd_data g8 mb2 ic32 ih9 iw8 oc64 kh3 kw3 sh2 sw2 ph1 pw1 bf16",
            "bwd_data g4 mb1 ic32 id5 ih6 iw5 oc16 kd3 kh3 kw3 sd1 sh1 sw2 pd1 ph1 pw1 bf16",
            "bwd_weight g16 mb2 ic64 ih7 iw6 oc32 kh3 kw3 sh1 sw2 ph1 pw1 bf16",
-           "bwd_weight g8 mb1 ic64 id4 ih5 iw5 oc64 kd3 kh3 kw3 sd1 sh2 sw1 pd1 ph1 pw1 f16",
+           "bwd_weight g16 mb1 ic64 id4 ih5 iw5 oc64 kd3 kh3 kw3 sd1 sh2 sw1 pd1 ph1 pw1 f16",
        }) {
     SCOPED_TRACE(text);
     ConvProblem p = parse_conv(text);

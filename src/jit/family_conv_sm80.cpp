@@ -34,15 +34,31 @@ int log2i(std::int64_t v) {
 // where one group's leave it mostly padding: N = K/G of fwd, N = C/G of bwd_data, M = K/G of bwd_weight. The
 // weights are taken (fwd, bwd_data) or stored (bwd_weight) block-diagonally (kernels/conv/igemm.cuh), which needs
 // power-of-two channels per group and weight vectors within one group. The MMA work per output stays the tile's;
-// the loads of a pixel's channels get P times wider and the blocks P times fewer.
+// the loads of a pixel's channels get P times wider and the blocks P times fewer. Measured on an H200
+// (bench/results/2026-11-29-grouped-dw, the same configs packed and not): groups of fewer than 16 bytes of
+// channels gain at any grid (1.2-3.1x); wider ones gain while the packed grid keeps kPackMinBlocks (two blocks
+// per SM of an H100 / H200: 1.1-2x) and lose below it (0.5-0.9x); bwd_weight with 32 bytes or more loses (0.7x).
+constexpr std::int64_t kPackMinBlocks = 2 * 132;
+
 int group_pack(const ConvProblem& p, const KernelConfig& c) {
   const std::int64_t cg = p.c_per_group(), kg = p.k_per_group();
   if (p.g == 1 || !pow2(cg) || !pow2(kg)) return 1;
   if (p.dir == ConvDir::fwd && cg % c.align_b != 0) return 1;  // a weight vector would cross into the next group
+  const std::int64_t run = std::min(cg, kg) * static_cast<std::int64_t>(size_bytes(p.x));  // bytes of one group's pixel
+  if (p.dir == ConvDir::bwd_weight && run >= 32) return 1;
+  const std::int64_t floor = run < 16 ? 0 : kPackMinBlocks;
+  const auto o = p.out();
+  const std::int64_t taps = p.filter[0] * p.filter[1] * p.filter[2];
+  const std::int64_t pixels = p.dir == ConvDir::bwd_data ? p.n * p.in[0] * p.in[1] * p.in[2] : p.n * o[0] * o[1] * o[2];
+  auto blocks = [&](std::int64_t pack) {  // of the GEMM views with P groups per block (bwd_data: all phases as one)
+    const std::int64_t m = p.dir == ConvDir::bwd_weight ? pack * kg : pixels;
+    const std::int64_t n = p.dir == ConvDir::fwd ? pack * kg : p.dir == ConvDir::bwd_data ? pack * cg : taps * pack * cg;
+    return codegen::ceil_div(m, c.tile_m) * codegen::ceil_div(n, c.tile_n) * (p.g / pack) * c.splitk;
+  };
   const std::int64_t n = p.dir == ConvDir::bwd_data ? cg : kg;
   const int tile = p.dir == ConvDir::bwd_weight ? c.tile_m : c.tile_n;
   int pack = 1;
-  while (2 * pack * n <= tile && p.g % (2 * pack) == 0) pack *= 2;
+  while (2 * pack * n <= tile && p.g % (2 * pack) == 0 && blocks(2 * pack) >= floor) pack *= 2;
   return pack;
 }
 
