@@ -78,6 +78,58 @@ std::array<int, 3> max_alignment(const Problem& p) {
   return a;
 }
 
+// Groups per block: the most (a power of two dividing G) whose GEMM rows or columns together still fit the tile
+// where one group's leave it mostly padding: N = K/G of fwd, N = C/G of bwd_data, M = K/G of bwd_weight. The
+// weights are taken (fwd, bwd_data) or stored (bwd_weight) block-diagonally (kernels/conv/igemm.cuh), which needs
+// power-of-two channels per group and weight vectors within one group. The MMA work per output stays the tile's;
+// the loads of a pixel's channels get P times wider and the blocks P times fewer. Measured on an H200
+// (bench/results/2026-11-29-grouped-dw, the same configs packed and not): groups of fewer than 16 bytes of
+// channels gain at any grid (1.2-3.1x); wider ones gain while the packed grid keeps kPackMinBlocks (two blocks
+// per SM of an H100 / H200: 1.1-2x) and lose below it (0.5-0.9x); bwd_weight with 32 bytes or more loses (0.7x).
+int sm80_group_pack(const ConvProblem& p, const KernelConfig& c) {
+  constexpr std::int64_t kPackMinBlocks = 2 * 132;
+  const std::int64_t cg = p.c_per_group(), kg = p.k_per_group();
+  auto pow2 = [](std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
+  if (c.fam() != Family::sm80 || p.g == 1 || !pow2(cg) || !pow2(kg)) return 1;
+  if (p.dir == ConvDir::fwd && (c.align_b == 0 || cg % c.align_b != 0)) return 1;  // a weight vector would cross groups
+  const std::int64_t run = std::min(cg, kg) * size_bytes(p.x);  // bytes of one group's channels at a pixel
+  if (p.dir == ConvDir::bwd_weight && run >= 32) return 1;
+  const std::int64_t floor = run < 16 ? 0 : kPackMinBlocks;
+  const auto o = p.out();
+  const std::int64_t taps = p.filter[0] * p.filter[1] * p.filter[2];
+  const std::int64_t pixels = p.dir == ConvDir::bwd_data ? p.n * p.in[0] * p.in[1] * p.in[2] : p.n * o[0] * o[1] * o[2];
+  auto blocks = [&](std::int64_t pack) {  // of the GEMM views with P groups per block (bwd_data: all phases as one)
+    const std::int64_t m = p.dir == ConvDir::bwd_weight ? pack * kg : pixels;
+    const std::int64_t n = p.dir == ConvDir::fwd ? pack * kg : p.dir == ConvDir::bwd_data ? pack * cg : taps * pack * cg;
+    return (m + c.tile_m - 1) / c.tile_m * ((n + c.tile_n - 1) / c.tile_n) * (p.g / pack) * c.splitk;
+  };
+  const std::int64_t n = p.dir == ConvDir::bwd_data ? cg : kg;
+  const int tile = p.dir == ConvDir::bwd_weight ? c.tile_m : c.tile_n;
+  int pack = 1;
+  while (2 * pack * n <= tile && p.g % (2 * pack) == 0 && blocks(2 * pack) >= floor) pack *= 2;
+  return pack;
+}
+
+namespace {
+
+// allowed (max_alignment) widened where c packs groups: the tensors read or written P groups at a time along
+// the channels (fwd: x and y, bwd_data: dy and dx, bwd_weight: dy and x; the weights stay one group's).
+std::array<int, 3> packed_alignment(const KernelConfig& c, const Problem& p, std::array<int, 3> allowed) {
+  const auto* conv = std::get_if<ConvProblem>(&p);
+  if (!conv || c.fam() != Family::sm80 || conv->g == 1) return allowed;
+  KernelConfig r = c;
+  if (r.align_a == 0) r.align_a = allowed[0], r.align_b = allowed[1], r.align_c = allowed[2];
+  const int pack = sm80_group_pack(*conv, r);
+  if (pack == 1) return allowed;
+  const auto ext = contiguous_extents(p);
+  const auto bytes = operand_bytes(p);
+  const bool bw = conv->dir == ConvDir::bwd_weight;
+  for (int i : {0, bw ? 1 : 2}) allowed[i] = pow2_floor_divisor(ext[i] * pack, 16 / bytes[i]);
+  return allowed;
+}
+
+}  // namespace
+
 namespace {
 
 bool auto_aligned(const KernelConfig& c) { return c.fam() != Family::dw && c.align_a == 0; }
@@ -91,7 +143,7 @@ KernelConfig with_alignment(const KernelConfig& c, const std::array<int, 3>& a) 
 }  // namespace
 
 KernelConfig resolve(const KernelConfig& c, const Problem& p) {
-  return auto_aligned(c) ? with_alignment(c, max_alignment(p)) : c;
+  return auto_aligned(c) ? with_alignment(c, packed_alignment(c, p, max_alignment(p))) : c;
 }
 
 Resources estimate_resources(const KernelConfig& c, const Problem& p) {
@@ -282,7 +334,7 @@ ProblemLegality::ProblemLegality(const Problem& p, const ArchSpec& arch)
 }
 
 KernelConfig ProblemLegality::resolve(const KernelConfig& c) const {
-  return auto_aligned(c) ? with_alignment(c, allowed_) : c;
+  return auto_aligned(c) ? with_alignment(c, packed_alignment(c, problem_, allowed_)) : c;
 }
 
 template <bool kExplain>
@@ -347,12 +399,14 @@ Verdict ProblemLegality::check(const KernelConfig& c) const {
   }
   // Both GEMM families: alignment, split-K, accumulation chain, 32-bit indexing.
   const std::array<int, 3> want{c.align_a, c.align_b, c.align_c};
+  const std::array<int, 3> allowed = packed_alignment(c, problem_, allowed_);
   static const char* names[3] = {"A", "B", "C"};
   for (int i = 0; i < 3; ++i)
-    if (want[i] > allowed_[i])
+    if (want[i] > allowed[i])
       return fail<kExplain>("align", [&] {
         return "align " + std::to_string(want[i]) + " on " + names[i] + ": its contiguous extent " +
-               std::to_string(extents_[i]) + " allows at most " + std::to_string(allowed_[i]);
+               std::to_string(extents_[i]) + (allowed[i] != allowed_[i] ? " (times the groups packed)" : "") +
+               " allows at most " + std::to_string(allowed[i]);
       });
   const std::int64_t k_tiles = (gemm_k_ + c.tile_k - 1) / c.tile_k;
   if (c.splitk > k_tiles)

@@ -11,6 +11,7 @@
 #include "codegen.hpp"
 #include "families.hpp"
 #include "tilepick/error.hpp"
+#include "tilepick/legality.hpp"
 
 namespace tilepick::family {
 namespace {
@@ -23,43 +24,10 @@ tp::FastDiv fastdiv(std::int64_t d) {
   return {f.d, f.mul, f.shift, 0};
 }
 
-bool pow2(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 int log2i(std::int64_t v) {
   int r = 0;
   while ((std::int64_t{1} << r) < v) ++r;
   return r;
-}
-
-// Groups per block: the most (a power of two dividing G) whose GEMM rows or columns together still fit the tile
-// where one group's leave it mostly padding: N = K/G of fwd, N = C/G of bwd_data, M = K/G of bwd_weight. The
-// weights are taken (fwd, bwd_data) or stored (bwd_weight) block-diagonally (kernels/conv/igemm.cuh), which needs
-// power-of-two channels per group and weight vectors within one group. The MMA work per output stays the tile's;
-// the loads of a pixel's channels get P times wider and the blocks P times fewer. Measured on an H200
-// (bench/results/2026-11-29-grouped-dw, the same configs packed and not): groups of fewer than 16 bytes of
-// channels gain at any grid (1.2-3.1x); wider ones gain while the packed grid keeps kPackMinBlocks (two blocks
-// per SM of an H100 / H200: 1.1-2x) and lose below it (0.5-0.9x); bwd_weight with 32 bytes or more loses (0.7x).
-constexpr std::int64_t kPackMinBlocks = 2 * 132;
-
-int group_pack(const ConvProblem& p, const KernelConfig& c) {
-  const std::int64_t cg = p.c_per_group(), kg = p.k_per_group();
-  if (p.g == 1 || !pow2(cg) || !pow2(kg)) return 1;
-  if (p.dir == ConvDir::fwd && cg % c.align_b != 0) return 1;  // a weight vector would cross into the next group
-  const std::int64_t run = std::min(cg, kg) * static_cast<std::int64_t>(size_bytes(p.x));  // bytes of one group's pixel
-  if (p.dir == ConvDir::bwd_weight && run >= 32) return 1;
-  const std::int64_t floor = run < 16 ? 0 : kPackMinBlocks;
-  const auto o = p.out();
-  const std::int64_t taps = p.filter[0] * p.filter[1] * p.filter[2];
-  const std::int64_t pixels = p.dir == ConvDir::bwd_data ? p.n * p.in[0] * p.in[1] * p.in[2] : p.n * o[0] * o[1] * o[2];
-  auto blocks = [&](std::int64_t pack) {  // of the GEMM views with P groups per block (bwd_data: all phases as one)
-    const std::int64_t m = p.dir == ConvDir::bwd_weight ? pack * kg : pixels;
-    const std::int64_t n = p.dir == ConvDir::fwd ? pack * kg : p.dir == ConvDir::bwd_data ? pack * cg : taps * pack * cg;
-    return codegen::ceil_div(m, c.tile_m) * codegen::ceil_div(n, c.tile_n) * (p.g / pack) * c.splitk;
-  };
-  const std::int64_t n = p.dir == ConvDir::bwd_data ? cg : kg;
-  const int tile = p.dir == ConvDir::bwd_weight ? c.tile_m : c.tile_n;
-  int pack = 1;
-  while (2 * pack * n <= tile && p.g % (2 * pack) == 0 && blocks(2 * pack) >= floor) pack *= 2;
-  return pack;
 }
 
 }  // namespace
@@ -77,7 +45,7 @@ KernelPlan plan_conv_sm80(const ConvProblem& p, const KernelConfig& c) {
   if (p.dir != ConvDir::fwd && !p.epilogue.is_none())
     throw Unsupported("fam=sm80 conv: epilogues only for fwd: '" + to_string(p) + "'");
   const int mode = sm80_splitk_mode(c);
-  const int pack = group_pack(p, c);
+  const int pack = sm80_group_pack(p, c);
 
   CfgText cfg = sm80_cfg(c, in_a, mode);
   cfg.b("a_kmajor", p.dir != ConvDir::bwd_weight).b("b_kmajor", p.dir == ConvDir::fwd).b("c_colmajor", false);
