@@ -544,3 +544,28 @@ TEST(Sm80Plan, ImplicitGemmIndexMathMatchesTheReference) {
   }
   EXPECT_EQ(packed, 6);  // the six packed-group problems
 }
+
+// The packing rule (legality.cpp, sm80_group_pack) as measured in bench/results/2026-11-29-grouped-dw.
+TEST(Sm80Plan, GroupPackingFollowsTheMeasuredRule) {
+  auto pack = [](const char* problem, const char* config) {
+    const ConvProblem p = parse_conv(problem);
+    return sm80_group_pack(p, resolve(parse_config(config), Problem{p}));
+  };
+  const char* t32 = "fam=sm80 tile=128x32x32 warps=4x1 stages=4";
+  // Groups of 8 bytes (4 bf16 channels) fill the tile's N at any grid: 8 groups of 4 in N = 32.
+  EXPECT_EQ(pack("fwd g32 mb1 ic128 ih56 iw56 oc128 kh3 kw3 sh1 sw1 ph1 pw1 bf16", t32), 8);
+  EXPECT_EQ(pack("bwd_data g32 mb1 ic128 ih7 iw7 oc128 kh3 kw3 sh1 sw1 ph1 pw1 bf16", t32), 8);
+  // 32-byte groups pack only while 264 blocks remain: ResNeXt's 14x14 layer of 16 channels per group at batch 32
+  // (784 blocks at P = 2, the most tile N = 32 holds), not at batch 1 (32 blocks at P = 2).
+  EXPECT_EQ(pack("fwd g32 mb32 ic512 ih14 iw14 oc512 kh3 kw3 sh1 sw1 ph1 pw1 bf16", t32), 2);
+  EXPECT_EQ(pack("fwd g32 mb1 ic512 ih14 iw14 oc512 kh3 kw3 sh1 sw1 ph1 pw1 bf16", t32), 1);
+  // bwd_weight packs along M (tile_m / K/G), never for groups of 32 bytes or more.
+  EXPECT_EQ(pack("bwd_weight g32 mb32 ic128 ih56 iw56 oc128 kh3 kw3 sh1 sw1 ph1 pw1 bf16",
+                 "fam=sm80 tile=32x64x32 warps=1x2 stages=4 splitk=16 skmode=parallel"), 8);
+  EXPECT_EQ(pack("bwd_weight g32 mb32 ic512 ih28 iw28 oc512 kh3 kw3 sh1 sw1 ph1 pw1 bf16",
+                 "fam=sm80 tile=64x64x32 warps=2x2 stages=4 splitk=16 skmode=parallel"), 1);
+  // Not packable: one group, channels per group not a power of two, groups that do not divide.
+  EXPECT_EQ(pack("fwd g1 mb32 ic64 ih56 iw56 oc64 kh3 kw3 sh1 sw1 ph1 pw1 bf16", t32), 1);
+  EXPECT_EQ(pack("fwd g12 mb32 ic144 ih56 iw56 oc144 kh3 kw3 sh1 sw1 ph1 pw1 bf16", t32), 1);
+  EXPECT_EQ(pack("fwd g3 mb32 ic12 ih56 iw56 oc12 kh3 kw3 sh1 sw1 ph1 pw1 bf16", t32), 1);
+}
