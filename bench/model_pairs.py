@@ -39,7 +39,7 @@ def problems_of(path: str) -> list[str]:
 
 def ranked(problems: list[str], models: str, k: int, modes: list[str], arch: str = "h200") -> dict[str, list[str]]:
     """problem -> [canonical problem, top-k configs of each selection mode...], from a fresh process per
-    mode (the default selector reads TILEPICK_MODELS_DIR and TILEPICK_SELECT once)."""
+    mode (the default selector reads TILEPICK_MODELS_DIR once)."""
     out: dict[str, list[str]] = {}
     for mode in modes:
         for p, c in ranked_one(problems, models, k, mode, arch).items():
@@ -49,8 +49,8 @@ def ranked(problems: list[str], models: str, k: int, modes: list[str], arch: str
 
 def ranked_one(problems: list[str], models: str, k: int, mode: str, arch: str = "h200") -> dict[str, list[str]]:
     code = ("import sys, json; from tilepick import _core\n"
-            "for p in json.load(sys.stdin): s = _core.select(p, %r, %d); print(json.dumps([p, [s['problem']] + [t['config'] for t in s['top']]]))" % (arch, k))
-    env = dict(os.environ, TILEPICK_MODELS_DIR=models, TILEPICK_SELECT=mode, PYTHONPATH=str(ROOT / "python"))
+            "for p in json.load(sys.stdin): s = _core.select(p, %r, %d, %r); print(json.dumps([p, [s['problem']] + [t['config'] for t in s['top']]]))" % (arch, k, mode))
+    env = dict(os.environ, TILEPICK_MODELS_DIR=models, PYTHONPATH=str(ROOT / "python"))
     import json
     res = subprocess.run([sys.executable, "-c", code], input=json.dumps(problems), text=True, env=env,
                          capture_output=True, check=True)

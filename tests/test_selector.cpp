@@ -781,9 +781,11 @@ TEST_F(SelectorTest, EvalScoresTheTimedTopKAndWhetherTheModelsOwnChoicesWereMeas
   EXPECT_DOUBLE_EQ(g->own_first_measured, 0.5);
   EXPECT_DOUBLE_EQ(g->own_top_k_measured, 0.5);
   EXPECT_NE(eval::format_table(report).find(" t4 "), std::string::npos);
-  // The whole-pool t4 names the shortlist rule it timed (TILEPICK_SHORTLIST, unset here: varied).
+  // The whole-pool t4 names the shortlist rule it timed (dispatch's, varied, unless asked otherwise).
   EXPECT_EQ(eval::to_json(report)["shortlist"], "varied");
-  EXPECT_NE(eval::format_table(report).find("TILEPICK_SHORTLIST=varied"), std::string::npos);
+  EXPECT_NE(eval::format_table(report).find("top_k's shortlist, varied"), std::string::npos);
+  EXPECT_EQ(eval::to_json(eval::evaluate(sel, records, h200, {}, eval::kTimedTopK, eval::Repeats::fastest,
+                                         Shortlist::first))["shortlist"], "first");
   EXPECT_EQ(eval::to_json(report)["groups"][0]["own_first_measured"], 0.5);
   // What dispatch runs: P1's whole-pool first choice and the fastest of its first 4 (all measured);
   // P2's first choice was not measured, so it is left out of those numbers.

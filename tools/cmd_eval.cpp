@@ -39,7 +39,8 @@ struct EvalArgs {
   bool listed_only = false;
   int timed_k = eval::kTimedTopK;
   std::string repeats = "fastest";
-  std::string select;  // "", full or fast (TILEPICK_SELECT when "")
+  std::string select;  // "", full or fast (fast when "")
+  std::string shortlist = "varied";  // the rule of top_k's own choices (Shortlist)
 };
 
 constexpr int kThresholdExit = 2;
@@ -210,8 +211,10 @@ void run(const EvalArgs& a) {
                          : std::string())
               << (m.spec.serves.empty() ? std::string() : ", also serves " + serves(m.spec))
               << "\n";
-  const eval::EvalReport report = eval::evaluate(selector, records, arch, tags, a.timed_k,
-                                                     a.repeats == "median" ? eval::Repeats::median : eval::Repeats::fastest);
+  const eval::EvalReport report =
+      eval::evaluate(selector, records, arch, tags, a.timed_k,
+                     a.repeats == "median" ? eval::Repeats::median : eval::Repeats::fastest,
+                     a.shortlist == "first" ? Shortlist::first : Shortlist::varied);
   std::cout << "arch " << arch.name << ", " << records.size() << " records\n" << eval::format_table(report);
   // A quality gate must not pass on no data (an empty or unreadable file, a Git LFS pointer).
   if (report.problems.empty())
@@ -299,8 +302,12 @@ void add_eval_commands(CLI::App& app) {
   cmd->add_flag("--no-prune", args->no_prune,
                 "ignore the models' candidates.txt: the model chooses among every measured config");
   cmd->add_option("--select", args->select,
-                  "full: the models; fast: their fast/ students where valid (default: TILEPICK_SELECT, else fast)")
+                  "full: the models; fast: their fast/ students where valid (default fast)")
       ->check(CLI::IsMember({"full", "fast"}));
+  cmd->add_option("--shortlist", args->shortlist,
+                  "the k configs of top_k's own choices: varied (dispatch's rule: conv one per tile shape) or first")
+      ->check(CLI::IsMember({"first", "varied"}))
+      ->capture_default_str();
   cmd->callback([args] { run(*args); });
 }
 

@@ -29,6 +29,7 @@ struct SelectArgs {
   std::string models;
   std::string space_hash_op;
   std::string select;  // "", fast, full or shortlist
+  std::string shortlist = "varied";  // --select shortlist: the rule (Shortlist)
 };
 
 struct Timing {
@@ -104,12 +105,12 @@ bool print_problem(const SelectArgs& a, const Selector& selector, const NamedPro
   const Problem& p = np.problem;
   const std::string key = to_string(p);
   const bool shortlist = a.select == "shortlist";
-  Selection s = shortlist ? selector.shortlist(p, arch, a.k)
+  Selection s = shortlist ? selector.shortlist(p, arch, a.k, a.shortlist == "first" ? Shortlist::first : Shortlist::varied)
                           : selector.select(p, arch, a.k, a.select == "full" ? ScoreMode::full : ScoreMode::automatic);
   std::cout << "# " << (np.name.empty() ? "" : np.name + ": ") << key << " | arch " << arch.name << " | "
             << s.pool_size << (s.pruned ? " legal candidates of the model's candidates.txt | " : " legal candidates | ")
             << (s.from_model ? s.source + (s.fast ? " (fast: student, best re-scored)"
-                                              : shortlist ? " (full model; top_k's shortlist, TILEPICK_SHORTLIST)"
+                                              : shortlist ? " (full model; top_k's shortlist, " + a.shortlist + ")"
                                                           : " (full model)")
                              : std::string("fallback (analytic)"))
             << " | confidence " << fmt(s.confidence, "%.4g") << " (" << s.units << ")\n";
@@ -202,8 +203,12 @@ void add_select_commands(CLI::App& app) {
   cmd->add_option("--select", args->select,
                   "fast (the student, its best 16 re-scored: the heuristic strategy), full (the full model's ranking) "
                   "or shortlist (what the top_k strategy times: the full model's first k, for conv one per tile shape "
-                  "unless TILEPICK_SHORTLIST=first); default TILEPICK_SELECT, else fast")
+                  "unless --shortlist first); default fast")
       ->check(CLI::IsMember({"fast", "full", "shortlist"}));
+  cmd->add_option("--shortlist", args->shortlist,
+                  "--select shortlist: varied (dispatch's rule: conv one config per tile shape) or first (the first k)")
+      ->check(CLI::IsMember({"first", "varied"}))
+      ->capture_default_str();
   cmd->add_option("--models", args->models, "models folder (default: TILEPICK_MODELS_DIR or the source tree's models/)");
   cmd->add_option("--space-hash", args->space_hash_op, "print the config-space hash of an op (for training) and exit");
   cmd->callback([args] { run(*args); });

@@ -77,7 +77,7 @@ struct PlanOptions {
   Strategy strategy = Strategy::automatic;
   int k = 4;                          // top_k (and auto where it times): tilepick candidates timed (plus the
                                       // vendor with auto): Selector::shortlist, the full model's best k (for
-                                      // conv one per tile shape unless TILEPICK_SHORTLIST=first)
+                                      // conv one per tile shape: Shortlist::varied)
   // auto: a plan whose heuristic first choice the analytic model estimates at >= this many microseconds
   // (estimated_time_us) is timed as top_k (under a vendor_first model with vendor auto: the vendor's algorithms
   // alone, ours too only where none passes), the rest are heuristic plans; offline plans are never timed.

@@ -31,11 +31,6 @@ std::string cudnn_lib();
 std::string vendor_mode();
 // TILEPICK_PLAN_CACHE: the dispatcher's plan-cache JSON file, "" when unset (memory only).
 std::string plan_cache_file();
-// TILEPICK_SELECT: full | fast (selector.hpp ScoreMode), "" when unset (the Selector's default).
-std::string select_mode();
-// TILEPICK_SHORTLIST: first | varied (Selector::shortlist: what dispatch's top_k strategy times and eval's
-// tK scores), "" when unset (varied).
-std::string shortlist_mode();
 // TILEPICK_VENDOR_CHOICE: on (default) | off. off: model folders load without their "vendor_choice"
 // (selector.hpp), so dispatch's heuristic strategy runs the model's pick for conv again.
 bool vendor_choice();

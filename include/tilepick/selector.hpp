@@ -133,19 +133,20 @@ CandidateSet load_candidates(const std::string& path);
 // How the selector scores a model's candidates. full: the model (the teacher). fast: its distilled
 // student (models/<m>/fast/) over the student's candidate set when the folder is valid for this
 // build and this teacher, then the student's top `rescore_top` re-scored by the teacher; the
-// teacher otherwise. automatic: TILEPICK_SELECT (full | fast), unset = kDefaultScoreMode.
+// teacher otherwise. automatic: kDefaultScoreMode (`tilepick eval` / `select` / `plan`: --select).
 enum class ScoreMode { automatic, full, fast };
 inline constexpr ScoreMode kDefaultScoreMode = ScoreMode::fast;  // docs/selection.md: same held-out quality
-ScoreMode resolve_score_mode(ScoreMode mode);  // automatic -> env or the default
+ScoreMode resolve_score_mode(ScoreMode mode);  // automatic -> kDefaultScoreMode
 const char* score_mode_name(ScoreMode mode);
 
 // Which k configs Selector::shortlist returns (what dispatch's top_k strategy times). first: the full model's
 // first k. varied (conv ops; GEMM gets its first k): a config whose tile_shape is already on the list is
 // passed over while the full model's first max(k, kShortlistWindow) hold another shape, then the rest
 // follow in rank order. A conv pool's first k often differ only in stages or swizzle of one shape and
-// miss together (docs/selection.md, "Which k configs to time"). automatic: TILEPICK_SHORTLIST, unset = varied.
+// miss together (docs/selection.md, "Which k configs to time"). automatic: varied (`tilepick eval` / `select`:
+// --shortlist).
 enum class Shortlist { automatic, first, varied };
-Shortlist resolve_shortlist(Shortlist how);  // automatic -> env or the default
+Shortlist resolve_shortlist(Shortlist how);  // automatic -> varied
 const char* shortlist_name(Shortlist how);
 // The shape a varied shortlist keeps one config of: sm80 / sm90 tile and warps, dw its output tile.
 std::array<int, 6> tile_shape(const KernelConfig& c);

@@ -254,13 +254,15 @@ nb::list operand_specs_py(const std::string& problem) {
   return out;
 }
 
-nb::dict select_py(const std::string& problem, const std::string& arch_name, int k) {
+nb::dict select_py(const std::string& problem, const std::string& arch_name, int k, const std::string& mode) {
   const Problem p = parse_problem(problem);
   const ArchSpec& arch = find_arch(default_arch_specs(), arch_name);
+  if (mode != "fast" && mode != "full")
+    throw Error(Status::invalid_argument, "select: mode '" + mode + "' is not fast or full");
   Selection s;
   {
     nb::gil_scoped_release unlocked;
-    s = Selector::default_selector().select(p, arch, k);
+    s = Selector::default_selector().select(p, arch, k, mode == "full" ? ScoreMode::full : ScoreMode::fast);
   }
   nb::list top;
   for (const auto& r : s.top) {
@@ -338,9 +340,9 @@ void bind_dispatch(nb::module_& m) {
         "{ok, reason, tilepick_candidates, vendor_candidate}: whether plan() can succeed.");
   m.def("operand_specs", &operand_specs_py, "problem"_a,
         "The operands in run() order: dicts {name, slot, dims, dtype, shape (memory order), output}.");
-  m.def("select", &select_py, "problem"_a, "arch"_a = "h200", "k"_a = 4,
-        "The selector's ranking (no GPU): {problem, arch, top: [{config, score, source}], pool_size, from_model, "
-        "source, reason, confidence, units}.");
+  m.def("select", &select_py, "problem"_a, "arch"_a = "h200", "k"_a = 4, "mode"_a = "fast",
+        "The selector's ranking (no GPU; mode fast: a model's student, best 16 re-scored, or full: the model): "
+        "{problem, arch, top: [{config, score, source}], pool_size, from_model, source, reason, confidence, units}.");
   m.def("dispatcher_stats", &stats_py, "Plan-cache counters of the default dispatcher and its cache file.");
   m.def("save_plan_cache", [] { Dispatcher::default_dispatcher().save(); },
         "Writes persistable plans to TILEPICK_PLAN_CACHE (no-op without one).");

@@ -144,10 +144,6 @@ std::string plan_cache_file() {
   return v ? v : "";
 }
 
-std::string select_mode() { return one_of("TILEPICK_SELECT", {"full", "fast"}); }
-
-std::string shortlist_mode() { return one_of("TILEPICK_SHORTLIST", {"first", "varied"}); }
-
 bool vendor_choice() { return on_off("TILEPICK_VENDOR_CHOICE"); }
 
 bool cudnn_graph() { return on_off("TILEPICK_CUDNN_GRAPH"); }

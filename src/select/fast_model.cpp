@@ -12,13 +12,7 @@
 namespace tilepick {
 namespace fs = std::filesystem;
 
-ScoreMode resolve_score_mode(ScoreMode mode) {
-  if (mode != ScoreMode::automatic) return mode;
-  const std::string env = env::select_mode();
-  if (env == "full") return ScoreMode::full;
-  if (env == "fast") return ScoreMode::fast;
-  return kDefaultScoreMode;
-}
+ScoreMode resolve_score_mode(ScoreMode mode) { return mode == ScoreMode::automatic ? kDefaultScoreMode : mode; }
 
 const char* score_mode_name(ScoreMode mode) {
   switch (mode) {

@@ -598,10 +598,7 @@ Selection Selector::select(const Problem& p, const ArchSpec& arch, int k, ScoreM
   return s;
 }
 
-Shortlist resolve_shortlist(Shortlist how) {
-  if (how != Shortlist::automatic) return how;
-  return env::shortlist_mode() == "first" ? Shortlist::first : Shortlist::varied;
-}
+Shortlist resolve_shortlist(Shortlist how) { return how == Shortlist::automatic ? Shortlist::varied : how; }
 
 const char* shortlist_name(Shortlist how) {
   switch (resolve_shortlist(how)) {

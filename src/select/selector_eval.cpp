@@ -192,12 +192,12 @@ std::string quote(const std::string& s) { return "\"" + s + "\""; }
 // Whether the model's own choices over its whole pool were measured (ProblemEval), as dispatch makes
 // them: the first choice in the selector's mode (the heuristic strategy), the k the top_k strategy
 // times (Selector::shortlist).
-void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRows& rows, int k, double auto_time_us,
-                 ProblemEval& e) {
+void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRows& rows, int k, Shortlist shortlist,
+                 double auto_time_us, ProblemEval& e) {
   Selection own, timed;
   try {
     own = selector.select(rows.problem, arch, k);
-    timed = selector.shortlist(rows.problem, arch, k);
+    timed = selector.shortlist(rows.problem, arch, k, shortlist);
   } catch (const Error&) {
     return;  // no legal candidate for this arch: nothing of its own to compare
   }
@@ -307,12 +307,12 @@ Stats summarize(std::vector<double> eff, const std::vector<double>& regrets, std
 }
 
 EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& records, const ArchSpec& arch,
-                    const std::map<std::string, std::string>& tags, int timed_k, Repeats repeats) {
+                    const std::map<std::string, std::string>& tags, int timed_k, Repeats repeats, Shortlist shortlist) {
   if (timed_k < 1) throw Error(Status::invalid_argument, "eval: timed_k must be at least 1, not " + std::to_string(timed_k));
   EvalReport report;
   report.arch = arch.name;
   report.timed_k = timed_k;
-  report.shortlist = shortlist_name(Shortlist::automatic);  // the rule Selector::shortlist applies here
+  report.shortlist = shortlist_name(shortlist);
   report.auto_time_us = env::auto_time_us();                // dispatch's auto threshold here
   std::vector<std::string> order;
   std::map<std::string, ProblemRows> by_problem;
@@ -388,7 +388,7 @@ EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& 
       if (m.status == "ok" && !(m.us >= e.timed_us)) e.timed_us = m.us;
     }
     e.timed_efficiency = std::isnan(e.timed_us) ? 0.0 : e.oracle_us / e.timed_us;
-    own_choices(selector, arch, rows, timed_k, report.auto_time_us, e);
+    own_choices(selector, arch, rows, timed_k, shortlist, report.auto_time_us, e);
     e.fallback =
         score_ranking(selector.rank_fallback(rows.problem, arch, configs), rows, e.oracle_config, e.oracle_us);
     const bool gemm = e.op == "gemm";
@@ -576,7 +576,7 @@ std::string format_table(const EvalReport& r) {
   std::snprintf(line, sizeof line, head.c_str(), "group", "n", "mean", "p10", "min", "top1", "tw", "n", "mean",
                 "p10", "min", "tw");
   out << "whole-pool choices (what dispatch runs), over the problems where they were measured: first choice | t"
-      << r.timed_k << " (the fastest of top_k's shortlist, TILEPICK_SHORTLIST=" << r.shortlist
+      << r.timed_k << " (the fastest of top_k's shortlist, " << r.shortlist
       << "); tw: time-weighted (sum of oracle times / sum of chosen times)\n"
       << line;
   for (const auto& g : r.groups)

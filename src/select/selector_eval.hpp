@@ -125,7 +125,7 @@ struct GroupEval {
 struct EvalReport {
   std::string arch;
   int timed_k = kTimedTopK;
-  std::string shortlist;              // TILEPICK_SHORTLIST's rule when evaluated: first | varied
+  std::string shortlist;              // the shortlist rule evaluated: first | varied
   double auto_time_us = kNaN;         // the auto strategy's threshold when evaluated (TILEPICK_AUTO_TIME_US)
   std::vector<ProblemEval> problems;
   std::vector<GroupEval> groups;
@@ -140,10 +140,11 @@ std::vector<std::string> problem_slices(const Problem& p);
 // files), or the median of its records (a same-run recheck, `tilepick sweep --repeat`).
 enum class Repeats { fastest, median };
 // `tags`: canonical problem string -> network tag.
-// `timed_k` >= 1: how many of the model's first ranked configs "timed" and "own" look at.
+// `timed_k` >= 1: how many of the model's first ranked configs "timed" and "own" look at; `shortlist`: the rule
+// that picks the k of top_k's own choices (dispatch's: varied).
 EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& records, const ArchSpec& arch,
                     const std::map<std::string, std::string>& tags, int timed_k = kTimedTopK,
-                    Repeats repeats = Repeats::fastest);
+                    Repeats repeats = Repeats::fastest, Shortlist shortlist = Shortlist::varied);
 // Efficiency statistics; quantiles interpolate linearly (numpy's default).
 Stats summarize(std::vector<double> efficiencies, const std::vector<double>& regrets, std::size_t failed,
                 std::size_t top1, std::size_t top5, bool has_top5);

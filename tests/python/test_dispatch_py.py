@@ -172,9 +172,9 @@ def test_host_arrays_are_refused_by_name():
         plan.run([], stream="default")
 
 
-def cli_configs(problem, select, k, **env):
-    out = subprocess.run([CLI, "select", "-p", problem, "-k", str(k), "--select", select], check=True,
-                         capture_output=True, text=True, env=dict(os.environ, **env)).stdout
+def cli_configs(problem, select, k, *args):
+    out = subprocess.run([CLI, "select", "-p", problem, "-k", str(k), "--select", select, *args], check=True,
+                         capture_output=True, text=True).stdout
     return [line.split(None, 2)[2].strip() for line in out.splitlines() if line[:1].isdigit()]
 
 
@@ -182,8 +182,9 @@ def cli_configs(problem, select, k, **env):
 def test_cli_prints_the_shortlist_top_k_times():
     conv = "fwd g1 mb128 ic24 ih192 iw192 oc96 kh3 kw3 sh2 sw2 ph1 pw1 bf16"  # its first 3 share a tile shape
     full = cli_configs(conv, "full", 40)
-    first = cli_configs(conv, "shortlist", 4, TILEPICK_SHORTLIST="first")
-    varied = cli_configs(conv, "shortlist", 4, TILEPICK_SHORTLIST="varied")
+    first = cli_configs(conv, "shortlist", 4, "--shortlist", "first")
+    varied = cli_configs(conv, "shortlist", 4, "--shortlist", "varied")
+    assert cli_configs(conv, "shortlist", 4) == varied  # dispatch's rule, the default
     assert first == full[:4]
     # varied: full's order, skipping a config whose tile shape is already listed
     expected = []
