@@ -784,8 +784,7 @@ TEST_F(SelectorTest, EvalScoresTheTimedTopKAndWhetherTheModelsOwnChoicesWereMeas
   // The whole-pool t4 names the shortlist rule it timed (dispatch's, varied, unless asked otherwise).
   EXPECT_EQ(eval::to_json(report)["shortlist"], "varied");
   EXPECT_NE(eval::format_table(report).find("top_k's shortlist, varied"), std::string::npos);
-  EXPECT_EQ(eval::to_json(eval::evaluate(sel, records, h200, {}, eval::kTimedTopK, eval::Repeats::fastest,
-                                         Shortlist::first))["shortlist"], "first");
+  EXPECT_EQ(eval::to_json(eval::evaluate(sel, records, h200, {}, {.shortlist = Shortlist::first}))["shortlist"], "first");
   EXPECT_EQ(eval::to_json(report)["groups"][0]["own_first_measured"], 0.5);
   // What dispatch runs: P1's whole-pool first choice and the fastest of its first 4 (all measured);
   // P2's first choice was not measured, so it is left out of those numbers.
@@ -805,15 +804,15 @@ TEST_F(SelectorTest, EvalScoresTheTimedTopKAndWhetherTheModelsOwnChoicesWereMeas
             std::string::npos);
 
   // k = 5 reaches P1's oracle; k = 1 is the first choice (P2's failed: nothing timed).
-  const auto five = eval::evaluate(sel, records, h200, {}, 5);
+  const auto five = eval::evaluate(sel, records, h200, {}, {.timed_k = 5});
   EXPECT_DOUBLE_EQ(five.problems[0].timed_us, 5);
   EXPECT_EQ(five.problems[0].own_top_k_measured, 5);
   EXPECT_NE(eval::format_table(five).find(" t5 "), std::string::npos);
-  const auto one = eval::evaluate(sel, records, h200, {}, 1);
+  const auto one = eval::evaluate(sel, records, h200, {}, {.timed_k = 1});
   EXPECT_DOUBLE_EQ(one.problems[0].timed_efficiency, one.problems[0].model.efficiency);
   EXPECT_TRUE(std::isnan(one.problems[1].timed_us));
   EXPECT_EQ(one.problems[1].timed_efficiency, 0);
-  EXPECT_THROW(eval::evaluate(sel, records, h200, {}, 0), Error);
+  EXPECT_THROW(eval::evaluate(sel, records, h200, {}, {.timed_k = 0}), Error);
 }
 
 TEST_F(SelectorTest, EvalTimesARepeatedPairByItsFastestOrItsMedianRecord) {
@@ -838,7 +837,7 @@ TEST_F(SelectorTest, EvalTimesARepeatedPairByItsFastestOrItsMedianRecord) {
   EXPECT_DOUBLE_EQ(fastest.problems[0].vendor_heur_us, 20);
 
   // Median: 11 for the choice, the lower middle 10 of the other config's two ok records: it is the oracle.
-  const auto median = eval::evaluate(sel, records, h200, {}, eval::kTimedTopK, eval::Repeats::median);
+  const auto median = eval::evaluate(sel, records, h200, {}, {.repeats = eval::Repeats::median});
   const auto& p = median.problems[0];
   EXPECT_DOUBLE_EQ(p.model.us, 11);
   EXPECT_DOUBLE_EQ(p.oracle_us, 10);
@@ -1078,9 +1077,7 @@ TEST_F(SelectorTest, EvalDispatchRunsThePickWhereTheChosenVendorKernelFailedItsC
   EXPECT_TRUE(p.own_vendor_chosen);
   EXPECT_FALSE(p.dispatch_vendor);
   EXPECT_DOUBLE_EQ(p.dispatch_us, 10);
-  setenv("TILEPICK_VENDOR_CHECK", "off", 1);
-  const auto unchecked = eval::evaluate(Selector(models()), records, h200, {});
-  unsetenv("TILEPICK_VENDOR_CHECK");
+  const auto unchecked = eval::evaluate(Selector(models()), records, h200, {}, {.vendor_check = false});
   EXPECT_TRUE(unchecked.problems[0].dispatch_vendor);
   EXPECT_TRUE(unchecked.problems[0].dispatch_failed);
 }

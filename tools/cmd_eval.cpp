@@ -41,6 +41,7 @@ struct EvalArgs {
   std::string repeats = "fastest";
   std::string select;  // "", full or fast (fast when "")
   std::string shortlist = "varied";  // the rule of top_k's own choices (Shortlist)
+  bool no_vendor_check = false;
 };
 
 constexpr int kThresholdExit = 2;
@@ -211,10 +212,12 @@ void run(const EvalArgs& a) {
                          : std::string())
               << (m.spec.serves.empty() ? std::string() : ", also serves " + serves(m.spec))
               << "\n";
-  const eval::EvalReport report =
-      eval::evaluate(selector, records, arch, tags, a.timed_k,
-                     a.repeats == "median" ? eval::Repeats::median : eval::Repeats::fastest,
-                     a.shortlist == "first" ? Shortlist::first : Shortlist::varied);
+  eval::EvalOptions options;
+  options.timed_k = a.timed_k;
+  options.repeats = a.repeats == "median" ? eval::Repeats::median : eval::Repeats::fastest;
+  options.shortlist = a.shortlist == "first" ? Shortlist::first : Shortlist::varied;
+  options.vendor_check = !a.no_vendor_check;
+  const eval::EvalReport report = eval::evaluate(selector, records, arch, tags, options);
   std::cout << "arch " << arch.name << ", " << records.size() << " records\n" << eval::format_table(report);
   // A quality gate must not pass on no data (an empty or unreadable file, a Git LFS pointer).
   if (report.problems.empty())
@@ -308,6 +311,9 @@ void add_eval_commands(CLI::App& app) {
                   "the k configs of top_k's own choices: varied (dispatch's rule: conv one per tile shape) or first")
       ->check(CLI::IsMember({"first", "varied"}))
       ->capture_default_str();
+  cmd->add_flag("--no-vendor-check", args->no_vendor_check,
+                "score dispatch's heuristic strategy as if it followed a vendor choice without checking the vendor's "
+                "kernel first (dispatch always checks)");
   cmd->callback([args] { run(*args); });
 }
 

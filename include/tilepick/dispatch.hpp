@@ -62,8 +62,8 @@ struct Selection;
 // rather than `sel`'s top tilepick kernel: the rule of VendorMode above.
 bool heuristic_runs_vendor(VendorMode mode, const Selection& sel);
 // Whether the heuristic strategy checks the vendor's heuristic kernel (fp64 GPU reference, random inputs) before it
-// runs it, and runs `sel`'s top kernel where it fails: vendor auto sent there by the model's vendor choice, with
-// TILEPICK_VENDOR_CHECK on (docs/dispatch.md).
+// runs it, and runs `sel`'s top kernel where it fails: vendor auto sent there by the model's vendor choice
+// (docs/dispatch.md).
 bool heuristic_checks_vendor(VendorMode mode, const Selection& sel);
 // Whether auto's timed plan times the vendor's algorithms alone (ours only where none passes): vendor auto under a
 // vendor_first model (the flag, not a per-problem vendor choice). On its held-out records cuBLASLt's best beat our

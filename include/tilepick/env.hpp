@@ -38,10 +38,6 @@ bool vendor_choice();
 // first engine of its graph API's heuristic (a finalized execution plan, 9-15 us of host time per run on
 // an H200 host); off, the legacy API's cudnnGet*Algorithm_v7 first choice (41-99 us per run).
 bool cudnn_graph();
-// TILEPICK_VENDOR_CHECK: on (default) | off. On, dispatch's heuristic strategy checks the vendor's heuristic
-// kernel once, when a model's vendor choice sends a problem to it, against the fp64 GPU reference on random
-// inputs, and runs the model's pick where it fails (docs/dispatch.md).
-bool vendor_check();
 // TILEPICK_AUTO_TIME_US: dispatch's auto strategy times (as top_k) the plans whose first choice the analytic model
 // estimates at this many microseconds or more: a number >= 0, or "off" (never: auto is heuristic). Unset: 100.
 double auto_time_us();

@@ -148,8 +148,6 @@ bool vendor_choice() { return on_off("TILEPICK_VENDOR_CHOICE"); }
 
 bool cudnn_graph() { return on_off("TILEPICK_CUDNN_GRAPH"); }
 
-bool vendor_check() { return on_off("TILEPICK_VENDOR_CHECK"); }
-
 double auto_time_us() {
   const char* v = get("TILEPICK_AUTO_TIME_US");
   if (!v) return 100.0;

@@ -64,7 +64,7 @@ bool auto_times_vendor_alone(VendorMode mode, const Selection& sel) {
 
 // cuBLASLt's heuristic kernel under a vendor_first model never failed in 3,345 records: only the vendor choice.
 bool heuristic_checks_vendor(VendorMode mode, const Selection& sel) {
-  return mode == VendorMode::automatic && sel.vendor_chosen && !sel.top.empty() && env::vendor_check();
+  return mode == VendorMode::automatic && sel.vendor_chosen && !sel.top.empty();
 }
 
 std::optional<VendorMode> parse_vendor_mode(std::string_view s) {

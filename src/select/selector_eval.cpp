@@ -192,12 +192,13 @@ std::string quote(const std::string& s) { return "\"" + s + "\""; }
 // Whether the model's own choices over its whole pool were measured (ProblemEval), as dispatch makes
 // them: the first choice in the selector's mode (the heuristic strategy), the k the top_k strategy
 // times (Selector::shortlist).
-void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRows& rows, int k, Shortlist shortlist,
+void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRows& rows, const EvalOptions& o,
                  double auto_time_us, ProblemEval& e) {
+  const int k = o.timed_k;
   Selection own, timed;
   try {
     own = selector.select(rows.problem, arch, k);
-    timed = selector.shortlist(rows.problem, arch, k, shortlist);
+    timed = selector.shortlist(rows.problem, arch, k, o.shortlist);
   } catch (const Error&) {
     return;  // no legal candidate for this arch: nothing of its own to compare
   }
@@ -223,7 +224,7 @@ void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRo
   e.own_vendor_chosen = own.vendor_chosen;
   e.dispatch_vendor = heuristic_runs_vendor(VendorMode::automatic, own);
   e.auto_vendor_alone = auto_times_vendor_alone(VendorMode::automatic, own);
-  e.dispatch_checks_vendor = heuristic_checks_vendor(VendorMode::automatic, own);
+  e.dispatch_checks_vendor = o.vendor_check && heuristic_checks_vendor(VendorMode::automatic, own);
 }
 
 // best_known_us, and what heuristic + vendor auto runs where its first choice was measured and a vendor
@@ -307,12 +308,14 @@ Stats summarize(std::vector<double> eff, const std::vector<double>& regrets, std
 }
 
 EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& records, const ArchSpec& arch,
-                    const std::map<std::string, std::string>& tags, int timed_k, Repeats repeats, Shortlist shortlist) {
+                    const std::map<std::string, std::string>& tags, const EvalOptions& options) {
+  const int timed_k = options.timed_k;
+  const Repeats repeats = options.repeats;
   if (timed_k < 1) throw Error(Status::invalid_argument, "eval: timed_k must be at least 1, not " + std::to_string(timed_k));
   EvalReport report;
   report.arch = arch.name;
   report.timed_k = timed_k;
-  report.shortlist = shortlist_name(shortlist);
+  report.shortlist = shortlist_name(options.shortlist);
   report.auto_time_us = env::auto_time_us();                // dispatch's auto threshold here
   std::vector<std::string> order;
   std::map<std::string, ProblemRows> by_problem;
@@ -388,7 +391,7 @@ EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& 
       if (m.status == "ok" && !(m.us >= e.timed_us)) e.timed_us = m.us;
     }
     e.timed_efficiency = std::isnan(e.timed_us) ? 0.0 : e.oracle_us / e.timed_us;
-    own_choices(selector, arch, rows, timed_k, shortlist, report.auto_time_us, e);
+    own_choices(selector, arch, rows, options, report.auto_time_us, e);
     e.fallback =
         score_ranking(selector.rank_fallback(rows.problem, arch, configs), rows, e.oracle_config, e.oracle_us);
     const bool gemm = e.op == "gemm";

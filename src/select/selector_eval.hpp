@@ -140,11 +140,15 @@ std::vector<std::string> problem_slices(const Problem& p);
 // files), or the median of its records (a same-run recheck, `tilepick sweep --repeat`).
 enum class Repeats { fastest, median };
 // `tags`: canonical problem string -> network tag.
-// `timed_k` >= 1: how many of the model's first ranked configs "timed" and "own" look at; `shortlist`: the rule
-// that picks the k of top_k's own choices (dispatch's: varied).
+// How eval reads the records and models dispatch's choices (the defaults are dispatch's).
+struct EvalOptions {
+  int timed_k = kTimedTopK;                 // >= 1: how many of the model's first ranked configs "timed" and "own" see
+  Repeats repeats = Repeats::fastest;
+  Shortlist shortlist = Shortlist::varied;  // the rule that picks the k of top_k's own choices
+  bool vendor_check = true;                 // the heuristic strategy checks a vendor-chosen kernel first
+};
 EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& records, const ArchSpec& arch,
-                    const std::map<std::string, std::string>& tags, int timed_k = kTimedTopK,
-                    Repeats repeats = Repeats::fastest, Shortlist shortlist = Shortlist::varied);
+                    const std::map<std::string, std::string>& tags, const EvalOptions& options = {});
 // Efficiency statistics; quantiles interpolate linearly (numpy's default).
 Stats summarize(std::vector<double> efficiencies, const std::vector<double>& regrets, std::size_t failed,
                 std::size_t top1, std::size_t top5, bool has_top5);
