@@ -2,7 +2,8 @@
 // directions, planned by the default dispatcher with vendor off (tilepick's kernel) and only (cuDNN's
 // heuristic choice), 200 asynchronous runs each (fewer than the launch queue holds, so the host never waits for the GPU) on one stream, then one sync; also the pieces of the
 // check (cuda::pointer_info, cuda::current_device). One line per measurement, us per call.
-//   bench_plan_run_host            (TILEPICK_CUDNN_GRAPH=off: cuDNN's legacy API path)
+//   bench_plan_run_host            (cuDNN's heuristic choice is its graph-API engine; the legacy API path was
+//                                   measured with a switch of that time: bench/results/2026-11-25-h200-cudnn-graph)
 #include <chrono>
 #include <cstdio>
 #include <functional>

@@ -34,10 +34,6 @@ std::string plan_cache_file();
 // TILEPICK_VENDOR_CHOICE: on (default) | off. off: model folders load without their "vendor_choice"
 // (selector.hpp), so dispatch's heuristic strategy runs the model's pick for conv again.
 bool vendor_choice();
-// TILEPICK_CUDNN_GRAPH: on (default) | off. On, cuDNN's heuristic choice for a plain convolution is the
-// first engine of its graph API's heuristic (a finalized execution plan, 9-15 us of host time per run on
-// an H200 host); off, the legacy API's cudnnGet*Algorithm_v7 first choice (41-99 us per run).
-bool cudnn_graph();
 // TILEPICK_AUTO_TIME_US: dispatch's auto strategy times (as top_k) the plans whose first choice the analytic model
 // estimates at this many microseconds or more: a number >= 0, or "off" (never: auto is heuristic). Unset: 100.
 double auto_time_us();

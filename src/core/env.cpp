@@ -146,8 +146,6 @@ std::string plan_cache_file() {
 
 bool vendor_choice() { return on_off("TILEPICK_VENDOR_CHOICE"); }
 
-bool cudnn_graph() { return on_off("TILEPICK_CUDNN_GRAPH"); }
-
 double auto_time_us() {
   const char* v = get("TILEPICK_AUTO_TIME_US");
   if (!v) return 100.0;

@@ -81,7 +81,7 @@ class VendorSet {
   const std::vector<Algo>& algos() const { return algos_; }
   int heuristic_index() const { return heuristic_; }   // the library's heuristic first choice
   int find_index() const { return find_; }             // cuDNN: cudnnFind*Ex's first (-1 for cuBLASLt)
-  // The heuristic choice of a cuDNN set is its graph-API engine where there is one (TILEPICK_CUDNN_GRAPH).
+  // The heuristic choice of a cuDNN set is its graph-API engine where there is one.
   std::size_t max_workspace_bytes() const;
   // Runs algorithm i on `stream` (CUstream; nullptr = the default stream). `workspace` holds at
   // least algos()[i].workspace_bytes. Throws Error(cuda_error) naming the algorithm on failure.
