@@ -207,7 +207,9 @@ struct OutPackedDw {
   struct Col {
     int off, key;  // (tap, ch % c) offset in a dw row; the column's group
   };
-  __device__ long long row(int m) const { return base + (long long)m * (p.flt_z * p.flt_y * p.flt_x) * (p.c >> p.pack_lp); }
+  __device__ long long row(int m) const {
+    return base + (long long)m * (p.flt_z * p.flt_y * p.flt_x) * (p.c >> p.pack_lp);
+  }
   __device__ int row_key(int m) const { return m >> p.pack_lk; }
   __device__ Col col(int n) const {
     const int tap = fdiv(n, p.div_ch), ch = n - tap * int(p.div_ch.d), cg = p.c >> p.pack_lp;
