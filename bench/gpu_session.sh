@@ -6,6 +6,8 @@ START=$(date +%s)
 left() { echo $(( ${BUDGET_S:-560} - ($(date +%s) - START) )); }
 # $OUT should start empty, but lent machines have held other calls' files there: W starts empty regardless.
 W="$OUT/w"; rm -rf "$W"; mkdir -p "$W"
+# The tree's commit: the .commit stamp of scripts/device_aside.sh (the copied tree's git can be older), else git's.
+{ [ -f .commit ] && echo "commit $(cat .commit)" || git log -1 --format='commit %H'; } > "$W/commit.txt" 2>/dev/null
 finish() { tar czf "$OUT/results.tgz" -C "$W" . ; rm -rf "$W"; }
 trap finish EXIT
 # Builds the CLI, the Python module, the C library and the examples; exports the JIT cache and PYTHONPATH, sets T

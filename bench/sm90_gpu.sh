@@ -32,7 +32,6 @@ cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
 build_cli
 $T arch show --device 0 > "$W/arch.txt" 2>&1
-{ [ -f .commit ] && echo "commit $(cat .commit)" || git log -1 --format='commit %H'; } > "$W/commit.txt" 2>/dev/null
 echo "sm90 pool: $($T configs count 2>/dev/null | grep gemm_sm90 | tr -s " ")"
 # space_sweep NAME SPACE PROBLEMS REGEXPS: `tilepick sweep` of the configs of SPACE (name or .json) that match
 # every extended regexp of REGEXPS (one word each) on every problem of the file PROBLEMS (`name:` tags dropped).

@@ -99,6 +99,11 @@ template <class T, int DIR, int NDIM, int TM, int TK, int VEC, int THREADS> stru
   }
 };
 
+// Offset of group g's weights in w[G][k][taps][c] (packed: of the pack's first group; c is one group's).
+__device__ __forceinline__ long long weights_of(const ConvParams& p, int g) {
+  return (long long)g * p.k * p.flt_z * p.flt_y * p.flt_x * (p.c >> p.pack_lp);
+}
+
 // B of bwd_data (w): rows (tap of the phase, k) with k fastest, columns c.
 template <class T, int NDIM, int TN, int TK, int VEC, int THREADS, bool PACK> struct WeightRowsLoader {
   typedef TileMap<TK, TN, VEC, sizeof(T), THREADS> Map;
@@ -107,7 +112,7 @@ template <class T, int NDIM, int TN, int TK, int VEC, int THREADS, bool PACK> st
   int n0;
 
   __device__ WeightRowsLoader(const ConvParams& p_, int g, int n0_) : p(p_), n0(n0_) {
-    ptr = static_cast<const T*>(p.b) + (long long)g * p.k * p.flt_z * p.flt_y * p.flt_x * (p.c >> p.pack_lp);
+    ptr = static_cast<const T*>(p.b) + weights_of(p, g);
   }
   __device__ void load(u32 s, int kt) const {
     const int taps = p.flt_z * p.flt_y * p.flt_x;
@@ -138,7 +143,7 @@ template <class T, int TN, int TK, int VEC, int THREADS> struct PackedWeightCols
   int n0;
 
   __device__ PackedWeightColsLoader(const ConvParams& p_, int g, int n0_) : p(p_), n0(n0_) {
-    ptr = static_cast<const T*>(p.b) + (long long)g * p.k * p.flt_z * p.flt_y * p.flt_x * (p.c >> p.pack_lp);
+    ptr = static_cast<const T*>(p.b) + weights_of(p, g);
   }
   __device__ void load(u32 s, int kt) const {
     const int taps = p.flt_z * p.flt_y * p.flt_x, cg = p.c >> p.pack_lp;
@@ -275,8 +280,7 @@ template <class Cfg> __device__ __forceinline__ void conv_sm80(const ConvParams&
     const ImgColsLoader<T, Cfg::ndim, TN, TK, Cfg::align_b, S::THREADS> lb(p, g, n0);
     sm80_mainloop<Cfg>(la, lb, kt0, kt1, acc, smem);
     if constexpr (Cfg::pack)
-      sm80_finish<Cfg>(acc, OutPackedDw{p, (long long)g * p.k * p.flt_z * p.flt_y * p.flt_x * (p.c >> p.pack_lp)}, m0, n0, e,
-                       smem);
+      sm80_finish<Cfg>(acc, OutPackedDw{p, weights_of(p, g)}, m0, n0, e, smem);
     else
       sm80_finish<Cfg>(acc, OutRowMajor{(long long)g * p.k * p.gn, p.gn}, m0, n0, e, smem);
   }

@@ -315,38 +315,45 @@ __device__ __forceinline__ void sm80_store_rows(const float (&acc)[Sm80Shape<Cfg
     }
 }
 
+// sm80_store of a MAPPED output: one element at a time, where the row's and the column's keys agree.
+template <class Cfg, class TO, bool BETA, bool BIAS, int ACT, class Out>
+__device__ __forceinline__ void sm80_store_mapped(const float (&acc)[Sm80Shape<Cfg>::MI][Sm80Shape<Cfg>::NI][4],
+                                                  const Out& out, int m0, int n0, TO* d, const TO* c, const TO* bias,
+                                                  float alpha, float beta, int M, int N) {
+  typedef Sm80Shape<Cfg> S;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int wm0 = (warp / Cfg::warps_n) * S::WM, wn0 = (warp % Cfg::warps_n) * S::WN;
+#pragma unroll
+  for (int ni = 0; ni < S::NI; ++ni)
+#pragma unroll
+    for (int q = 0; q < 2; ++q) {
+      const int n = n0 + wn0 + ni * 8 + (lane & 3) * 2 + q;
+      if (n >= N) continue;
+      const typename Out::Col col = out.col(n);
+#pragma unroll
+      for (int mi = 0; mi < S::MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int m = m0 + wm0 + mi * 16 + (lane >> 2) + h * 8;
+          if (m >= M || out.row_key(m) != col.key) continue;
+          const long long o = out.row(m) + col.off;
+          float v = alpha * acc[mi][ni][2 * h + q];
+          if (BETA) v += beta * to_float(c[o]);
+          if (BIAS) v += to_float(bias[n]);
+          store1(d + o, activate<ACT>(v));
+        }
+    }
+}
+
 // D = act(alpha * acc + beta * C + bias) (or raw fp32 partial sums for parallel split-K).
 template <class Cfg, class TO, bool BETA, bool BIAS, int ACT, class Out>
 __device__ __forceinline__ void sm80_store(const float (&acc)[Sm80Shape<Cfg>::MI][Sm80Shape<Cfg>::NI][4], const Out& out,
                                            int m0, int n0, TO* d, const TO* c, const TO* bias, float alpha, float beta,
                                            int M, int N) {
-  typedef Sm80Shape<Cfg> S;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int wm0 = (warp / Cfg::warps_n) * S::WM, wn0 = (warp % Cfg::warps_n) * S::WN;
-  if constexpr (Out::MAPPED) {  // one element at a time, where the row's and the column's keys agree
-#pragma unroll
-    for (int ni = 0; ni < S::NI; ++ni)
-#pragma unroll
-      for (int q = 0; q < 2; ++q) {
-        const int n = n0 + wn0 + ni * 8 + (lane & 3) * 2 + q;
-        if (n >= N) continue;
-        const typename Out::Col col = out.col(n);
-#pragma unroll
-        for (int mi = 0; mi < S::MI; ++mi)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int m = m0 + wm0 + mi * 16 + (lane >> 2) + h * 8;
-            if (m >= M || out.row_key(m) != col.key) continue;
-            const long long o = out.row(m) + col.off;
-            float v = alpha * acc[mi][ni][2 * h + q];
-            if (BETA) v += beta * to_float(c[o]);
-            if (BIAS) v += to_float(bias[n]);
-            store1(d + o, activate<ACT>(v));
-          }
-      }
-  } else {
+  if constexpr (Out::MAPPED)
+    sm80_store_mapped<Cfg, TO, BETA, BIAS, ACT>(acc, out, m0, n0, d, c, bias, alpha, beta, M, N);
+  else
     sm80_store_rows<Cfg, TO, BETA, BIAS, ACT>(acc, out, m0, n0, d, c, bias, alpha, beta, M, N);
-  }
 }
 
 __device__ __forceinline__ float4 ldcg4(const float4* p) {

@@ -52,8 +52,9 @@ KernelPlan plan_conv_sm80(const ConvProblem& p, const KernelConfig& c) {
   cfg.b("has_beta", false).b("has_bias", p.epilogue.bias).i("act", static_cast<int>(p.epilogue.act));
   // Strided bwd_data without split-K: the phases' launches overlap (they write disjoint dx pixels and share no
   // workspace); split-K keeps them in stream order (serial: one set of tile counters, parallel: the reduce).
-  const bool overlap = p.dir == ConvDir::bwd_data && mode == 0 &&
-                       conv_stride_phases(p, 0).size() * conv_stride_phases(p, 1).size() * conv_stride_phases(p, 2).size() > 1;
+  std::vector<ConvStridePhase> pd, ph, pw;  // bwd_data: the stride phases per axis (one launch each)
+  if (p.dir == ConvDir::bwd_data) pd = conv_stride_phases(p, 0), ph = conv_stride_phases(p, 1), pw = conv_stride_phases(p, 2);
+  const bool overlap = mode == 0 && pd.size() * ph.size() * pw.size() > 1;
   cfg.i("dir", dir).i("ndim", p.ndim).b("pack", pack > 1).b("overlap", overlap);
   cfg.type("TA", device_type(in_a)).type("TC", device_type(out));
   const std::string spec = "conv_" + std::string(to_string(p.dir)) + ".sm80 ndim=" + std::to_string(p.ndim) +
@@ -107,7 +108,6 @@ KernelPlan plan_conv_sm80(const ConvProblem& p, const KernelConfig& c) {
   } else if (p.dir == ConvDir::bwd_weight) {
     finish_view(base, kg, taps * cg, p.n * o[0] * o[1] * o[2]);
   } else {
-    const auto pd = conv_stride_phases(p, 0), ph = conv_stride_phases(p, 1), pw = conv_stride_phases(p, 2);
     for (const auto& a : pd)
       for (const auto& b : ph)
         for (const auto& w : pw) {

@@ -8,10 +8,9 @@
 #   compare bench/sm90_compare.py --family all: geomean speed-up over cuDNN's best per direction, batch, grouping
 # STEPS selects steps (default "verify sweep"); BUDGET_S the call's seconds. Results in $OUT/results.tgz.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 source bench/gpu_session.sh
 build_cli
-{ [ -f .commit ] && echo "commit $(cat .commit)" || git log -1 --format='commit %H'; } > "$W/commit.txt" 2>/dev/null
 for step in ${STEPS:-verify sweep}; do
   case $step in
     verify)
