@@ -30,7 +30,8 @@ Resources estimate_resources(const KernelConfig& c, const Problem& p);
 // Vector widths (elements) of the A, B, C accesses that the problem allows: the largest power of
 // two <= 16 bytes that divides the contiguous extent of each tensor.
 std::array<int, 3> max_alignment(const Problem& p);
-// The config with align=auto replaced by max_alignment(p) (other configs unchanged).
+// The config with align=auto replaced by max_alignment(p) (other configs unchanged); where a fam=sm80 config
+// packs groups, the tensors read or written P groups at a time get the P times wider run's alignment.
 KernelConfig resolve(const KernelConfig& c, const Problem& p);
 // Groups that one fam=sm80 block of c runs together (packed groups, kernels/conv/igemm.cuh); 1 = one group.
 // Needs c's align_b resolved (fwd).

@@ -112,6 +112,26 @@ int sm80_group_pack(const ConvProblem& p, const KernelConfig& c) {
 
 namespace {
 
+// allowed (max_alignment) widened where c packs groups: the tensors read or written P groups at a time along
+// the channels (fwd: x and y, bwd_data: dy and dx, bwd_weight: dy and x; the weights stay one group's).
+std::array<int, 3> packed_alignment(const KernelConfig& c, const Problem& p, std::array<int, 3> allowed) {
+  const auto* conv = std::get_if<ConvProblem>(&p);
+  if (!conv || c.fam() != Family::sm80 || conv->g == 1) return allowed;
+  KernelConfig r = c;
+  if (r.align_a == 0) r.align_a = allowed[0], r.align_b = allowed[1], r.align_c = allowed[2];
+  const int pack = sm80_group_pack(*conv, r);
+  if (pack == 1) return allowed;
+  const auto ext = contiguous_extents(p);
+  const auto bytes = operand_bytes(p);
+  const bool bw = conv->dir == ConvDir::bwd_weight;
+  for (int i : {0, bw ? 1 : 2}) allowed[i] = pow2_floor_divisor(ext[i] * pack, 16 / bytes[i]);
+  return allowed;
+}
+
+}  // namespace
+
+namespace {
+
 bool auto_aligned(const KernelConfig& c) { return c.fam() != Family::dw && c.align_a == 0; }
 
 KernelConfig with_alignment(const KernelConfig& c, const std::array<int, 3>& a) {
@@ -123,7 +143,7 @@ KernelConfig with_alignment(const KernelConfig& c, const std::array<int, 3>& a) 
 }  // namespace
 
 KernelConfig resolve(const KernelConfig& c, const Problem& p) {
-  return auto_aligned(c) ? with_alignment(c, max_alignment(p)) : c;
+  return auto_aligned(c) ? with_alignment(c, packed_alignment(c, p, max_alignment(p))) : c;
 }
 
 Resources estimate_resources(const KernelConfig& c, const Problem& p) {
@@ -314,7 +334,7 @@ ProblemLegality::ProblemLegality(const Problem& p, const ArchSpec& arch)
 }
 
 KernelConfig ProblemLegality::resolve(const KernelConfig& c) const {
-  return auto_aligned(c) ? with_alignment(c, allowed_) : c;
+  return auto_aligned(c) ? with_alignment(c, packed_alignment(c, problem_, allowed_)) : c;
 }
 
 template <bool kExplain>
@@ -379,12 +399,14 @@ Verdict ProblemLegality::check(const KernelConfig& c) const {
   }
   // Both GEMM families: alignment, split-K, accumulation chain, 32-bit indexing.
   const std::array<int, 3> want{c.align_a, c.align_b, c.align_c};
+  const std::array<int, 3> allowed = packed_alignment(c, problem_, allowed_);
   static const char* names[3] = {"A", "B", "C"};
   for (int i = 0; i < 3; ++i)
-    if (want[i] > allowed_[i])
+    if (want[i] > allowed[i])
       return fail<kExplain>("align", [&] {
         return "align " + std::to_string(want[i]) + " on " + names[i] + ": its contiguous extent " +
-               std::to_string(extents_[i]) + " allows at most " + std::to_string(allowed_[i]);
+               std::to_string(extents_[i]) + (allowed[i] != allowed_[i] ? " (times the groups packed)" : "") +
+               " allows at most " + std::to_string(allowed[i]);
       });
   const std::int64_t k_tiles = (gemm_k_ + c.tile_k - 1) / c.tile_k;
   if (c.splitk > k_tiles)
