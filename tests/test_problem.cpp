@@ -86,6 +86,25 @@ TEST(Problem, GemmDefaultsAndOptionalTokens) {
   EXPECT_EQ(h.epilogue.act, Activation::gelu_tanh);
 }
 
+// fp8 block scales (scale=block): printed last, sizes of the two scale tensors, JSON field.
+TEST(Problem, GemmBlockScale) {
+  auto g = parse_gemm("gemm rcr scale=block m300 n260 k520 e4m3:e4m3:bf16 ep=bias");
+  EXPECT_EQ(g.scale, GemmScale::block);
+  EXPECT_EQ(to_string(g), "gemm rcr m300 n260 k520 e4m3:e4m3:bf16 ep=bias scale=block");
+  EXPECT_EQ(parse_gemm(to_string(g)), g);
+  EXPECT_EQ(g.k_blocks(), 5);
+  EXPECT_EQ(g.scale_a_elems(), 5 * 300);
+  EXPECT_EQ(g.scale_b_elems(), 3 * 5);
+  EXPECT_NE(to_json_text(g).find("\"scale\":\"block\""), std::string::npos);
+  auto t = parse_gemm("gemm rcr m8 n8 k8 e4m3:e4m3:bf16 scale=tensor");
+  EXPECT_EQ(t.scale, GemmScale::tensor);
+  EXPECT_EQ(to_string(t), "gemm rcr m8 n8 k8 e4m3:e4m3:bf16");
+  EXPECT_EQ(t.scale_a_elems() + t.scale_b_elems(), 0);
+  auto batched = parse_gemm("gemm rcr batch3 m8 n130 k129 e5m2:e4m3:f32 scale=block");
+  EXPECT_EQ(batched.scale_a_elems(), 3 * 2 * 8);
+  EXPECT_EQ(batched.scale_b_elems(), 3 * 2 * 2);
+}
+
 TEST(Problem, DepthwiseDetection) {
   EXPECT_TRUE(parse_conv("fwd g96 mb1 ic96 ih7 iw7 oc96 kh7 kw7 sh1 sw1 ph3 pw3 bf16").depthwise());
   EXPECT_FALSE(parse_conv("fwd g32 mb1 ic96 ih7 iw7 oc96 kh3 kw3 sh1 sw1 ph1 pw1 bf16").depthwise());
@@ -196,6 +215,9 @@ TEST(ProblemErrors, Grammar) {
   expect_parse_error("gemm rcr m8 n8 k8 bf16 ep=bias ep=relu", {"ep=relu", "given twice"});
   expect_parse_error("gemm rcr m8 n8 k8 bf16 alpha=2 alpha=2", {"alpha", "given twice"});
   expect_parse_error("fwd g1 mb1 ic3 ih5 iw5 oc3 kh3 kw3 bf16 acc=f32 acc=f32", {"acc", "given twice"});
+  expect_parse_error("gemm rcr m8 n8 k8 e4m3:e4m3:bf16 scale=row", {"scale=row", "tensor or block"});
+  expect_parse_error("gemm rcr m8 n8 k8 e4m3:e4m3:bf16 scale=block scale=block", {"scale=", "given twice"});
+  expect_parse_error("fwd g1 mb1 ic3 ih5 iw5 oc3 kh3 kw3 bf16 scale=block", {"scale", "unknown key"});
 }
 
 TEST(ProblemErrors, Rules) {
@@ -223,5 +245,6 @@ TEST(ProblemErrors, Rules) {
   unsupported("gemm rcr m8 n8 k8 e4m3:e4m3:e4m3", {"fp8 outputs"});
   unsupported("gemm rrr m8 n8 k8 e4m3:e4m3:bf16", {"rrr", "fp8"});
   unsupported("gemm rcr m8 n8 k8 bf16 acc=f16", {"acc=f16"});
+  unsupported("gemm rcr m8 n8 k8 bf16 scale=block", {"scale=block", "fp8"});
   unsupported("fwd g1 mb1 ic3 ih5 iw5 oc3 kh3 kw3 e4m3:e4m3:bf16", {"fp8"});
 }

@@ -103,15 +103,15 @@ struct TensorArg {
 // What one operand of a problem must be: dtype and the dense memory layout, outermost first.
 struct TensorSpec {
   std::string name;   // "A", "B", "C", "D", "bias", "x", "w", "y", "dy", "dx", "dw"
-  std::string slot;   // Operands member: a, b, c, d, bias
+  std::string slot;   // Operands member: a, b, c, d, bias, scale_a, scale_b
   std::string dims;   // one letter per memory dim, e.g. "NHWC", "KYXC", "MK", "BMK" (batched)
   DType dtype = DType::f16;
   std::vector<std::int64_t> shape;  // memory-order sizes, matching dims
   bool output = false;
 };
-// The operands of a problem in slot order a, b, [c when beta != 0], d, [bias].
+// The operands of a problem in slot order a, b, [c when beta != 0], d, [bias], [scale_a, scale_b with scale=block].
 // GEMM: A is M x K (row: memory [M][K], col: [K][M]), B K x N, C/D M x N, a leading [batch] when
-// batch > 1. Conv (channels-last, C and K over all groups): x [N][(D)][H][W][C], w [K][(Z)][Y][X][C/G],
+// batch > 1; fp8 block scales (scale=block) SA [K/128][M] and SB [N/128][K/128], fp32. Conv (channels-last, C and K over all groups): x [N][(D)][H][W][C], w [K][(Z)][Y][X][C/G],
 // y [N][(D)][Ho][Wo][K]; bias [K].
 std::vector<TensorSpec> operand_specs(const Problem& p);
 // Throws Error(invalid_argument) naming the operand and what differs: dtype, shape or strides (not

@@ -22,8 +22,9 @@ struct KernelSource {
   int threads = 0;             // block size (for __launch_bounds__ and the launch)
 };
 
-// Device pointers of one call. GEMM: a, b, c (read when beta != 0), d. Conv: a and b are the two
-// inputs in order (fwd: x, w; bwd_data: dy, w; bwd_weight: x, dy), d the result (y, dx, dw).
+// Device pointers of one call. GEMM: a, b, c (read when beta != 0), d; scale_a and scale_b (fp32) when the
+// problem has scale=block (layouts in problem.hpp). Conv: a and b are the two inputs in order (fwd: x, w;
+// bwd_data: dy, w; bwd_weight: x, dy), d the result (y, dx, dw).
 struct Operands {
   const void* a = nullptr;
   const void* b = nullptr;
@@ -31,6 +32,8 @@ struct Operands {
   void* d = nullptr;
   const void* bias = nullptr;
   void* workspace = nullptr;   // at least KernelPlan::workspace_bytes, 256-byte aligned
+  const float* scale_a = nullptr;
+  const float* scale_b = nullptr;
 };
 
 struct Launch {

@@ -1,9 +1,12 @@
 // Problems: what the user asks to compute. Each has one canonical string that round-trips.
 //
-// GEMM:  gemm rcr [batch8] m4096 n4096 k4096 bf16 [acc=f32] [alpha=1.5] [beta=1] [ep=bias+relu]
+// GEMM:  gemm rcr [batch8] m4096 n4096 k4096 bf16 [acc=f32] [alpha=1.5] [beta=1] [ep=bias+relu] [scale=block]
 //   layouts: three letters for A, B, C/D, r = row-major, c = column-major (rcr, rrr, crr, ccr)
 //   dtypes:  one name for A, B and C/D, or a:b:c (e.g. e4m3:e4m3:bf16); accumulator defaults to f32
 //   D = act(alpha * op(A) x op(B) + beta * C + bias), A is M x K, B is K x N, C/D are M x N.
+//   scale=block (fp8 A and B, DeepSeek-V3 style): A's 1 x 128 and B's 128 x 128 blocks carry fp32 scales,
+//   D = act(alpha * sum_kb (SA[kb][m] SB[n / 128][kb] sum_{k in kb} A[m][k] B[k][n]) + beta * C + bias),
+//   kb = k / 128; SA is [batch][ceil(K/128)][M] (M contiguous), SB [batch][ceil(N/128)][ceil(K/128)].
 // Conv:  fwd g32 mb32 ic256 ih56 iw56 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16
 //   direction fwd | bwd_data | bwd_weight; ic/oc count channels across all groups (C, K);
 //   3-D adds id kd sd pd (dd); dilation dh/dw (dd) is 1 for dense and printed only when != 1;
@@ -26,6 +29,11 @@ namespace tilepick {
 
 enum class MatLayout : std::uint8_t { row, col };
 
+// How fp8 GEMM inputs are scaled: tensor = one scale each, folded into alpha; block = fp32 scales per
+// 1 x 128 block of A and 128 x 128 block of B (Operands::scale_a / scale_b; the grammar above).
+enum class GemmScale : std::uint8_t { tensor, block };
+inline constexpr std::int64_t kScaleBlock = 128;
+
 // Largest value accepted for any single size; kernels index one dimension with 32-bit ints.
 inline constexpr std::int64_t kMaxDim = 2147483647;
 
@@ -35,10 +43,16 @@ struct GemmProblem {
   DType a = DType::f16, b = DType::f16, c = DType::f16, acc = DType::f32;
   double alpha = 1.0, beta = 0.0;
   Epilogue epilogue;
+  GemmScale scale = GemmScale::tensor;
 
   std::string layout_string() const;  // "rcr"
   double flops() const;               // 2 M N K batch
   double min_bytes() const;           // each operand read once, D written once (C read if beta != 0)
+  std::int64_t k_blocks() const { return (k + kScaleBlock - 1) / kScaleBlock; }
+  std::int64_t scale_a_elems() const { return scale == GemmScale::block ? k_blocks() * m * batch : 0; }
+  std::int64_t scale_b_elems() const {
+    return scale == GemmScale::block ? (n + kScaleBlock - 1) / kScaleBlock * k_blocks() * batch : 0;
+  }
   bool operator==(const GemmProblem&) const = default;
 };
 

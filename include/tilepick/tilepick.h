@@ -186,7 +186,9 @@ TP_API tp_status tp_plan_info_json(const tp_plan* plan, const char** out);
  * c is read only when the problem has beta != 0, bias only with a bias epilogue (else NULL);
  * workspace only when tp_plan_workspace_bytes > 0. Conv: a, b are the two inputs (fwd: x, w;
  * bwd_data: dy, w; bwd_weight: x, dy), d the result. The plan's device must be current on the
- * calling thread. Asynchronous: errors of the kernel itself show up at the next synchronization. */
+ * calling thread. Asynchronous: errors of the kernel itself show up at the next synchronization.
+ * fp8 GEMMs with block scales (scale=block) take their scale tensors SA and SB: run them with
+ * tp_plan_run_tensors. */
 TP_API tp_status tp_plan_run(const tp_plan* plan, const void* a, const void* b, const void* c, void* d,
                              const void* bias, void* workspace, void* stream);
 

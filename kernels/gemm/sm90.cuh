@@ -49,7 +49,7 @@
 // Cfg: tile_m, tile_n, stages, consumers, pingpong, cluster_m, cluster_n, raster, swizzle, epi_smem, epi_cols, epi_bufs,
 // splitk (parallel split-K on), stream_k, a_mn, b_mn, c_colmajor, conv (0: GEMM; 2, 3: a convolution of that many
 // spatial dims, Sm90Im2col), conv_dir (0 fwd, 1 bwd_data, 2 bwd_weight), phase_store (strided bwd_data),
-// has_beta, has_bias, act, TC, in_type (WgmmaIn).
+// has_beta, has_bias, act, TC, in_type (WgmmaIn), block_scale (fp8 block scales, sm90_block_scaled_mainloop).
 #pragma once
 #include "common/hopper.cuh"
 #include "common/wgmma.cuh"
@@ -570,6 +570,51 @@ __device__ __forceinline__ void sm90_for_each_work(const GemmSm90Params& p, int 
   }
 }
 
+// Cfg::block_scale (fp8, tilepick::GemmScale::block): each k-tile is one 128-K block of scales. Its wgmmas sum
+// into `part` (the tensor cores' fast accumulation, restarted every block), which is then added to the fp32
+// accumulators times SA[kb][row] x SB[n0 / 128][kb] (DeepSeek-V3's promotion: full fp32 sums across blocks).
+// The stage is released once its wgmmas completed, before the promotion. Rows past M and a tile past N read
+// the last scales (their outputs are dropped). Legality: 64 rows per consumer (MI = 1), tile_n 64 or 128.
+template <class Cfg, class Release>
+__device__ __forceinline__ void sm90_block_scaled_mainloop(const GemmSm90Params& p, float (&acc)[1][Cfg::tile_n / 2],
+                                                           u32 base, u32 full, int m0, int row0, int n0, int batch,
+                                                           int kt0, int kt1, int& it, bool signal, Release&& release) {
+  typedef Sm90Shape<Cfg> S;
+  constexpr int ST = Cfg::stages, BN = Cfg::tile_n;
+  static_assert(S::MI == 1 && (BN == 64 || BN == 128), "block scales: 64 rows per consumer, tile_n 64 or 128");
+  const int t = threadIdx.x % 128, r = m0 + row0 + (t / 32) * 16 + (t % 32) / 4;  // this thread's rows r and r + 8
+  const int nblocks = (p.n + 127) / 128;
+  const float* sa = p.scale_a + (long long)batch * p.kblocks * p.m;
+  const float* sb = p.scale_b + ((long long)batch * nblocks + min(n0 / 128, nblocks - 1)) * p.kblocks;
+  const int ra = min(r, p.m - 1), rb = min(r + 8, p.m - 1);
+  float part[BN / 2];
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) part[i] = 0.f;  // overwritten by each block's first wgmma (scale-d 0)
+  for (int kt = kt0; kt < kt1; ++kt, ++it) {
+    const int s = it % ST, parity = (it / ST) & 1;
+    // The scales' loads are issued first: their latency hides behind the wait and the wgmmas.
+    const float scale_b = __ldg(sb + kt), scale_a0 = __ldg(sa + (long long)kt * p.m + ra),
+                scale_a1 = __ldg(sa + (long long)kt * p.m + rb);
+    mbar_wait(full + 8 * s, parity);
+    const u32 sa_smem = base + s * S::STAGE_BYTES + row0 * 128;  // row0: the consumer's first row in the tile
+    const u32 sb_smem = base + s * S::STAGE_BYTES + S::A_BYTES;
+    wgmma_fence_regs(part);
+    wgmma_fence();
+    const u64 da = smem_desc_k128(sa_smem), db = smem_desc_k128(sb_smem);
+#pragma unroll
+    for (int kk = 0; kk < S::KSTEPS; ++kk)
+      wgmma_m64<BN, Cfg::in_type, false, false>(part, da + desc_k_step<false>(kk), db + desc_k_step<false>(kk), kk > 0);
+    wgmma_commit();
+    wgmma_fence_regs(part);
+    wgmma_wait<0>();
+    wgmma_fence_regs(part);
+    if (signal) release(s);
+    const float s0 = scale_a0 * scale_b, s1 = scale_a1 * scale_b;
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[0][i] += part[i] * ((i % 4) < 2 ? s0 : s1);
+  }
+}
+
 template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Params& p) {
   typedef Sm90Shape<Cfg> S;
   constexpr int ST = Cfg::stages, BN = Cfg::tile_n;
@@ -677,6 +722,9 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
     for (int mi = 0; mi < S::MI; ++mi)
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.f;
+    if constexpr (Cfg::block_scale) {
+      sm90_block_scaled_mainloop<Cfg>(p, acc, base, full, m0, row0, n0, batch, kt0, kt1, it, signal, release);
+    } else
     for (int kt = kt0; kt < kt1; ++kt, ++it) {
       const int s = it % ST, parity = (it / ST) & 1;
       mbar_wait(full + 8 * s, parity);
@@ -702,7 +750,7 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
     wgmma_wait<0>();
 #pragma unroll
     for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
-    if (kt1 > kt0 && signal) release((it + ST - 1) % ST);
+    if (!Cfg::block_scale && kt1 > kt0 && signal) release((it + ST - 1) % ST);
     if constexpr (Cfg::stream_k) {
       // Made here, not once per CTA: kept across the main loop, its fields cost registers.
       const Sm90StreamK sk(p.tiles_total, ktiles, p.splitk, clusters);

@@ -55,6 +55,11 @@ struct GemmSm90Params {
   int splitk;             // parallel split-K: slices of K; work units = tiles_total x splitk (else 1)
   float alpha, beta;
   Sm90ConvParams conv;    // Cfg::conv only
+  // Cfg::block_scale: fp32 scales of A's 1 x 128 blocks, [batch][kblocks][m], and of B's 128 x 128 blocks,
+  // [batch][ceil(n / 128)][kblocks] (tilepick::GemmScale::block).
+  const float* scale_a;
+  const float* scale_b;
+  int kblocks;
 };
 
 }  // namespace tp

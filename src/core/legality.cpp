@@ -565,6 +565,13 @@ Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
   }
   if (c.splitk > 1 && g.m * g.n * g.batch * c.splitk >= (std::int64_t{1} << 31))
     return fail<kExplain>("index32", [&] { return "split-K partials of 2^31 or more elements need 64-bit indexing"; });
+  // Block scales: each 128-K block's sums go to a second set of accumulators before they are scaled into the first.
+  if (g.scale == GemmScale::block && (c.tile_m / c.warps_m != 64 || (c.tile_n != 64 && c.tile_n != 128)))
+    return fail<kExplain>("block_scale", [&] {
+      return "scale=block promotes every 128-K block through a second accumulator set: 64 rows per consumer "
+             "warpgroup (tile_m / warps_m = 64) and tile_n 64 or 128 (one block of B's scales per tile), not " +
+             std::to_string(c.tile_m / c.warps_m) + " rows x " + std::to_string(c.tile_n);
+    });
   return {};
 }
 

@@ -52,6 +52,7 @@ double GemmProblem::min_bytes() const {
   double bytes = mk * size_bytes(a) + kn * size_bytes(b) + mn * size_bytes(c);
   if (beta != 0.0) bytes += mn * size_bytes(c);
   if (epilogue.bias) bytes += double(n) * size_bytes(c) / double(batch);
+  bytes += double(scale_a_elems() + scale_b_elems()) * 4 / double(batch);
   return bytes * double(batch);
 }
 
@@ -166,6 +167,8 @@ void validate(const GemmProblem& p) {
   if (is_fp8(p.a) && p.layout_string() != "rcr")
     throw Unsupported("layout " + p.layout_string() +
                       " with fp8 inputs: fp8 tensor cores need K-major A and B (rcr)");
+  if (p.scale == GemmScale::block && !is_fp8(p.a))
+    throw Unsupported("scale=block with " + std::string(to_string(p.a)) + " inputs: block scales are for fp8 A and B");
 }
 
 void validate(const ConvProblem& p) {

@@ -61,7 +61,8 @@ std::string to_json_text(const Problem& p) {
     j.update({{"m", g->m}, {"n", g->n}, {"k", g->k}, {"batch", g->batch}, {"layout", g->layout_string()},
               {"a", to_string(g->a)}, {"b", to_string(g->b)}, {"c", to_string(g->c)}, {"acc", to_string(g->acc)},
               {"alpha", g->alpha}, {"beta", g->beta}, {"bias", g->epilogue.bias},
-              {"act", to_string(g->epilogue.act)}, {"flops", g->flops()}, {"min_bytes", g->min_bytes()}});
+              {"act", to_string(g->epilogue.act)}, {"scale", g->scale == GemmScale::block ? "block" : "tensor"},
+              {"flops", g->flops()}, {"min_bytes", g->min_bytes()}});
   } else {
     const auto& c = std::get<ConvProblem>(p);
     auto v = c.gemm();

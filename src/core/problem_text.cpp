@@ -112,6 +112,16 @@ GemmProblem parse_gemm(std::string_view text) {
   std::vector<std::string_view> keys;
   for (std::size_t i = 1; i < toks.size(); ++i) {
     std::string_view tok = toks[i];
+    if (tok.starts_with("scale=")) {
+      if (std::find(keys.begin(), keys.end(), "scale") != keys.end())
+        throw ParseError(str(tok), "token '" + str(tok) + "': 'scale=' given twice");
+      keys.push_back("scale");
+      const std::string_view v = tok.substr(6);
+      if (v != "tensor" && v != "block")
+        throw ParseError(str(tok), "token '" + str(tok) + "': scale= takes tensor or block");
+      p.scale = v == "block" ? GemmScale::block : GemmScale::tensor;
+      continue;
+    }
     if (parse_common_kv(tok, p.acc, p.epilogue, &p.alpha, &p.beta, keys)) continue;
     if (tok.size() == 3 && tok.find_first_not_of("rc") == std::string_view::npos) {
       if (have_layout) throw ParseError(str(tok), "token '" + str(tok) + "': layout given twice");
@@ -141,7 +151,7 @@ GemmProblem parse_gemm(std::string_view text) {
       throw ParseError(str(tok), "unknown token '" + str(tok) +
                                      "' in GEMM problem: expected a layout (rcr, rrr, crr, ccr, ...), m<int>, "
                                      "n<int>, k<int>, batch<int>, a dtype (f16, bf16, e4m3, e5m2, f32 or a:b:c), "
-                                     "acc=, alpha=, beta=, ep=");
+                                     "acc=, alpha=, beta=, ep=, scale=");
   }
   if (!have_layout) throw ParseError("", "GEMM problem '" + str(text) + "': missing the layout (e.g. rcr)");
   if (!have_m || !have_n || !have_k)
@@ -250,6 +260,7 @@ std::string to_string(const GemmProblem& p) {
   if (p.alpha != 1.0) s += " alpha=" + fmt_double(p.alpha);
   if (p.beta != 0.0) s += " beta=" + fmt_double(p.beta);
   if (!p.epilogue.is_none()) s += " ep=" + to_string(p.epilogue);
+  if (p.scale == GemmScale::block) s += " scale=block";
   return s;
 }
 

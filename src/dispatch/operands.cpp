@@ -38,6 +38,16 @@ std::vector<TensorSpec> gemm_specs(const GemmProblem& g) {
   if (g.beta != 0) out.push_back(spec("C", "c", dims, g.c, shape));
   out.push_back(spec("D", "d", dims, g.c, shape, true));
   if (g.epilogue.bias) out.push_back(spec("bias", "bias", "N", g.c, {g.n}));
+  if (g.scale == GemmScale::block) {  // fp32 block scales (problem.hpp): SA [kb][M], SB [N/128][kb]
+    const std::int64_t kb = g.k_blocks(), nb = (g.n + kScaleBlock - 1) / kScaleBlock;
+    const bool batched = g.batch > 1;
+    auto with_batch = [&](Shape s) {
+      if (batched) s.insert(s.begin(), g.batch);
+      return s;
+    };
+    out.push_back(spec("SA", "scale_a", batched ? "BKM" : "KM", DType::f32, with_batch({kb, g.m})));
+    out.push_back(spec("SB", "scale_b", batched ? "BNK" : "NK", DType::f32, with_batch({nb, kb})));
+  }
   return out;
 }
 

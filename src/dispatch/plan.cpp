@@ -99,18 +99,19 @@ nlohmann::json to_json(const PlanInfo& i) {
 }
 
 std::size_t slot_index(std::string_view slot) {
-  static constexpr std::string_view names[] = {"a", "b", "c", "d", "bias"};
-  for (std::size_t i = 0; i < 5; ++i)
+  static constexpr std::string_view names[kOperandSlots] = {"a", "b", "c", "d", "bias", "scale_a", "scale_b"};
+  for (std::size_t i = 0; i < kOperandSlots; ++i)
     if (slot == names[i]) return i;
-  throw InvalidArgument("unknown operand slot '" + std::string(slot) + "' (a, b, c, d or bias)");
+  throw InvalidArgument("unknown operand slot '" + std::string(slot) + "' (a, b, c, d, bias, scale_a or scale_b)");
 }
 
-std::array<std::size_t, 5> kernel_alignment(const Problem& p, const KernelConfig& c) {
-  std::array<std::size_t, 5> out{1, 1, 1, 1, 1};
+std::array<std::size_t, kOperandSlots> kernel_alignment(const Problem& p, const KernelConfig& c) {
+  std::array<std::size_t, kOperandSlots> out{1, 1, 1, 1, 1, 1, 1};
   for (const auto& s : operand_specs(p)) {
     const std::size_t i = slot_index(s.slot), bytes = static_cast<std::size_t>(size_bytes(s.dtype));
     int elems = 1;
-    if (c.fam() == Family::dw) elems = i == 4 ? 1 : c.dw_cpt;
+    if (i >= 4) elems = 1;  // bias and block scales: scalar loads
+    else if (c.fam() == Family::dw) elems = c.dw_cpt;
     else if (i == 0) elems = c.align_a;
     else if (i == 1) elems = c.align_b;
     else if (i == 2 || i == 3) elems = c.align_c;
@@ -119,11 +120,11 @@ std::array<std::size_t, 5> kernel_alignment(const Problem& p, const KernelConfig
   return out;
 }
 
-std::array<std::size_t, 5> vendor_alignment(const Problem& p) {
+std::array<std::size_t, kOperandSlots> vendor_alignment(const Problem& p) {
   // cuBLASLt's heuristic assumes 256-byte aligned buffers unless told otherwise (its default
   // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES); cuDNN's tensor-core paths need 16 bytes.
   const std::size_t a = std::holds_alternative<GemmProblem>(p) ? 256 : 16;
-  return {a, a, a, a, 16};
+  return {a, a, a, a, 16, 16, 16};
 }
 
 Plan::Plan(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -152,11 +153,17 @@ void check_pointer(const char* name, const void* p, int device, std::size_t alig
     throw InvalidArgument(who() + "pointer " + hex(p) + " is not aligned to " + std::to_string(align) + " bytes");
 }
 
-// Puts an operand's pointer into its Operands slot ("a", "b", "c", "d", "bias").
+// Puts an operand's pointer into its Operands slot ("a", "b", "c", "d", "bias", "scale_a", "scale_b").
 void set_slot(Operands& ops, std::string_view slot, const void* p) {
-  void** slots[5] = {const_cast<void**>(&ops.a), const_cast<void**>(&ops.b), const_cast<void**>(&ops.c), &ops.d,
-                     const_cast<void**>(&ops.bias)};
-  *slots[slot_index(slot)] = const_cast<void*>(p);
+  switch (slot_index(slot)) {
+    case 0: ops.a = p; break;
+    case 1: ops.b = p; break;
+    case 2: ops.c = p; break;
+    case 3: ops.d = const_cast<void*>(p); break;
+    case 4: ops.bias = p; break;
+    case 5: ops.scale_a = static_cast<const float*>(p); break;
+    default: ops.scale_b = static_cast<const float*>(p); break;
+  }
 }
 
 }  // namespace
@@ -171,7 +178,7 @@ void Plan::run(const Operands& ops, void* stream) const {
   else if (cur != im.info.device)
     throw InvalidArgument("plan for device " + std::to_string(im.info.device) + " (" + im.info.device_name +
                           ") run while device " + std::to_string(cur) + " is current; plan again for that device");
-  const void* ptr[5] = {ops.a, ops.b, ops.c, ops.d, ops.bias};
+  const void* ptr[kOperandSlots] = {ops.a, ops.b, ops.c, ops.d, ops.bias, ops.scale_a, ops.scale_b};
   for (const auto& s : im.specs) {
     const std::size_t i = slot_index(s.slot);
     if (!ptr[i]) throw InvalidArgument("operand " + s.name + " (Operands::" + s.slot + ") is null");

@@ -11,6 +11,9 @@
 
 namespace tilepick {
 
+// Operands members a tensor can go to: a, b, c, d, bias, scale_a, scale_b.
+inline constexpr std::size_t kOperandSlots = 7;
+
 struct Plan::Impl {
   PlanInfo info;
   Problem problem;
@@ -21,13 +24,13 @@ struct Plan::Impl {
   int vendor_index = -1;
   std::mutex vendor_mutex;                      // library handles are not shared across threads
   std::size_t workspace_bytes = 0;
-  std::array<std::size_t, 5> align{};           // bytes per slot a, b, c, d, bias
+  std::array<std::size_t, kOperandSlots> align{};  // bytes per slot a, b, c, d, bias, scale_a, scale_b
 };
 
-// Slot index of "a" "b" "c" "d" "bias" (throws InvalidArgument otherwise).
+// Slot index of "a" "b" "c" "d" "bias" "scale_a" "scale_b" (throws InvalidArgument otherwise).
 std::size_t slot_index(std::string_view slot);
 // Base alignment each slot needs for a tilepick kernel config or a vendor library.
-std::array<std::size_t, 5> kernel_alignment(const Problem& p, const KernelConfig& resolved);
-std::array<std::size_t, 5> vendor_alignment(const Problem& p);
+std::array<std::size_t, kOperandSlots> kernel_alignment(const Problem& p, const KernelConfig& resolved);
+std::array<std::size_t, kOperandSlots> vendor_alignment(const Problem& p);
 
 }  // namespace tilepick

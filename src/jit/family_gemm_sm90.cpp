@@ -139,6 +139,10 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   cfg.i("raster", c.raster).i("swizzle", c.swizzle).i("align_c", c.align_c);
   cfg.b("c_colmajor", !c_row).b("has_beta", beta).b("has_bias", p.epilogue.bias).i("act", static_cast<int>(p.epilogue.act));
   cfg.i("in_type", wgmma_in_type(p.a)).type("TC", device_type(p.c)).i("conv", conv ? conv->ndim : 0);
+  const bool block_scale = p.scale == GemmScale::block;
+  if (block_scale && (c.tile_m / c.warps_m != 64 || (c.tile_n != 64 && c.tile_n != 128)))
+    throw Unsupported("fam=sm90 scale=block: config '" + config_text + "' has no kernel (see legality)");
+  cfg.b("block_scale", block_scale);
   cfg.i("conv_dir", conv ? static_cast<int>(conv->dir) : 0);
   // Strided bwd_data: one launch per stride phase, whose dx rows the epilogue scatters (Cfg::phase_store).
   const std::vector<Sm90Im2colWalk> walks = conv ? sm90_im2col_walks(*conv) : std::vector<Sm90Im2colWalk>{};
@@ -148,7 +152,7 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
                            " layout=" + p.layout_string() + " align_c=" + std::to_string(c.align_c) +
                            " beta=" + (beta ? "1" : "0") + " ep=" + to_string(p.epilogue) + (split ? " splitk" : "") + (stream_k ? " stream_k" : "") +
                            (conv ? " conv=" + std::to_string(conv->ndim) + "d." + std::string(to_string(conv->dir)) : "") +
-                           (phased ? " phases" : "");
+                           (phased ? " phases" : "") + (block_scale ? " scale=block" : "");
   const int threads = threads_per_block(c);
   KernelPlan plan;
   plan.kernels.push_back(make_source("tp_gemm_sm90_", "gemm/sm90.cuh", cfg, "tp::GemmSm90Params", "tp::gemm_sm90", spec,
@@ -207,6 +211,7 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
     base.alpha = static_cast<float>(p.alpha), base.beta = static_cast<float>(p.beta);
     base.splitk = split || stream_k ? c.splitk : 1;  // stream-K: at most splitk CTAs per split tile
     base.slice_stride = p.m * p.n * p.batch;
+    base.kblocks = static_cast<int>(p.k_blocks());
     v.units = tiles_total * c.splitk;
     // Stream-K (kernels/gemm/sm90.cuh, Sm90StreamK): a grid of every tile's CTA, or when there are few
     // tiles up to splitk CTAs per tile (never more than k-tiles), at most kSkMaxCtas; the workspace holds
@@ -282,6 +287,9 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
         else g.map_a = walk_map(v.map_walk, o.a, cp.dir == ConvDir::fwd ? cp.x : cp.y, box_m);
       }
       g.c = o.c, g.d = o.d, g.bias = o.bias, g.workspace = static_cast<float*>(o.workspace);
+      g.scale_a = o.scale_a, g.scale_b = o.scale_b;
+      if (prob.scale == GemmScale::block && (!o.scale_a || !o.scale_b))
+        throw Error(Status::invalid_argument, "fam=sm90 '" + to_string(prob) + "': scale=block needs Operands::scale_a and scale_b");
       Launch l = main;
       l.grid[0] = static_cast<unsigned>(cs * std::max<std::int64_t>(stream_k ? v.sk_ctas : v.units, 1));  // the launch bounds it per device
       l.zero_workspace_bytes = sk_flag_bytes;
