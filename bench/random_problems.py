@@ -6,7 +6,7 @@ Writes one problem per line, tagged rand.<i>; deterministic for a seed.
   python3 bench/random_problems.py --sm90 --count 520 --seed 1 > data/problems/verify_random_sm90.txt
   python3 bench/random_problems.py --conv --count 520 --seed 1 > data/problems/verify_random_conv.txt
 --sm90: GEMMs that fam=sm90 runs (f16/bf16 inputs in every layout, a quarter e4m3/e5m2 inputs in
-layout rcr with f16/bf16/f32 outputs; the contiguous extents of A and B 16 bytes for TMA): the other sizes odd, M = 1..16 often, K not a multiple of 64 mostly, sizes up
+layout rcr with f16/bf16/f32 outputs, half of those with block scales; the contiguous extents of A and B 16 bytes for TMA): the other sizes odd, M = 1..16 often, K not a multiple of 64 mostly, sizes up
 to 1,000 so that multi-tile grids, clusters and split-K are reached.
 --conv: convolutions of every direction, 2-D and 3-D: one group, 2-64 groups and depthwise, odd sizes,
 strides 1-3, dilation, padding 0-3, batch 1-64 (large batches with small images); a fifth with one group,
@@ -70,6 +70,8 @@ def gemm_sm90(r):
     dout = r.choice([out16, out16, "f32"]) if fp8 else r.choice([din, din, "f32", "bf16" if din == "f16" else "f16"])
     dt = din if dout == din else f"{din}:{din}:{dout}"
     toks = ["gemm", layout, f"m{m}", f"n{n}", f"k{k}", dt]
+    if fp8 and r.random() < 0.5:  # fp32 block scales (1 x 128 of A, 128 x 128 of B)
+        toks.append("scale=block")
     return gemm_extras(r, toks)
 
 
