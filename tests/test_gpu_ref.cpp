@@ -50,6 +50,8 @@ std::vector<Problem> representative_problems() {
       "gemm rcr m64 n32 k96 e4m3:e4m3:bf16",
       "gemm rcr m64 n32 k96 e4m3:e5m2:f16 ep=bias",
       "gemm rcr m64 n32 k96 e5m2:e5m2:f32 beta=1",
+      "gemm rcr m70 n200 k300 e4m3:e4m3:bf16 scale=block",  // K and N past a 128 block
+      "gemm rcr batch2 m33 n136 k264 e4m3:e5m2:f32 alpha=0.5 beta=1 ep=bias+relu scale=block",
       "fwd g1 mb2 ic8 ih9 iw9 oc16 kh3 kw3 sh1 sw1 ph1 pw1 f16",
       "fwd g4 mb2 ic16 ih11 iw7 oc8 kh3 kw3 sh2 sw2 ph1 pw1 dh2 dw2 bf16 ep=bias+relu",
       "fwd g2 mb1 ic4 id5 ih6 iw7 oc6 kd3 kh3 kw3 sd1 sh2 sw1 pd1 ph0 pw1 f32 ep=bias+silu",
@@ -72,6 +74,7 @@ std::vector<KernelSource> all_sources() {
     s.push_back(gpu::fill_source(t));
     for (auto& k : gpu::compare_sources(t)) s.push_back(k);
   }
+  s.push_back(gpu::fill_source(DType::f32, /*scales=*/true));
   for (const auto& p : representative_problems())
     for (auto& k : gpu::reference_sources(p)) s.push_back(std::move(k));
   // One program per name: identical specializations share a program.
@@ -268,9 +271,32 @@ TEST(GpuRefCheck, InputAndOutputTensors) {
   EXPECT_EQ(gpu::input_tensors(f).back().elems, 6u);
 
   std::set<std::uint64_t> seeds;
-  for (std::uint64_t s : {1, 2})
-    for (auto slot : {gpu::Slot::a, gpu::Slot::b, gpu::Slot::c, gpu::Slot::bias}) seeds.insert(gpu::slot_seed(s, slot));
-  EXPECT_EQ(seeds.size(), 8u);
+  for (std::uint64_t s : {1, 2, 3})
+    for (int slot = 0; slot < gpu::kSlots; ++slot) seeds.insert(gpu::slot_seed(s, static_cast<gpu::Slot>(slot)));
+  EXPECT_EQ(seeds.size(), 18u);
+}
+
+// scale=block adds the fp32 block scales SA [batch][ceil(K/128)][M] and SB [batch][ceil(N/128)][ceil(K/128)], last.
+TEST(GpuRefCheck, BlockScaledInputTensors) {
+  auto g = parse_problem("gemm rcr batch2 m3 n200 k300 e4m3:e4m3:bf16 beta=1 ep=bias scale=block");
+  auto t = gpu::input_tensors(g);
+  ASSERT_EQ(t.size(), 6u);
+  EXPECT_EQ(t[0].slot, gpu::Slot::a); EXPECT_EQ(t[0].elems, 1800u); EXPECT_EQ(t[0].dtype, DType::e4m3);
+  EXPECT_EQ(t[1].slot, gpu::Slot::b); EXPECT_EQ(t[1].elems, 120000u);
+  EXPECT_EQ(t[2].slot, gpu::Slot::c);
+  EXPECT_EQ(t[3].slot, gpu::Slot::bias);
+  EXPECT_EQ(t[4].slot, gpu::Slot::scale_a); EXPECT_EQ(t[4].elems, 2u * 3 * 3); EXPECT_EQ(t[4].dtype, DType::f32);
+  EXPECT_EQ(t[5].slot, gpu::Slot::scale_b); EXPECT_EQ(t[5].elems, 2u * 2 * 3); EXPECT_EQ(t[5].dtype, DType::f32);
+  EXPECT_TRUE(gpu::is_scale(t[4].slot) && gpu::is_scale(t[5].slot) && !gpu::is_scale(t[0].slot));
+  EXPECT_EQ(gpu::input_tensors(parse_problem("gemm rcr m3 n5 k7 e4m3:e4m3:bf16")).size(), 2u);
+  // Every slot binds to its own Operands member and reads back from it.
+  Operands ops;
+  int marks[gpu::kSlots];
+  for (int i = 0; i < gpu::kSlots; ++i) gpu::bind(ops, static_cast<gpu::Slot>(i), &marks[i]);
+  EXPECT_EQ(ops.scale_a, reinterpret_cast<const float*>(&marks[4]));
+  EXPECT_EQ(ops.scale_b, reinterpret_cast<const float*>(&marks[5]));
+  for (int i = 0; i < gpu::kSlots; ++i) EXPECT_EQ(gpu::bound(ops, static_cast<gpu::Slot>(i)), &marks[i]) << i;
+  EXPECT_STREQ(gpu::slot_name(gpu::Slot::scale_b), "scale_b");
 }
 
 // ---- programs ----
@@ -287,6 +313,10 @@ TEST(GpuRefPrograms, SpecializationOnlyInTheName) {
   EXPECT_NE(name("fwd g1 mb1 ic4 ih5 iw5 oc6 kh3 kw3 sh1 sw1 ph1 pw1 f16"),
             name("bwd_data g1 mb1 ic4 ih5 iw5 oc6 kh3 kw3 sh1 sw1 ph1 pw1 f16"));
   EXPECT_NE(gpu::fill_source(DType::e4m3).name, gpu::fill_source(DType::e5m2).name);
+  EXPECT_NE(gpu::fill_source(DType::f32).name, gpu::fill_source(DType::f32, /*scales=*/true).name);
+  EXPECT_NE(name("gemm rcr m64 n64 k256 e4m3:e4m3:bf16"), name("gemm rcr m64 n64 k256 e4m3:e4m3:bf16 scale=block"));
+  EXPECT_EQ(name("gemm rcr m64 n64 k256 e4m3:e4m3:bf16 scale=block"),
+            name("gemm rcr batch3 m7 n300 k100 e4m3:e4m3:bf16 scale=block"));
 }
 
 // A bwd_weight with few outputs and a long reduction sums its pixels in runs (a second program adds them); others
@@ -345,23 +375,43 @@ TEST(GpuRefDevice, FillIsDeterministicNormalAndRepresentable) {
   }
 }
 
+TEST(GpuRefDevice, ScaleFillIsDeterministicPositiveLogNormal) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA driver";
+  const std::size_t n = 100003;
+  cuda::DeviceBuffer a(n * 4), b(n * 4);
+  gpu::fill_random_scale(static_cast<float*>(a.get()), n, 42);
+  gpu::fill_random_scale(static_cast<float*>(b.get()), n, 42);
+  cuda::synchronize();
+  std::vector<unsigned char> ha(a.size()), hb(b.size());
+  a.download(ha.data(), ha.size());
+  b.download(hb.data(), hb.size());
+  EXPECT_EQ(ha, hb);
+  double sum = 0, sum2 = 0;
+  for (double x : gpu::decode(DType::f32, ha.data(), n)) {
+    ASSERT_GT(x, 0.0);
+    ASSERT_TRUE(std::isfinite(x));
+    sum += std::log(x), sum2 += std::log(x) * std::log(x);
+  }
+  EXPECT_NEAR(sum / n, 0.0, 0.01);   // log of a scale ~ N(0, 1/4)
+  EXPECT_NEAR(sum2 / n, 0.25, 0.01);
+}
+
 TEST(GpuRefDevice, ReferencesMatchTheCpu) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA driver";
   const std::string target = cuda::target_for_current_device();
   for (const auto& p : representative_problems()) {
     SCOPED_TRACE(to_string(p));
     std::vector<cuda::DeviceBuffer> bufs;
-    std::vector<std::vector<double>> host(4);
+    std::vector<std::vector<double>> host(gpu::kSlots);
     Operands ops;
     for (const auto& t : gpu::input_tensors(p)) {
       bufs.emplace_back(t.elems * size_bytes(t.dtype));
-      gpu::fill_random_normal(bufs.back().get(), t.dtype, t.elems, gpu::slot_seed(3, t.slot));
+      gpu::fill_input(bufs.back().get(), t, 3);
       std::vector<unsigned char> bytes(bufs.back().size());
       cuda::synchronize();
       bufs.back().download(bytes.data(), bytes.size());
       host[static_cast<int>(t.slot)] = gpu::decode(t.dtype, bytes.data(), t.elems);
-      const void* ptr = bufs.back().get();
-      (t.slot == gpu::Slot::a ? ops.a : t.slot == gpu::Slot::b ? ops.b : t.slot == gpu::Slot::c ? ops.c : ops.bias) = ptr;
+      gpu::bind(ops, t.slot, bufs.back().get());
     }
     const std::size_t n = gpu::output_elems(p);
     cuda::DeviceBuffer out(n * sizeof(double));
@@ -369,9 +419,14 @@ TEST(GpuRefDevice, ReferencesMatchTheCpu) {
     cuda::synchronize();
     const auto got = download_f64(out, n);
     std::vector<double> want(n);
-    const double* bias = host[3].empty() ? nullptr : host[3].data();
+    auto at = [&](gpu::Slot s) {
+      const auto& v = host[static_cast<int>(s)];
+      return v.empty() ? nullptr : v.data();
+    };
+    const double* bias = at(gpu::Slot::bias);
     if (auto* g = std::get_if<GemmProblem>(&p)) {
-      ref::gemm(*g, host[0].data(), host[1].data(), host[2].empty() ? nullptr : host[2].data(), bias, want.data());
+      ref::gemm(*g, host[0].data(), host[1].data(), at(gpu::Slot::c), bias, want.data(), at(gpu::Slot::scale_a),
+                at(gpu::Slot::scale_b));
     } else {
       const auto& c = std::get<ConvProblem>(p);
       if (c.dir == ConvDir::fwd) ref::conv_fwd(c, host[0].data(), host[1].data(), bias, want.data());

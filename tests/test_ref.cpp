@@ -147,6 +147,67 @@ TEST(RefGemm, NullOperandsAreRejected) {
   EXPECT_THROW(ref::gemm(p, a.data(), b.data(), nullptr, nullptr, d.data()), Error);
 }
 
+// Block scales (scale=block): the reference equals the plain reference on inputs dequantized by hand,
+// A'[i][k] = SA[k/128][i] A[i][k] and B'[k][j] = SB[j/128][k/128] B[k][j], on sizes with K and N past a
+// 128 block and two batches. Small integers and power-of-two scales keep every sum exact (equal bit for bit);
+// fp8 normals with fp32 scales agree to rounding.
+TEST(RefGemm, BlockScalesEqualDequantizedInputs) {
+  Rng rng(20261129);
+  for (int rep = 0; rep < 6; ++rep) {
+    const bool exact = rep % 2 == 0;
+    const I64 m = uniform(rng, 1, 9), n = 128 * uniform(rng, 1, 2) + uniform(rng, 1, 127),
+              k = 128 * uniform(rng, 1, 3) + uniform(rng, 1, 127);
+    GemmProblem p = std::get<GemmProblem>(parse_problem(
+        "gemm rcr batch2 m" + std::to_string(m) + " n" + std::to_string(n) + " k" + std::to_string(k) +
+        " e4m3:e4m3:f32 alpha=0.75 beta=0.5 ep=bias+relu scale=block"));
+    ASSERT_NE(k % 128, 0);
+    ASSERT_NE(n % 128, 0);
+    const I64 kb = p.k_blocks(), nb = (n + 127) / 128;
+    ASSERT_EQ(p.scale_a_elems(), 2 * kb * m);
+    ASSERT_EQ(p.scale_b_elems(), 2 * nb * kb);
+    Vec a = exact ? random_ints(rng, 2 * m * k) : random_vec(rng, 2 * m * k, DType::e4m3);
+    Vec b = exact ? random_ints(rng, 2 * k * n) : random_vec(rng, 2 * k * n, DType::e4m3);
+    Vec c = random_ints(rng, 2 * m * n), bias = random_ints(rng, n);
+    auto scales = [&](I64 count) {
+      Vec v(static_cast<std::size_t>(count));
+      for (auto& e : v)
+        e = exact ? std::ldexp(1.0, static_cast<int>(uniform(rng, -3, 3)))
+                  : ref::round_to_dtype(DType::f32, std::exp(0.5 * std::normal_distribution<double>()(rng)));
+      return v;
+    };
+    Vec sa = scales(p.scale_a_elems()), sb = scales(p.scale_b_elems());
+    // rcr: A [batch][m][k], B [batch][n][k] (column-major K x N).
+    Vec a_deq = a, b_deq = b;
+    for (I64 bt = 0; bt < 2; ++bt)
+      for (I64 kk = 0; kk < k; ++kk) {
+        for (I64 i = 0; i < m; ++i) a_deq[(bt * m + i) * k + kk] *= sa[(bt * kb + kk / 128) * m + i];
+        for (I64 j = 0; j < n; ++j) b_deq[(bt * n + j) * k + kk] *= sb[(bt * nb + j / 128) * kb + kk / 128];
+      }
+    GemmProblem plain = p;
+    plain.scale = GemmScale::tensor;
+    Vec got(c.size()), want(c.size());
+    ref::gemm(p, a.data(), b.data(), c.data(), bias.data(), got.data(), sa.data(), sb.data());
+    ref::gemm(plain, a_deq.data(), b_deq.data(), c.data(), bias.data(), want.data());
+    double max_ref = 0;
+    for (double w : want) max_ref = std::max(max_ref, std::fabs(w));
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      if (exact) ASSERT_EQ(got[i], want[i]) << to_string(p) << " element " << i;
+      else ASSERT_NEAR(got[i], want[i], 1e-13 * max_ref) << to_string(p) << " element " << i;
+    }
+  }
+}
+
+TEST(RefGemm, BlockScalesAreRequiredExactlyWithScaleBlock) {
+  GemmProblem p = std::get<GemmProblem>(parse_problem("gemm rcr m1 n1 k1 e4m3:e4m3:bf16 scale=block"));
+  Vec a(1, 1.0), b(1, 1.0), d(1), s(1, 2.0);
+  EXPECT_THROW(ref::gemm(p, a.data(), b.data(), nullptr, nullptr, d.data()), Error);
+  EXPECT_THROW(ref::gemm(p, a.data(), b.data(), nullptr, nullptr, d.data(), s.data(), nullptr), Error);
+  ref::gemm(p, a.data(), b.data(), nullptr, nullptr, d.data(), s.data(), s.data());
+  EXPECT_EQ(d[0], 4.0);
+  p.scale = GemmScale::tensor;
+  EXPECT_THROW(ref::gemm(p, a.data(), b.data(), nullptr, nullptr, d.data(), s.data(), s.data()), Error);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Convolution
 

@@ -180,6 +180,18 @@ TEST(VendorSupport, CublasLtReasons) {
   EXPECT_NE(cublaslt_unsupported(parse_gemm("gemm rcr m8 n8 k8 f16:f16:bf16")).find("f16 x f16 -> bf16"), std::string::npos);
 }
 
+// fp8 block scales: cuBLASLt runs no batches and pads SB's k-blocks to 4 (only where N spans several blocks).
+TEST(VendorSupport, CublasLtBlockScaleReasons) {
+  EXPECT_EQ(cublaslt_unsupported(parse_gemm("gemm rcr m256 n384 k512 e4m3:e4m3:bf16 scale=block")), "");
+  EXPECT_EQ(cublaslt_unsupported(parse_gemm("gemm rcr m256 n128 k384 e4m3:e4m3:bf16 scale=block")), "");
+  EXPECT_EQ(cublaslt_unsupported(parse_gemm("gemm rcr m256 n384 k400 e4m3:e4m3:bf16 scale=block")), "");  // 4 blocks
+  EXPECT_NE(cublaslt_unsupported(parse_gemm("gemm rcr m256 n384 k384 e4m3:e4m3:bf16 scale=block")).find("K/128 = 3"),
+            std::string::npos);
+  EXPECT_NE(cublaslt_unsupported(parse_gemm("gemm rcr batch2 m256 n256 k512 e4m3:e4m3:bf16 scale=block")).find("batch"),
+            std::string::npos);
+  EXPECT_EQ(cublaslt_unsupported(parse_gemm("gemm rcr batch2 m256 n384 k384 e4m3:e4m3:bf16")), "");
+}
+
 // ---- cuDNN mapping ------------------------------------------------------------------------------
 
 std::int64_t offset(const CudnnTensor& t, const std::vector<std::int64_t>& idx) {
@@ -284,6 +296,7 @@ TEST(VendorGpu, EveryAlgorithmMatchesTheReference) {
   if (!cuda::driver_available(&why)) GTEST_SKIP() << why;
   cuda::init_device(0);
   for (const char* text : {"gemm rcr batch2 m96 n80 k64 bf16 beta=1 ep=bias+relu", "gemm ccc m33 n17 k40 f32",
+                           "gemm rcr m64 n384 k512 e4m3:e4m3:bf16 ep=bias scale=block",
                            "fwd g4 mb2 ic32 ih9 iw9 oc32 kh3 kw3 sh1 sw1 ph1 pw1 f16 ep=bias",
                            "bwd_data g2 mb2 ic16 id4 ih6 iw6 oc16 kd3 kh3 kw3 sd1 sh1 sw1 pd1 ph1 pw1 f16",
                            "bwd_weight g1 mb2 ic8 ih8 iw8 oc16 kh3 kw3 sh2 sw2 ph1 pw1 bf16"}) {

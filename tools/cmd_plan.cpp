@@ -141,7 +141,7 @@ int run_run(const PlanArgs& a) {
     Operands ops;
     for (const auto& t : gpu::input_tensors(p)) {
       auto& buf = inputs.emplace_back(std::max<std::size_t>(t.elems * size_bytes(t.dtype), 1));
-      gpu::fill_random_normal(buf.get(), t.dtype, t.elems, gpu::slot_seed(a.seed, t.slot));
+      gpu::fill_input(buf.get(), t, a.seed);
       gpu::bind(ops, t.slot, buf.get());
     }
     const std::size_t out_bytes = gpu::output_elems(p) * static_cast<std::size_t>(size_bytes(gpu::output_dtype(p)));

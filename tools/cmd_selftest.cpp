@@ -1,6 +1,7 @@
 // tilepick selftest gpu-ref (hidden): checks the GPU references (src/ref/gpu_ref.hpp) on a GPU
 // machine without GoogleTest. For every problem small enough for the CPU reference: random inputs
-// from fill_random_normal (copied back, checked to be representable), the CPU fp64 reference
+// from fill_random_normal and fill_random_scale (copied back, checked to be representable; scales positive), the
+// CPU fp64 reference
 // against the GPU one (max |gpu - cpu| / max |cpu|), and the compare kernel against the same sums
 // computed on the host. Then times the GPU reference on a few large problems.
 #include <algorithm>
@@ -49,7 +50,7 @@ double flops_of(const Problem& p) {
   return std::get<ConvProblem>(p).flops();
 }
 
-// Device inputs of one problem, filled with fill_random_normal.
+// Device inputs of one problem, filled with fill_input.
 struct Inputs {
   std::vector<cuda::DeviceBuffer> buffers;
   std::vector<gpu::InputTensor> tensors;
@@ -58,34 +59,38 @@ struct Inputs {
   Inputs(const Problem& p, std::uint64_t seed) : tensors(gpu::input_tensors(p)) {
     for (const auto& t : tensors) {
       buffers.emplace_back(std::max<std::size_t>(t.elems * size_bytes(t.dtype), 1));
-      gpu::fill_random_normal(buffers.back().get(), t.dtype, t.elems, gpu::slot_seed(seed, t.slot));
+      gpu::fill_input(buffers.back().get(), t, seed);
       gpu::bind(ops, t.slot, buffers.back().get());
     }
   }
 };
 
-// Moments of the filled values per dtype, and representability failures.
+// Moments of the filled normal values per dtype, and representability failures (block scales: also
+// values that are not positive; left out of the moments).
 struct FillStats {
   std::map<DType, std::pair<double, double>> sums;  // sum, sum of squares
   std::map<DType, std::size_t> counts;
-  std::size_t not_representable = 0, nonfinite = 0;
+  std::size_t not_representable = 0, nonfinite = 0, bad_scales = 0;
 
-  void add(DType t, const std::vector<double>& v) {
+  void add(DType t, bool scales, const std::vector<double>& v) {
     auto& [s, s2] = sums[t];
     for (double x : v) {
       if (!std::isfinite(x)) ++nonfinite;
       else if (ref::round_to_dtype(t, x) != x) ++not_representable;
-      s += x, s2 += x * x;
+      if (scales) bad_scales += !(x > 0);
+      else s += x, s2 += x * x;
     }
-    counts[t] += v.size();
+    if (!scales) counts[t] += v.size();
   }
 };
 
 std::vector<double> cpu_reference(const Problem& p, const std::vector<std::vector<double>>& in) {
   std::vector<double> out(gpu::output_elems(p));
-  const double* bias = in[3].empty() ? nullptr : in[3].data();
+  auto at = [&](gpu::Slot s) { return in[static_cast<int>(s)].empty() ? nullptr : in[static_cast<int>(s)].data(); };
+  const double* bias = at(gpu::Slot::bias);
   if (auto* g = std::get_if<GemmProblem>(&p)) {
-    ref::gemm(*g, in[0].data(), in[1].data(), in[2].empty() ? nullptr : in[2].data(), bias, out.data());
+    ref::gemm(*g, in[0].data(), in[1].data(), at(gpu::Slot::c), bias, out.data(), at(gpu::Slot::scale_a),
+              at(gpu::Slot::scale_b));
     return out;
   }
   const auto& c = std::get<ConvProblem>(p);
@@ -119,13 +124,13 @@ std::string check_problem(const Problem& p, std::size_t index, const std::string
                           FillStats& fill, double& worst_diff) {
   Inputs inputs(p, seed);
   cuda::synchronize();
-  std::vector<std::vector<double>> host(4);
+  std::vector<std::vector<double>> host(gpu::kSlots);
   for (std::size_t i = 0; i < inputs.tensors.size(); ++i) {
     const auto& t = inputs.tensors[i];
     std::vector<unsigned char> bytes(t.elems * size_bytes(t.dtype));
     inputs.buffers[i].download(bytes.data(), bytes.size());
     host[static_cast<int>(t.slot)] = gpu::decode(t.dtype, bytes.data(), t.elems);
-    fill.add(t.dtype, host[static_cast<int>(t.slot)]);
+    fill.add(t.dtype, gpu::is_scale(t.slot), host[static_cast<int>(t.slot)]);
   }
   const std::size_t n = gpu::output_elems(p);
   cuda::DeviceBuffer ref_dev(n * sizeof(double));
@@ -254,8 +259,9 @@ int selftest_gpu_ref(const SelftestArgs& a) {
     std::printf("fill %-5s %10.0f values  mean %+.4f  var %.4f\n", std::string(to_string(t)).c_str(), n, s.first / n,
                 s.second / n - (s.first / n) * (s.first / n));
   }
-  std::printf("fill: %zu values not representable, %zu nonfinite\n", fill.not_representable, fill.nonfinite);
-  if (fill.not_representable || fill.nonfinite) ++failed;
+  std::printf("fill: %zu values not representable, %zu nonfinite, %zu block scales not positive\n",
+              fill.not_representable, fill.nonfinite, fill.bad_scales);
+  if (fill.not_representable || fill.nonfinite || fill.bad_scales) ++failed;
 
   if (!a.no_bench)
     for (const auto& text : a.bench.empty() ? kDefaultBench : a.bench) {

@@ -37,15 +37,16 @@ struct Data {
   explicit Data(const Problem& prob, int device) : p(prob) {
     for (const auto& t : gpu::input_tensors(p)) {
       auto& b = in.emplace_back(std::max<std::size_t>(t.elems * size_bytes(t.dtype), 1));
-      gpu::fill_random_normal(b.get(), t.dtype, t.elems, gpu::slot_seed(7, t.slot));
-      (t.slot == gpu::Slot::a ? ops.a : t.slot == gpu::Slot::b ? ops.b : t.slot == gpu::Slot::c ? ops.c : ops.bias) = b.get();
+      gpu::fill_input(b.get(), t, 7);
+      gpu::bind(ops, t.slot, b.get());
     }
     out = cuda::DeviceBuffer(gpu::output_elems(p) * size_bytes(gpu::output_dtype(p)));
     ref = cuda::DeviceBuffer(gpu::output_elems(p) * sizeof(double));
     ops.d = out.get();
     gpu::GpuReference(p, cuda::target_for_current_device()).compute(ops, ref.get());
     for (const auto& s : operand_specs(p)) {
-      const void* ptr = s.slot == "a" ? ops.a : s.slot == "b" ? ops.b : s.slot == "c" ? ops.c : s.slot == "d" ? ops.d : ops.bias;
+      const void* ptr = s.slot == "a" ? ops.a : s.slot == "b" ? ops.b : s.slot == "c" ? ops.c : s.slot == "d" ? ops.d
+                        : s.slot == "scale_a" ? ops.scale_a : s.slot == "scale_b" ? ops.scale_b : ops.bias;
       tensors.push_back({const_cast<void*>(ptr), s.dtype, s.shape, {}, device});
     }
   }

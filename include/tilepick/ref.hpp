@@ -4,7 +4,8 @@
 //
 // Memory layouts (element offsets, row-major over the listed dims):
 //   GEMM  A: M x K per batch, row (i*K + k) or col (k*M + i); B: K x N, row (k*N + j) or col (j*K + k);
-//         C/D: M x N, row or col; batches are contiguous (stride M*K, K*N, M*N); bias: N values.
+//         C/D: M x N, row or col; batches are contiguous (stride M*K, K*N, M*N); bias: N values;
+//         block scales (scale=block, KB = ceil(K/128), NB = ceil(N/128)): SA [batch][KB][M], SB [batch][NB][KB].
 //   Conv  x: N [D] H W G Cg    w: G Kg [Z] Y X Cg    y: N [Do] Ho Wo G Kg    bias: K = G*Kg values
 #pragma once
 #include <cstdint>
@@ -22,9 +23,11 @@ double round_to_dtype(DType t, double v);
 double round_to_tf32(double v);
 
 // D = act(alpha * A x B + beta * C + bias). `c` may be null when beta == 0 (C is then not read),
-// `bias` null when the epilogue has no bias; `d` may alias `c`.
+// `bias` null when the epilogue has no bias; `d` may alias `c`. With p.scale == block, A x B is
+// sum_kb SA[kb][i] SB[j/128][kb] (sum over k in block kb of A[i][k] B[k][j]) (problem.hpp): scale_a and
+// scale_b are then required, and must be null otherwise (Error either way).
 void gemm(const GemmProblem& p, const double* a, const double* b, const double* c, const double* bias,
-          double* d);
+          double* d, const double* scale_a = nullptr, const double* scale_b = nullptr);
 
 // The conv references use p's geometry only (p.dir is ignored); conv_fwd applies p.epilogue.
 // Outputs are fully overwritten. conv_fwd throws Error when the epilogue has a bias and `bias` is null.

@@ -1,4 +1,5 @@
-// fill_random_normal: N(0, 1) values rounded to the tensor's dtype, deterministic in (seed, index).
+// fill_random_normal: N(0, 1) values rounded to the tensor's dtype, deterministic in (seed, index);
+// with Cfg::scales, fp8 block scales exp(z / 2) of those normals z instead (positive; e^-1.5 .. e^1.5 for |z| < 3).
 //
 // Element group i4 (elements 4*i4 .. 4*i4+3) takes Philox4x32-10 of counter (i4 lo, i4 hi, 0, 0)
 // under key (seed lo, seed hi); each pair of 32-bit words gives two normals by Box-Muller:
@@ -18,7 +19,9 @@ template <int DT> __device__ __forceinline__ void store_rounded(void* base, i64 
   else ((unsigned char*)base)[idx] = (unsigned char)bits;
 }
 
-template <class Cfg> __device__ void fill_normal(const RefFillParams& p) {
+constexpr double kScaleLogSigma = 0.5;  // block scales: exp(kScaleLogSigma z), z ~ N(0, 1)
+
+template <class Cfg> __device__ void fill_random(const RefFillParams& p) {
   const unsigned long long groups = (p.n + 3) / 4;
   const unsigned int k0 = (unsigned int)p.seed, k1 = (unsigned int)(p.seed >> 32);
   for (unsigned long long g = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; g < groups;
@@ -37,7 +40,7 @@ template <class Cfg> __device__ void fill_normal(const RefFillParams& p) {
     }
     for (int j = 0; j < 4; ++j) {
       const unsigned long long idx = 4 * g + j;
-      if (idx < p.n) store_rounded<Cfg::dtype>(p.dst, (i64)idx, z[j]);
+      if (idx < p.n) store_rounded<Cfg::dtype>(p.dst, (i64)idx, Cfg::scales ? exp(kScaleLogSigma * z[j]) : z[j]);
     }
   }
 }

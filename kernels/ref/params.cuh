@@ -3,7 +3,8 @@
 // (src/ref/gpu_ref.cpp packs them into Launch::params) and the device code.
 //
 // Layouts are those of the CPU references (include/tilepick/ref.hpp):
-//   GEMM  element (i, k) of A at i * a_row + k * a_col (likewise B, C/D); batches contiguous.
+//   GEMM  element (i, k) of A at i * a_row + k * a_col (likewise B, C/D); batches contiguous;
+//         block scales SA [batch][k_blocks][m], SB [batch][ceil(n / 128)][k_blocks] (problem.hpp).
 //   Conv  x [N][D][H][W][G][Cg]   w [G][Kg][Z][Y][X][Cg]   y [N][Do][Ho][Wo][G][Kg]   bias [G*Kg]
 // Spatial triples are (d, h, w); 2-D problems have d = 1, filter 1, stride 1, pad 0, dilation 1.
 #pragma once
@@ -21,8 +22,11 @@ struct RefGemmParams {
   const void* b;
   const void* c;     // read when Cfg::has_beta
   const void* bias;  // [N] in C's dtype, read when Cfg::has_bias
+  const float* scale_a;  // read when Cfg::block_scale
+  const float* scale_b;
   double* d;
   long long m, n, k, batch;
+  long long k_blocks;  // ceil(k / 128)
   long long a_row, a_col, b_row, b_col, c_row, c_col;  // element strides
   long long tiles_m, tiles_n;
   double alpha, beta;
@@ -56,7 +60,7 @@ struct RefCompareParams {
 };
 
 static_assert(sizeof(RefFillParams) == 24, "RefFillParams layout is shared by host and device");
-static_assert(sizeof(RefGemmParams) == 152, "RefGemmParams layout is shared by host and device");
+static_assert(sizeof(RefGemmParams) == 176, "RefGemmParams layout is shared by host and device");
 static_assert(sizeof(RefConvParams) == 240, "RefConvParams layout is shared by host and device");
 static_assert(sizeof(RefCompareSums) == 48, "RefCompareSums layout is shared by host and device");
 static_assert(sizeof(RefCompareParams) == 40, "RefCompareParams layout is shared by host and device");

@@ -53,7 +53,8 @@ tp::RefGemmParams gemm_params(const GemmProblem& g, const Operands& ops, void* r
   };
   tp::RefGemmParams q{};
   q.a = ops.a, q.b = ops.b, q.c = ops.c, q.bias = ops.bias, q.d = static_cast<double*>(ref);
-  q.m = g.m, q.n = g.n, q.k = g.k, q.batch = g.batch;
+  q.scale_a = ops.scale_a, q.scale_b = ops.scale_b;
+  q.m = g.m, q.n = g.n, q.k = g.k, q.batch = g.batch, q.k_blocks = g.k_blocks();
   std::tie(q.a_row, q.a_col) = strides(g.layout_a, g.m, g.k);
   std::tie(q.b_row, q.b_col) = strides(g.layout_b, g.k, g.n);
   std::tie(q.c_row, q.c_col) = strides(g.layout_c, g.m, g.n);
@@ -92,23 +93,19 @@ std::size_t partials_bytes(const Problem& p) {
 }
 
 void require_inputs(const Problem& p, const Operands& ops) {
-  for (const auto& t : input_tensors(p)) {
-    const void* ptr = t.slot == Slot::a ? ops.a : t.slot == Slot::b ? ops.b : t.slot == Slot::c ? ops.c : ops.bias;
-    if (!ptr && t.elems > 0) {
-      static const char* names[] = {"a", "b", "c", "bias"};
+  for (const auto& t : input_tensors(p))
+    if (!bound(ops, t.slot) && t.elems > 0)
       throw Error(Status::internal, "GpuReference::compute of '" + to_string(p) + "': Operands::" +
-                                        names[static_cast<int>(t.slot)] + " is null");
-    }
-  }
+                                        slot_name(t.slot) + " is null");
 }
 
 }  // namespace
 
-KernelSource fill_source(DType t) {
+KernelSource fill_source(DType t, bool scales) {
   CfgText cfg;
-  cfg.i("dtype", id(t));
-  return source("tp_ref_fill_", "ref/fill.cuh", cfg, "tp::RefFillParams", "tp::refk::fill_normal",
-                "ref_fill dtype=" + dt(t));
+  cfg.i("dtype", id(t)).b("scales", scales);
+  return source("tp_ref_fill_", "ref/fill.cuh", cfg, "tp::RefFillParams", "tp::refk::fill_random",
+                "ref_fill dtype=" + dt(t) + (scales ? " scales" : ""));
 }
 
 namespace {
@@ -139,8 +136,9 @@ KernelSource reference_source(const Problem& p) {
   if (auto* g = std::get_if<GemmProblem>(&p)) {
     cfg.i("ta", id(g->a)).i("tb", id(g->b)).i("tc", id(g->c)).b("has_beta", g->beta != 0);
     cfg.b("has_bias", g->epilogue.bias).i("act", static_cast<int>(g->epilogue.act)).i("threads", kThreads);
+    cfg.b("block_scale", g->scale == GemmScale::block);
     const std::string spec = "ref_gemm " + dtypes_text(g->a, g->b, g->c) + " beta=" + (g->beta != 0 ? "1" : "0") +
-                             " ep=" + to_string(g->epilogue);
+                             " ep=" + to_string(g->epilogue) + (g->scale == GemmScale::block ? " scale=block" : "");
     return source("tp_ref_gemm_", "ref/gemm_ref.cuh", cfg, "tp::RefGemmParams", "tp::refk::gemm_ref", spec);
   }
   return conv_source(std::get<ConvProblem>(p), "");
@@ -156,16 +154,34 @@ std::vector<KernelSource> compare_sources(DType out) {
                  "tp::refk::compare_final", "ref_compare_final")};
 }
 
-void fill_random_normal(void* dst, DType t, std::size_t n, std::uint64_t seed, void* stream) {
+namespace {
+
+void fill(void* dst, DType t, bool scales, std::size_t n, std::uint64_t seed, void* stream) {
   if (n == 0) return;
-  if (!dst) throw Error(Status::internal, "fill_random_normal: null destination for " + std::to_string(n) + " " + dt(t));
+  if (!dst) throw Error(Status::internal, std::string(scales ? "fill_random_scale" : "fill_random_normal") +
+                                              ": null destination for " + std::to_string(n) + " " + dt(t));
   KernelPlan plan;
-  plan.kernels = {fill_source(t)};
+  plan.kernels = {fill_source(t, scales)};
   plan.launches = [=](const Operands&) {
     tp::RefFillParams q{dst, n, seed};
     return std::vector<Launch>{launch_of(0, blocks_for((n + 3) / 4), codegen::pack(q))};
   };
   cuda::Executable(plan, current_target()).run(Operands{}, stream);
+}
+
+}  // namespace
+
+void fill_random_normal(void* dst, DType t, std::size_t n, std::uint64_t seed, void* stream) {
+  fill(dst, t, false, n, seed, stream);
+}
+
+void fill_random_scale(float* dst, std::size_t n, std::uint64_t seed, void* stream) {
+  fill(dst, DType::f32, true, n, seed, stream);
+}
+
+void fill_input(void* dst, const InputTensor& t, std::uint64_t seed, void* stream) {
+  if (is_scale(t.slot)) fill_random_scale(static_cast<float*>(dst), t.elems, slot_seed(seed, t.slot), stream);
+  else fill_random_normal(dst, t.dtype, t.elems, slot_seed(seed, t.slot), stream);
 }
 
 GpuReference::GpuReference(const Problem& p, const std::string& target) : problem_(p) {

@@ -23,7 +23,12 @@ namespace tilepick::ref::gpu {
 // ---- inputs ----
 
 // Which Operands member an input tensor goes to.
-enum class Slot : std::uint8_t { a, b, c, bias };
+enum class Slot : std::uint8_t { a, b, c, bias, scale_a, scale_b };
+inline constexpr int kSlots = 6;
+// The Operands member's name ("a", "scale_b"), for messages.
+const char* slot_name(Slot s);
+// The fp8 block scales (scale_a, scale_b): filled with fill_random_scale, not fill_random_normal.
+inline bool is_scale(Slot s) { return s == Slot::scale_a || s == Slot::scale_b; }
 
 struct InputTensor {
   Slot slot;
@@ -31,8 +36,10 @@ struct InputTensor {
   std::size_t elems;
 };
 
-// The inputs of a problem, in order a, b, [c when beta != 0], [bias when the epilogue has one]:
-//   GEMM a = A, b = B, c = C (C's dtype), bias [N] (C's dtype);
+// The inputs of a problem, in order a, b, [c when beta != 0], [bias when the epilogue has one],
+// [scale_a, scale_b with scale=block]:
+//   GEMM a = A, b = B, c = C (C's dtype), bias [N] (C's dtype), scale_a SA and scale_b SB (f32,
+//   layouts in problem.hpp);
 //   conv fwd a = x, b = w, bias [K] (y's dtype); bwd_data a = dy, b = w; bwd_weight a = x, b = dy.
 std::vector<InputTensor> input_tensors(const Problem& p);
 // The output: dtype and element count (GEMM D, conv y / dx / dw).
@@ -40,6 +47,8 @@ DType output_dtype(const Problem& p);
 std::size_t output_elems(const Problem& p);
 // Points the Operands member of `slot` at p.
 void bind(Operands& ops, Slot slot, const void* p);
+// The Operands member of `slot`.
+const void* bound(const Operands& ops, Slot slot);
 // The seed of one input slot, derived from a problem-level seed (distinct streams per slot).
 std::uint64_t slot_seed(std::uint64_t seed, Slot s);
 
@@ -47,6 +56,12 @@ std::uint64_t slot_seed(std::uint64_t seed, Slot s);
 // ref::round_to_dtype) to device memory dst. Deterministic in (seed, index): Philox4x32-10 and
 // Box-Muller (kernels/ref/fill.cuh). Asynchronous on `stream`.
 void fill_random_normal(void* dst, DType t, std::size_t n, std::uint64_t seed, void* stream = nullptr);
+// Writes n positive fp32 block scales exp(z / 2) rounded to f32, z the normals fill_random_normal draws
+// for (seed, index): e^-1.5 .. e^1.5 for |z| < 3, never 0. Asynchronous on `stream`.
+void fill_random_scale(float* dst, std::size_t n, std::uint64_t seed, void* stream = nullptr);
+// Fills one tensor of input_tensors(p) at dst: fill_random_scale for the block scales, else
+// fill_random_normal, seeded with slot_seed(seed, t.slot).
+void fill_input(void* dst, const InputTensor& t, std::uint64_t seed, void* stream = nullptr);
 
 // ---- reference ----
 
@@ -54,9 +69,10 @@ void fill_random_normal(void* dst, DType t, std::size_t n, std::uint64_t seed, v
 class GpuReference {
  public:
   GpuReference(const Problem& p, const std::string& target);
-  // Writes output_elems(p) doubles to ref_f64 (device). inputs: a, b, c, bias as input_tensors()
-  // lists them (d and workspace are ignored). Asynchronous on `stream`, except a conv bwd_weight whose long
-  // reduction over few outputs is summed in runs (kernels/ref/conv_ref.cuh): it returns once done.
+  // Writes output_elems(p) doubles to ref_f64 (device). inputs: a, b, c, bias, scale_a, scale_b as
+  // input_tensors() lists them (d and workspace are ignored). Asynchronous on `stream`, except a conv
+  // bwd_weight whose long reduction over few outputs is summed in runs (kernels/ref/conv_ref.cuh): it
+  // returns once done.
   void compute(const Operands& inputs, void* ref_f64, void* stream = nullptr) const;
   const Problem& problem() const { return problem_; }
 
@@ -102,9 +118,10 @@ CheckResult check(const Problem& p, const void* out, const void* ref_f64, void* 
 
 // ---- programs (no GPU needed: tests compile them) ----
 
-KernelSource fill_source(DType t);
+// fill_random_normal's program for dtype t, or (scales) fill_random_scale's (t = f32).
+KernelSource fill_source(DType t, bool scales = false);
 // The reference program of a problem (one per problem specialization: op, direction, dtypes,
-// beta, epilogue; sizes and layouts are runtime).
+// beta, epilogue, block scales; sizes and layouts are runtime).
 KernelSource reference_source(const Problem& p);
 // Every program GpuReference(p) runs: reference_source(p), or for a conv bwd_weight summed in runs the runs' kernel
 // and their sum.

@@ -18,6 +18,10 @@ std::vector<InputTensor> input_tensors(const Problem& p) {
     std::vector<InputTensor> t{{Slot::a, g->a, n(g->m * g->k * g->batch)}, {Slot::b, g->b, n(g->k * g->n * g->batch)}};
     if (g->beta != 0) t.push_back({Slot::c, g->c, n(g->m * g->n * g->batch)});
     if (g->epilogue.bias) t.push_back({Slot::bias, g->c, n(g->n)});
+    if (g->scale == GemmScale::block) {
+      t.push_back({Slot::scale_a, DType::f32, n(g->scale_a_elems())});
+      t.push_back({Slot::scale_b, DType::f32, n(g->scale_b_elems())});
+    }
     return t;
   }
   const auto& c = std::get<ConvProblem>(p);
@@ -46,18 +50,39 @@ std::size_t output_elems(const Problem& p) {
                                                                                                    : c.w_elems());
 }
 
+const char* slot_name(Slot s) {
+  static const char* names[kSlots] = {"a", "b", "c", "bias", "scale_a", "scale_b"};
+  return names[static_cast<int>(s)];
+}
+
 void bind(Operands& ops, Slot slot, const void* p) {
   switch (slot) {
     case Slot::a: ops.a = p; break;
     case Slot::b: ops.b = p; break;
     case Slot::c: ops.c = p; break;
     case Slot::bias: ops.bias = p; break;
+    case Slot::scale_a: ops.scale_a = static_cast<const float*>(p); break;
+    case Slot::scale_b: ops.scale_b = static_cast<const float*>(p); break;
   }
 }
 
+const void* bound(const Operands& ops, Slot slot) {
+  switch (slot) {
+    case Slot::a: return ops.a;
+    case Slot::b: return ops.b;
+    case Slot::c: return ops.c;
+    case Slot::bias: return ops.bias;
+    case Slot::scale_a: return ops.scale_a;
+    case Slot::scale_b: return ops.scale_b;
+  }
+  return nullptr;
+}
+
 std::uint64_t slot_seed(std::uint64_t seed, Slot s) {
-  // splitmix64 finalizer of (seed, slot): unrelated Philox keys for the tensors of one problem.
-  std::uint64_t z = seed * 4 + static_cast<std::uint64_t>(s) + 0x9e3779b97f4a7c15ull;
+  // splitmix64 finalizer of (seed, slot): unrelated Philox keys for the tensors of one problem. The
+  // scale slots (4, 5) take another offset, so that they never meet slots 0, 1 of seed + 1 (seed * 4 + slot).
+  const std::uint64_t offset = is_scale(s) ? 0x632be59bd9b4e019ull : 0x9e3779b97f4a7c15ull;
+  std::uint64_t z = seed * 4 + static_cast<std::uint64_t>(s) + offset;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);

@@ -8,8 +8,9 @@
 // the default loader path, the CUDA toolkit's lib dirs, then python site-packages' nvidia/*/lib.
 //
 // Semantics are those of the CPU references (src/ref): GEMM D = act(alpha A x B + beta C + bias[j])
-// with row/col layouts and contiguous batches; conv x NHWGC, w GKYXC, y NHWGK (3-D NDHWGC, GKZYXC,
-// NDHWGK), cross-correlation, fp32 accumulation, f32 inputs on tf32 tensor cores.
+// with row/col layouts and contiguous batches, fp8 block scales (scale=block) as in problem.hpp; conv
+// x NHWGC, w GKYXC, y NHWGK (3-D NDHWGC, GKZYXC, NDHWGK), cross-correlation, fp32 accumulation, f32
+// inputs on tf32 tensor cores.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -20,11 +20,20 @@ std::unique_ptr<VendorSet> create_cublaslt(const GemmProblem&, std::string* why_
 
 #include "core/cuda_driver.hpp"
 #include "tilepick/error.hpp"
+#include "tilepick/jit.hpp"
+
+// fp8 block scales (scale=block) need cuBLASLt 12.9's VEC128_32F / BLK128x128_32F scale modes.
+#if defined(CUBLAS_VERSION) && CUBLAS_VERSION >= 120900
+#define TILEPICK_LT_BLOCK_SCALES 1
+#else
+#define TILEPICK_LT_BLOCK_SCALES 0
+#endif
 
 namespace tilepick::run::vendor::detail {
 namespace {
 
 constexpr int kMaxAlgos = 8;
+constexpr std::size_t kMinBlockScaleVersion = 120900;  // cublasLtGetVersion() of 12.9.0
 constexpr std::size_t kWorkspaceBytes = std::size_t(32) << 20;
 
 struct LtApi {
@@ -99,9 +108,12 @@ class LtSet final : public VendorSet {
     set_desc(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<std::uint32_t>(epilogue(p.epilogue)), what_);
     if (p.epilogue.bias)
       set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<std::int32_t>(data_type(p.c)), what_);
-    // fp8: partial sums stay in the tensor cores' accumulators, as in fam=sm90's kernels (the one
-    // accumulation mode of fp8 problems here, so that times compare like with like).
-    if (is_fp8(p.a)) set_desc(desc_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, std::int8_t{1}, what_);
+    // fp8 with one scale per tensor: partial sums stay in the tensor cores' accumulators, as in fam=sm90's
+    // kernels (so that times compare like with like). Block scales promote every 128-k block into fp32 on
+    // both sides, and cuBLASLt has no FAST_ACCUM with them.
+    if (is_fp8(p.a) && p.scale != GemmScale::block)
+      set_desc(desc_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, std::int8_t{1}, what_);
+    if (p.scale == GemmScale::block) set_block_scales();
     a_ = layout(map_.a, map_.swap_ab ? p.b : p.a);
     b_ = layout(map_.b, map_.swap_ab ? p.a : p.b);
     cd_ = layout(map_.cd, p.c);
@@ -138,12 +150,21 @@ class LtSet final : public VendorSet {
     if (map_.cd.row_order)
       s += "; its bias runs along cuBLAS rows, so a column-major D with bias needs a row-ordered D^T, which it does "
            "not offer here";
+    if (p_.scale == GemmScale::block)
+      s += "; its fp8 block-scaled kernels (VEC128 x BLK128x128) take fewer shapes and epilogues than its other fp8 "
+           "kernels (13.1 on an H200 refused odd M, M = 1, and f32 output with beta and bias+relu)";
     return s;
   }
 
   void run(int i, const Operands& ops, void* workspace, void* stream) override {
     const auto& r = results_.at(static_cast<std::size_t>(i));
     if (p_.epilogue.bias) set_desc(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, ops.bias, what_);
+    if (p_.scale == GemmScale::block) {
+      if (!ops.scale_a || !ops.scale_b)
+        throw Error(Status::invalid_argument, "cuBLASLt on " + what_ + ": Operands::scale_a and scale_b are required "
+                                              "(scale=block)");
+      set_scale_pointers(ops.scale_a, ops.scale_b);
+    }
     const void* a = map_.swap_ab ? ops.b : ops.a;
     const void* b = map_.swap_ab ? ops.a : ops.b;
     const void* c = p_.beta != 0 ? ops.c : ops.d;
@@ -153,6 +174,34 @@ class LtSet final : public VendorSet {
   }
 
  private:
+  // DeepSeek-V3 block scales: our A (activations, M x K) has one fp32 scale per 1 x 128 block, VEC128_32F
+  // with SA [K/128][M] (M contiguous); our B (weights, K x N stored as N rows of K) one per 128 x 128 block,
+  // BLK128x128_32F with SB [N/128][K/128] (k-blocks contiguous). These are cuBLASLt's layouts for them
+  // (PyTorch's scaled_mm passes the same; checked against the fp64 reference on an H200, cuBLASLt 13.1),
+  // except that cuBLASLt pads SB's rows to a multiple of 4 k-blocks: cublaslt_unsupported refuses the
+  // problems where that differs. cuBLASLt's A and B follow map_gemm: with swap_ab its A is our B.
+  void set_block_scales() {
+#if TILEPICK_LT_BLOCK_SCALES
+    const std::int32_t act = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    const std::int32_t weight = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    set_desc(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, map_.swap_ab ? weight : act, what_);
+    set_desc(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, map_.swap_ab ? act : weight, what_);
+    // The heuristic wants scale pointers (it does not read them): a placeholder until run() sets the caller's.
+    scale_placeholder_ = cuda::DeviceBuffer(256);
+    set_scale_pointers(static_cast<const float*>(scale_placeholder_.get()),
+                       static_cast<const float*>(scale_placeholder_.get()));
+#else
+    throw Error(Status::internal, "cuBLASLt block scales were compiled out (cublasLt.h older than 12.9)");
+#endif
+  }
+
+  void set_scale_pointers(const float* scale_a, const float* scale_b) {
+    const void* lt_a = map_.swap_ab ? scale_b : scale_a;
+    const void* lt_b = map_.swap_ab ? scale_a : scale_b;
+    set_desc(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, lt_a, what_);
+    set_desc(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, lt_b, what_);
+  }
+
   cublasLtMatrixLayout_t layout(const LtMatrix& m, DType t) {
     cublasLtMatrixLayout_t l = nullptr;
     check(api.layout_create(&l, data_type(t), m.rows, m.cols, m.ld), "cublasLtMatrixLayoutCreate", what_);
@@ -187,6 +236,7 @@ class LtSet final : public VendorSet {
   float alpha_ = 1, beta_ = 0;
   cublasLtMatmulDesc_t desc_ = nullptr;
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, cd_ = nullptr;
+  cuda::DeviceBuffer scale_placeholder_;  // scale=block: the heuristic's scale pointers
   cublasStatus_t heuristic_status_ = CUBLAS_STATUS_SUCCESS;
   std::vector<cublasLtMatmulHeuristicResult_t> results_;
 };
@@ -228,6 +278,16 @@ std::unique_ptr<VendorSet> create_cublaslt(const GemmProblem& p, std::string* wh
   if (!lib.loaded) {
     *why_not = lib.error;
     return nullptr;
+  }
+  if (p.scale == GemmScale::block) {
+    if (!TILEPICK_LT_BLOCK_SCALES) {
+      *why_not = "cuBLASLt fp8 block scales need cublasLt.h 12.9 or newer at build time";
+      return nullptr;
+    }
+    if (api.get_version() < kMinBlockScaleVersion) {
+      *why_not = "cuBLASLt " + lib.version + " has no fp8 block scales (VEC128 / BLK128x128: 12.9 or newer)";
+      return nullptr;
+    }
   }
   cuda::detail::ensure_context("cuBLASLt");
   auto set = std::make_unique<LtSet>(p);

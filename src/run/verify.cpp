@@ -22,13 +22,17 @@ struct Tensor {
   cuda::DeviceBuffer dev;
 };
 
-Tensor make_input(DType t, std::size_t n, std::mt19937_64& rng) {
-  Tensor x{t, random_values(t, n, rng), {}};
+Tensor uploaded(DType t, std::vector<double> values) {
+  Tensor x{t, std::move(values), {}};
   auto bytes = encode(t, x.host);
   x.dev = cuda::DeviceBuffer(std::max<std::size_t>(bytes.size(), 1));
   x.dev.upload(bytes.data(), bytes.size());
   return x;
 }
+
+Tensor make_input(DType t, std::size_t n, std::mt19937_64& rng) { return uploaded(t, random_values(t, n, rng)); }
+// fp8 block scales (f32, positive).
+Tensor make_scales(std::size_t n, std::mt19937_64& rng) { return uploaded(DType::f32, random_scales(n, rng)); }
 
 }  // namespace
 
@@ -50,7 +54,7 @@ double tolerance(const Problem& p) {
 struct ProblemBench::Impl {
   Problem problem;
   VerifyOptions opt;
-  Tensor a, b, c, bias;
+  Tensor a, b, c, bias, scale_a, scale_b;  // scale_a, scale_b: GEMM with scale=block
   DType out_dtype = DType::f32;
   std::size_t out_elems = 0;
   cuda::DeviceBuffer d, workspace, flush;
@@ -73,10 +77,13 @@ void ProblemBench::Impl::build_reference() {
     std::mt19937_64 rng(opt.seed + 7);
     for (std::int64_t i = 0; i < rows; ++i)
       pick[i] = rows == p.m ? i : std::uniform_int_distribution<std::int64_t>(0, p.m - 1)(rng);
-    // Sub-problem on the picked rows, row-major A and C/D.
+    // Sub-problem on the picked rows, row-major A and C/D (and block scales SA [batch][KB][rows]).
     GemmProblem s = p;
     s.m = rows, s.layout_a = MatLayout::row, s.layout_c = MatLayout::row;
+    const bool block = p.scale == GemmScale::block;
+    const std::int64_t kb = p.k_blocks();
     std::vector<double> sa(rows * p.k * p.batch), sc(p.beta != 0 ? rows * p.n * p.batch : 0);
+    std::vector<double> scale_a_rows(block ? rows * kb * p.batch : 0);
     auto a_at = [&](std::int64_t bt, std::int64_t i, std::int64_t kk) {
       return a.host[bt * p.m * p.k + (p.layout_a == MatLayout::row ? i * p.k + kk : kk * p.m + i)];
     };
@@ -88,10 +95,14 @@ void ProblemBench::Impl::build_reference() {
         for (std::int64_t kk = 0; kk < p.k; ++kk) sa[(bt * rows + r) * p.k + kk] = a_at(bt, pick[r], kk);
         if (p.beta != 0)
           for (std::int64_t j = 0; j < p.n; ++j) sc[(bt * rows + r) * p.n + j] = c.host[out_off(bt, pick[r], j)];
+        if (block)
+          for (std::int64_t q = 0; q < kb; ++q)
+            scale_a_rows[(bt * kb + q) * rows + r] = scale_a.host[(bt * kb + q) * p.m + pick[r]];
       }
     ref.assign(rows * p.n * p.batch, 0.0);
     ref::gemm(s, sa.data(), b.host.data(), p.beta != 0 ? sc.data() : nullptr,
-              p.epilogue.bias ? bias.host.data() : nullptr, ref.data());
+              p.epilogue.bias ? bias.host.data() : nullptr, ref.data(), block ? scale_a_rows.data() : nullptr,
+              block ? scale_b.host.data() : nullptr);
     for (std::int64_t bt = 0; bt < p.batch; ++bt)
       for (std::int64_t r = 0; r < rows; ++r)
         for (std::int64_t j = 0; j < p.n; ++j) ref_index.push_back(out_off(bt, pick[r], j));
@@ -129,6 +140,10 @@ ProblemBench::ProblemBench(const Problem& p, const VerifyOptions& opt) : impl_(s
     m.b = make_input(g->b, g->k * g->n * g->batch, rng);
     if (g->beta != 0) m.c = make_input(g->c, g->m * g->n * g->batch, rng);
     if (g->epilogue.bias) m.bias = make_input(g->c, g->n, rng);
+    if (g->scale == GemmScale::block) {
+      m.scale_a = make_scales(g->scale_a_elems(), rng);
+      m.scale_b = make_scales(g->scale_b_elems(), rng);
+    }
     m.out_dtype = g->c, m.out_elems = g->m * g->n * g->batch;
     m.flops = g->flops(), m.bytes = g->min_bytes();
   } else {
@@ -202,6 +217,8 @@ void ProblemBench::Impl::check_and_time(PairResult& r, const ProblemBench::Runne
   auto& m = *this;
   if (m.workspace.size() < workspace_bytes) m.workspace = cuda::DeviceBuffer(workspace_bytes);
   Operands ops{m.a.dev.get(), m.b.dev.get(), m.c.dev.get(), m.d.get(), m.bias.dev.get(), m.workspace.get()};
+  ops.scale_a = static_cast<const float*>(m.scale_a.dev.get());
+  ops.scale_b = static_cast<const float*>(m.scale_b.dev.get());
   m.d.fill_bytes(0xff);
   runner(ops, nullptr);
   cuda::synchronize();

@@ -1,6 +1,7 @@
 // GPU correctness and timing of (problem, config) pairs against the fp64 CPU reference.
-// Inputs are random normal values in the problem's dtypes, outputs are poisoned (0xff bytes,
-// NaN in every float type) before each run, and every output element checked must be written.
+// Inputs are random normal values in the problem's dtypes (fp8 block scales: exp(z / 2), f32), outputs
+// are poisoned (0xff bytes, NaN in every float type) before each run, and every output element checked
+// must be written.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -80,7 +80,7 @@ class GpuBackend : public Backend {
     std::size_t set_bytes = 0;
     for (const auto& t : gpu::input_tensors(p)) {
       auto& buf = inputs_.emplace_back(std::max<std::size_t>(t.elems * size_bytes(t.dtype), 1));
-      gpu::fill_random_normal(buf.get(), t.dtype, t.elems, gpu::slot_seed(opt_.seed, t.slot));
+      gpu::fill_input(buf.get(), t, opt_.seed);
       slots_.push_back(t.slot);
       gpu::bind(ops_, t.slot, buf.get());
       set_bytes += buf.size();
