@@ -572,6 +572,12 @@ Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
              "warpgroup (tile_m / warps_m = 64) and tile_n 64 or 128 (one block of B's scales per tile), not " +
              std::to_string(c.tile_m / c.warps_m) + " rows x " + std::to_string(c.tile_n);
     });
+  // Measured 2026-11-29 (H200): block-scaled ping-pong hangs once both consumers run tiles (a CTA with two or more).
+  if (g.scale == GemmScale::block && c.warps_n == 2)
+    return fail<kExplain>("block_scale", [] {
+      return "scale=block runs cooperative consumers only (warps=1x1 or 2x1): its ping-pong (1x2) hung on the GPU "
+             "once a CTA ran two tiles";
+    });
   return {};
 }
 
