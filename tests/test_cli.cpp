@@ -123,6 +123,15 @@ TEST(Cli, RegistryExportAndArch) {
   }
 }
 
+// A problem no space can run says why, per space and legality rule, instead of a bare "0 plans".
+TEST(Cli, JitBuildNamesWhyAProblemHasNoPlan) {
+  auto r = tilepick::test::run_cli("jit build --arch sm_90a --limit 1 -p 'gemm rcr m300 n264 k392 e4m3:e4m3:f32 beta=1'");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "no legal config for 'gemm rcr m300 n264 k392 e4m3:e4m3:f32 beta=1'")) << r.out;
+  EXPECT_TRUE(has(r.out, "gemm_sm90: rule tma_stride refuses")) << r.out;
+  EXPECT_TRUE(has(r.out, "0 plans")) << r.out;
+}
+
 // A kernel pack: `jit build --picked K` compiles the selector's first K configs per problem into a
 // cache directory, `cache import` brings them into another cache.
 TEST(Cli, KernelPackBuildAndImport) {

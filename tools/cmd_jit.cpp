@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -68,19 +69,35 @@ void build(const BuildArgs& a) {
       for (const auto& r : Selector::default_selector().select(p, arch, a.picked).top) add(p, r.config);
     spaces.clear();
   }
+  std::vector<std::size_t> problem_plans(problems.size(), 0);
+  std::vector<std::string> refusal(problems.size());  // per space and rule, how many configs it refuses (problems without a plan)
   for (const auto& space : spaces) {
     if (!space.has_arch(arch.sm)) continue;
     auto configs = space.enumerate();
-    for (const auto& p : problems) {
+    for (std::size_t pi = 0; pi < problems.size(); ++pi) {
+      const Problem& p = problems[pi];
       if (!space.has_op(op_name(p))) continue;
       std::vector<KernelConfig> legal_configs;
-      for (const auto& c : configs)
-        if (legal(p, c, arch)) legal_configs.push_back(c);
+      std::map<std::string, std::pair<std::size_t, std::string>> refused;  // rule -> (configs, one reason)
+      for (const auto& c : configs) {
+        const Verdict v = legal(p, c, arch);
+        if (v) legal_configs.push_back(c);
+        else if (++refused[v.rule].first == 1) refused[v.rule].second = v.reason;
+      }
+      if (legal_configs.empty())
+        for (const auto& [rule, r] : refused)
+          refusal[pi] += "\n  " + space.name + ": rule " + rule + " refuses " + std::to_string(r.first) + ", e.g. " + r.second;
+      problem_plans[pi] += legal_configs.size();
       // --limit keeps N configs spread evenly over the legal pool (deterministic).
       std::size_t n = legal_configs.size(), take = a.limit > 0 ? std::min<std::size_t>(a.limit, n) : n;
       for (std::size_t i = 0; i < take; ++i) add(p, resolve(legal_configs[i * n / take], p));
     }
   }
+  if (a.picked == 0)
+    for (std::size_t pi = 0; pi < problems.size(); ++pi)
+      if (problem_plans[pi] == 0)
+        std::cout << "no legal config for '" << to_string(problems[pi]) << "' on " << arch.name
+                  << (refusal[pi].empty() ? std::string(" (no space serves its op)") : ":" + refusal[pi]) << "\n";
   int threads = a.threads > 0 ? a.threads : env::num_threads();
   std::cout << "arch " << arch.name << " (" << arch.jit_target << "): " << problems.size() << " problems, " << plans
             << " plans, " << sources.size() << " distinct kernels, " << threads << " threads\n";
