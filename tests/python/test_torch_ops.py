@@ -246,14 +246,17 @@ def rand(*shape, dtype=torch.float32, requires_grad=True):
     return torch.randn(*shape, dtype=dtype).requires_grad_(requires_grad)
 
 
-def check_grads(out, ref, inputs, ref_inputs, atol=2e-4, rtol=1e-3):
+def check_grads(out, ref, inputs, ref_inputs, atol=2e-4, rtol=1e-3, grad_atol_of_max=None):
+    """grad_atol_of_max: the gradients' atol as that fraction of the largest reference gradient (16-bit sums,
+    whose rounding error scales with the largest terms, not with each element)."""
     torch.testing.assert_close(out, ref, atol=atol, rtol=rtol)
     g = torch.randn_like(ref)
     out.backward(g)
     ref.backward(g)
     for a, b in zip(inputs, ref_inputs):
         if a is not None:
-            torch.testing.assert_close(a.grad, b.grad, atol=atol, rtol=rtol)
+            grad_atol = atol if grad_atol_of_max is None else grad_atol_of_max * b.grad.abs().max().item()
+            torch.testing.assert_close(a.grad, b.grad, atol=grad_atol, rtol=rtol)
 
 
 def clone_leaves(*ts):
@@ -529,7 +532,10 @@ def test_autocast_runs_fp32_parameters_in_its_dtype(reference_executor):
     assert out.dtype == ref.dtype == torch.bfloat16 and conv_out.dtype == torch.bfloat16
     assert all(" bf16" in q for q in reference_executor), reference_executor
     check_grads(out.float(), ref.float(), [x, w, b], [xr, wr, br], atol=3e-2, rtol=3e-2)
-    check_grads(conv_out.float(), conv_ref.float(), [conv_x, conv_w], [conv_xr, conv_wr], atol=5e-2, rtol=3e-2)
+    # torch's own bf16 conv backward and tilepick's (an exact sum rounded once) differ by up to about 2 bf16 ulps
+    # of the largest gradient (0.14 next to a 0.07 element with torch 2.15 on the CPU): atol scales with it.
+    check_grads(conv_out.float(), conv_ref.float(), [conv_x, conv_w], [conv_xr, conv_wr], atol=5e-2, rtol=3e-2,
+                grad_atol_of_max=1e-2)
     assert w.grad.dtype == torch.float32 and conv_w.grad.dtype == torch.float32
     # Outside autocast nothing is cast.
     same = tpt._autocast(x, w)
