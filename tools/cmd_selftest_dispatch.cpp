@@ -45,8 +45,7 @@ struct Data {
     ops.d = out.get();
     gpu::GpuReference(p, cuda::target_for_current_device()).compute(ops, ref.get());
     for (const auto& s : operand_specs(p)) {
-      const void* ptr = s.slot == "a" ? ops.a : s.slot == "b" ? ops.b : s.slot == "c" ? ops.c : s.slot == "d" ? ops.d
-                        : s.slot == "scale_a" ? ops.scale_a : s.slot == "scale_b" ? ops.scale_b : ops.bias;
+      const void* ptr = operand(ops, s.slot);
       tensors.push_back({const_cast<void*>(ptr), s.dtype, s.shape, {}, device});
     }
   }

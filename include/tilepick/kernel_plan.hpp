@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tilepick/config.hpp"
@@ -35,6 +36,9 @@ struct Operands {
   const float* scale_a = nullptr;
   const float* scale_b = nullptr;
 };
+// The member of `ops` named `slot` (operand_specs' slots: a, b, c, d, bias, scale_a, scale_b); InvalidArgument
+// for another name.
+const void* operand(const Operands& ops, std::string_view slot);
 
 struct Launch {
   int kernel = 0;                        // index into KernelPlan::kernels

@@ -48,11 +48,10 @@ struct GemmProblem {
   std::string layout_string() const;  // "rcr"
   double flops() const;               // 2 M N K batch
   double min_bytes() const;           // each operand read once, D written once (C read if beta != 0)
-  std::int64_t k_blocks() const { return (k + kScaleBlock - 1) / kScaleBlock; }
+  std::int64_t k_blocks() const { return (k + kScaleBlock - 1) / kScaleBlock; }  // 128-blocks of K (and of N)
+  std::int64_t n_blocks() const { return (n + kScaleBlock - 1) / kScaleBlock; }
   std::int64_t scale_a_elems() const { return scale == GemmScale::block ? k_blocks() * m * batch : 0; }
-  std::int64_t scale_b_elems() const {
-    return scale == GemmScale::block ? (n + kScaleBlock - 1) / kScaleBlock * k_blocks() * batch : 0;
-  }
+  std::int64_t scale_b_elems() const { return scale == GemmScale::block ? n_blocks() * k_blocks() * batch : 0; }
   bool operator==(const GemmProblem&) const = default;
 };
 

@@ -19,8 +19,6 @@ template <int DT> __device__ __forceinline__ void store_rounded(void* base, i64 
   else ((unsigned char*)base)[idx] = (unsigned char)bits;
 }
 
-constexpr double kScaleLogSigma = 0.5;  // block scales: exp(kScaleLogSigma z), z ~ N(0, 1)
-
 template <class Cfg> __device__ void fill_random(const RefFillParams& p) {
   const unsigned long long groups = (p.n + 3) / 4;
   const unsigned int k0 = (unsigned int)p.seed, k1 = (unsigned int)(p.seed >> 32);

@@ -59,6 +59,9 @@ struct RefCompareParams {
   int blocks, pad_;
 };
 
+// Test inputs' fp8 block scales: exp(kScaleLogSigma z), z ~ N(0, 1) (fill.cuh on the GPU, run::random_scales on the host).
+constexpr double kScaleLogSigma = 0.5;
+
 static_assert(sizeof(RefFillParams) == 24, "RefFillParams layout is shared by host and device");
 static_assert(sizeof(RefGemmParams) == 176, "RefGemmParams layout is shared by host and device");
 static_assert(sizeof(RefConvParams) == 240, "RefConvParams layout is shared by host and device");

@@ -39,7 +39,7 @@ std::vector<TensorSpec> gemm_specs(const GemmProblem& g) {
   out.push_back(spec("D", "d", dims, g.c, shape, true));
   if (g.epilogue.bias) out.push_back(spec("bias", "bias", "N", g.c, {g.n}));
   if (g.scale == GemmScale::block) {  // fp32 block scales (problem.hpp): SA [kb][M], SB [N/128][kb]
-    const std::int64_t kb = g.k_blocks(), nb = (g.n + kScaleBlock - 1) / kScaleBlock;
+    const std::int64_t kb = g.k_blocks(), nb = g.n_blocks();
     const bool batched = g.batch > 1;
     auto with_batch = [&](Shape s) {
       if (batched) s.insert(s.begin(), g.batch);

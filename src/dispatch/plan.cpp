@@ -168,6 +168,11 @@ void set_slot(Operands& ops, std::string_view slot, const void* p) {
 
 }  // namespace
 
+const void* operand(const Operands& ops, std::string_view slot) {
+  const void* members[kOperandSlots] = {ops.a, ops.b, ops.c, ops.d, ops.bias, ops.scale_a, ops.scale_b};
+  return members[slot_index(slot)];
+}
+
 void Plan::run(const Operands& ops, void* stream) const {
   const Impl& im = *impl_;
   if (!runnable())
@@ -178,11 +183,10 @@ void Plan::run(const Operands& ops, void* stream) const {
   else if (cur != im.info.device)
     throw InvalidArgument("plan for device " + std::to_string(im.info.device) + " (" + im.info.device_name +
                           ") run while device " + std::to_string(cur) + " is current; plan again for that device");
-  const void* ptr[kOperandSlots] = {ops.a, ops.b, ops.c, ops.d, ops.bias, ops.scale_a, ops.scale_b};
   for (const auto& s : im.specs) {
-    const std::size_t i = slot_index(s.slot);
-    if (!ptr[i]) throw InvalidArgument("operand " + s.name + " (Operands::" + s.slot + ") is null");
-    check_pointer(s.name.c_str(), ptr[i], im.info.device, im.align[i]);
+    const void* ptr = operand(ops, s.slot);
+    if (!ptr) throw InvalidArgument("operand " + s.name + " (Operands::" + s.slot + ") is null");
+    check_pointer(s.name.c_str(), ptr, im.info.device, im.align[slot_index(s.slot)]);
   }
   if (im.workspace_bytes > 0) {
     if (!ops.workspace)

@@ -39,7 +39,7 @@ void gemm(const GemmProblem& p, const double* a, const double* b, const double* 
   const std::int64_t M = p.m, N = p.n, K = p.k;
   const Strides sa = strides(p.layout_a, M, K), sb = strides(p.layout_b, K, N);
   const Strides sc = strides(p.layout_c, M, N);
-  const std::int64_t KB = p.k_blocks(), NB = (N + kScaleBlock - 1) / kScaleBlock;
+  const std::int64_t KB = p.k_blocks(), NB = p.n_blocks();
 
   // One work item = one row i of one batch: N outputs of K multiply-adds each.
   parallel_for(0, p.batch * M, [&](std::int64_t item) {

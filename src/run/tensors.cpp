@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "../../kernels/ref/params.cuh"
 #include "tilepick/error.hpp"
 #include "ref/gpu_ref.hpp"
 #include "tilepick/ref.hpp"
@@ -18,7 +19,7 @@ std::vector<double> random_values(DType t, std::size_t count, std::mt19937_64& r
 std::vector<double> random_scales(std::size_t count, std::mt19937_64& rng) {
   std::normal_distribution<double> normal(0.0, 1.0);
   std::vector<double> v(count);
-  for (auto& x : v) x = ref::round_to_dtype(DType::f32, std::exp(0.5 * normal(rng)));
+  for (auto& x : v) x = ref::round_to_dtype(DType::f32, std::exp(tp::kScaleLogSigma * normal(rng)));
   return v;
 }
 

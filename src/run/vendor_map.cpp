@@ -106,8 +106,8 @@ std::string cublaslt_unsupported(const GemmProblem& p) {
     // Seen on cuBLASLt 13.1 (H200): its heuristic refuses batches, and with K/128 = 3 or 5 it reads SB as
     // if padded (wrong results), as PyTorch's scaled_mm documents: leading dimension round_up(K/128, 4).
     if (p.batch > 1) return "cuBLASLt has no batched fp8 block-scaled matmul (batch " + std::to_string(p.batch) + ")";
-    const std::int64_t k_blocks = p.k_blocks(), n_blocks = (p.n + kScaleBlock - 1) / kScaleBlock;
-    if (k_blocks % 4 != 0 && n_blocks > 1)
+    const std::int64_t k_blocks = p.k_blocks();
+    if (k_blocks % 4 != 0 && p.n_blocks() > 1)
       return "cuBLASLt reads 128 x 128 block scales with a leading dimension of K/128 rounded up to 4; SB here is "
              "dense [N/128][K/128] with K/128 = " + std::to_string(k_blocks);
   }
