@@ -571,10 +571,12 @@ __device__ __forceinline__ void sm90_for_each_work(const GemmSm90Params& p, int 
 }
 
 // Cfg::block_scale (fp8, tilepick::GemmScale::block): each k-tile is one 128-K block of scales. Its wgmmas sum
-// into `part` (the tensor cores' fast accumulation, restarted every block), which is then added to the fp32
+// into a partial (the tensor cores' fast accumulation, restarted every block), which is then added to the fp32
 // accumulators times SA[kb][row] x SB[n0 / 128][kb] (DeepSeek-V3's promotion: full fp32 sums across blocks).
-// The stage is released once its wgmmas completed, before the promotion. Rows past M and a tile past N read
-// the last scales (their outputs are dropped). Legality: 64 rows per consumer (MI = 1), tile_n 64 or 128.
+// Two partials take turns: k-tile kt + 1's wgmmas are issued before kt's partial is promoted, so the tensor
+// cores do not wait for the promotion (but for every 4th k-tile's, see below). A stage is released once its wgmmas completed. Rows past M and a tile
+// past N read the last scales (their outputs are dropped). Legality: 64 rows per consumer (MI = 1), tile_n 64
+// or 128 (64 + 2 x 64 accumulators a thread).
 template <class Cfg, class Release>
 __device__ __forceinline__ void sm90_block_scaled_mainloop(const GemmSm90Params& p, float (&acc)[1][Cfg::tile_n / 2],
                                                            u32 base, u32 full, int m0, int row0, int n0, int batch,
@@ -587,15 +589,10 @@ __device__ __forceinline__ void sm90_block_scaled_mainloop(const GemmSm90Params&
   const float* sa = p.scale_a + (long long)batch * p.kblocks * p.m;
   const float* sb = p.scale_b + ((long long)batch * nblocks + min(n0 / 128, nblocks - 1)) * p.kblocks;
   const int ra = min(r, p.m - 1), rb = min(r + 8, p.m - 1);
-  float part[BN / 2];
-#pragma unroll
-  for (int i = 0; i < BN / 2; ++i) part[i] = 0.f;  // overwritten by each block's first wgmma (scale-d 0)
-  for (int kt = kt0; kt < kt1; ++kt, ++it) {
-    const int s = it % ST, parity = (it / ST) & 1;
-    // The scales' loads are issued first: their latency hides behind the wait and the wgmmas.
-    const float scale_b = __ldg(sb + kt), scale_a0 = __ldg(sa + (long long)kt * p.m + ra),
-                scale_a1 = __ldg(sa + (long long)kt * p.m + rb);
-    mbar_wait(full + 8 * s, parity);
+  // Issues k-tile kt (pipeline step `step`) into `part` once its stage is full; every wgmma but the first adds.
+  auto issue = [&](float (&part)[BN / 2], int kt, int step) __attribute__((always_inline)) {
+    const int s = step % ST;
+    mbar_wait(full + 8 * s, (step / ST) & 1);
     const u32 sa_smem = base + s * S::STAGE_BYTES + row0 * 128;  // row0: the consumer's first row in the tile
     const u32 sb_smem = base + s * S::STAGE_BYTES + S::A_BYTES;
     wgmma_fence_regs(part);
@@ -606,12 +603,40 @@ __device__ __forceinline__ void sm90_block_scaled_mainloop(const GemmSm90Params&
       wgmma_m64<BN, Cfg::in_type, false, false>(part, da + desc_k_step<false>(kk), db + desc_k_step<false>(kk), kk > 0);
     wgmma_commit();
     wgmma_fence_regs(part);
-    wgmma_wait<0>();
-    wgmma_fence_regs(part);
-    if (signal) release(s);
+  };
+  // k-tile kt's wgmmas into `done` were issued as pipeline step `step`; `more`: issue kt + 1's into `next`
+  // first. Then wait for kt's, release its stage, promote.
+  auto promote = [&](float (&done)[BN / 2], float (&next)[BN / 2], int kt, int step, bool more) __attribute__((always_inline)) {
+    const float scale_b = __ldg(sb + kt), scale_a0 = __ldg(sa + (long long)kt * p.m + ra),
+                scale_a1 = __ldg(sa + (long long)kt * p.m + rb);
+    if (more) {
+      issue(next, kt + 1, step + 1);
+      wgmma_wait<1>();
+    } else {
+      wgmma_wait<0>();
+    }
+    wgmma_fence_regs(done);
+    if (signal) release(step % ST);
     const float s0 = scale_a0 * scale_b, s1 = scale_a1 * scale_b;
 #pragma unroll
-    for (int i = 0; i < BN / 2; ++i) acc[0][i] += part[i] * ((i % 4) < 2 ? s0 : s1);
+    for (int i = 0; i < BN / 2; ++i) acc[0][i] += done[i] * ((i % 4) < 2 ? s0 : s1);
+  };
+  float part0[BN / 2], part1[BN / 2];  // overwritten by each block's first wgmma (scale-d 0)
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) part0[i] = part1[i] = 0.f;
+  // Chunks of 4 k-tiles with no wgmma in flight between them, the rest one by one: ptxas serializes every
+  // wgmma (C7514) when a loop's back-edge or a branch's join carries one in flight while accumulators are read.
+  int kt = kt0;
+  for (; kt + 4 <= kt1; kt += 4, it += 4) {
+    issue(part0, kt, it);
+    promote(part0, part1, kt, it, true);
+    promote(part1, part0, kt + 1, it + 1, true);
+    promote(part0, part1, kt + 2, it + 2, true);
+    promote(part1, part0, kt + 3, it + 3, false);
+  }
+  for (; kt < kt1; ++kt, ++it) {
+    issue(part0, kt, it);
+    promote(part0, part1, kt, it, false);
   }
 }
 
