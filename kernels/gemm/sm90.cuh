@@ -570,13 +570,26 @@ __device__ __forceinline__ void sm90_for_each_work(const GemmSm90Params& p, int 
   }
 }
 
+// C k-tiles from kt (pipeline step it) of sm90_block_scaled_mainloop: the two partials take turns; kt and it move on.
+template <int C, class Issue, class Promote, int R>
+__device__ __forceinline__ void sm90_block_scaled_chunk(Issue& issue, Promote& promote, float (&part0)[R], float (&part1)[R],
+                                                        int& kt, int& it) {
+  issue(part0, kt, it);
+#pragma unroll
+  for (int j = 0; j < C; j += 2) {
+    promote(part0, part1, kt + j, it + j, j + 1 < C);
+    if (j + 1 < C) promote(part1, part0, kt + j + 1, it + j + 1, j + 2 < C);
+  }
+  kt += C, it += C;
+}
+
 // Cfg::block_scale (fp8, tilepick::GemmScale::block): each k-tile is one 128-K block of scales. Its wgmmas sum
 // into a partial (the tensor cores' fast accumulation, restarted every block), which is then added to the fp32
 // accumulators times SA[kb][row] x SB[n0 / 128][kb] (DeepSeek-V3's promotion: full fp32 sums across blocks).
 // Two partials take turns: k-tile kt + 1's wgmmas are issued before kt's partial is promoted, so the tensor
-// cores do not wait for the promotion (but for every 4th k-tile's, see below). A stage is released once its wgmmas completed. Rows past M and a tile
-// past N read the last scales (their outputs are dropped). Legality: 64 rows per consumer (MI = 1), tile_n 64
-// or 128 (64 + 2 x 64 accumulators a thread).
+// cores do not wait for the promotion (but at the end of a chunk, see below). A stage is released once its
+// wgmmas completed. Rows past M and a tile past N read the last scales (their outputs are dropped).
+// Legality: 64 rows per consumer (MI = 1), tile_n 64 or 128 (64 + 2 x 64 accumulators a thread).
 template <class Cfg, class Release>
 __device__ __forceinline__ void sm90_block_scaled_mainloop(const GemmSm90Params& p, float (&acc)[1][Cfg::tile_n / 2],
                                                            u32 base, u32 full, int m0, int row0, int n0, int batch,
@@ -624,20 +637,14 @@ __device__ __forceinline__ void sm90_block_scaled_mainloop(const GemmSm90Params&
   float part0[BN / 2], part1[BN / 2];  // overwritten by each block's first wgmma (scale-d 0)
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) part0[i] = part1[i] = 0.f;
-  // Chunks of 4 k-tiles with no wgmma in flight between them, the rest one by one: ptxas serializes every
-  // wgmma (C7514) when a loop's back-edge or a branch's join carries one in flight while accumulators are read.
+  // k-tiles in chunks of 8, then of 4, 2 and 1, with no wgmma in flight between chunks: ptxas serializes
+  // every wgmma (C7514) when a loop's back-edge or a branch's join carries one in flight while accumulators
+  // are read. The last promotion of a chunk waits for the tensor cores.
   int kt = kt0;
-  for (; kt + 4 <= kt1; kt += 4, it += 4) {
-    issue(part0, kt, it);
-    promote(part0, part1, kt, it, true);
-    promote(part1, part0, kt + 1, it + 1, true);
-    promote(part0, part1, kt + 2, it + 2, true);
-    promote(part1, part0, kt + 3, it + 3, false);
-  }
-  for (; kt < kt1; ++kt, ++it) {
-    issue(part0, kt, it);
-    promote(part0, part1, kt, it, false);
-  }
+  while (kt + 8 <= kt1) sm90_block_scaled_chunk<8>(issue, promote, part0, part1, kt, it);
+  if (kt + 4 <= kt1) sm90_block_scaled_chunk<4>(issue, promote, part0, part1, kt, it);
+  if (kt + 2 <= kt1) sm90_block_scaled_chunk<2>(issue, promote, part0, part1, kt, it);
+  if (kt < kt1) sm90_block_scaled_chunk<1>(issue, promote, part0, part1, kt, it);
 }
 
 template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Params& p) {
