@@ -617,11 +617,19 @@ __device__ __forceinline__ void sm90_block_scaled_mainloop(const GemmSm90Params&
     wgmma_commit();
     wgmma_fence_regs(part);
   };
+  // The scales of k-tile kt are loaded two k-tiles ahead (their latency would stall the promotion):
+  // f1 holds kt's (scale_a row r, row r + 8, scale_b), f2 kt + 1's.
+  struct Factors { float a0, a1, b; };
+  auto load_factors = [&](int kt) __attribute__((always_inline)) {
+    kt = min(kt, kt1 - 1);
+    return Factors{__ldg(sa + (long long)kt * p.m + ra), __ldg(sa + (long long)kt * p.m + rb), __ldg(sb + kt)};
+  };
+  Factors f1 = load_factors(kt0), f2 = load_factors(kt0 + 1);
   // k-tile kt's wgmmas into `done` were issued as pipeline step `step`; `more`: issue kt + 1's into `next`
   // first. Then wait for kt's, release its stage, promote.
   auto promote = [&](float (&done)[BN / 2], float (&next)[BN / 2], int kt, int step, bool more) __attribute__((always_inline)) {
-    const float scale_b = __ldg(sb + kt), scale_a0 = __ldg(sa + (long long)kt * p.m + ra),
-                scale_a1 = __ldg(sa + (long long)kt * p.m + rb);
+    const Factors f = f1;
+    f1 = f2, f2 = load_factors(kt + 2);
     if (more) {
       issue(next, kt + 1, step + 1);
       wgmma_wait<1>();
@@ -630,7 +638,7 @@ __device__ __forceinline__ void sm90_block_scaled_mainloop(const GemmSm90Params&
     }
     wgmma_fence_regs(done);
     if (signal) release(step % ST);
-    const float s0 = scale_a0 * scale_b, s1 = scale_a1 * scale_b;
+    const float s0 = f.a0 * f.b, s1 = f.a1 * f.b;
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[0][i] += done[i] * ((i % 4) < 2 ? s0 : s1);
   };
