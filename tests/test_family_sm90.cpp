@@ -125,7 +125,7 @@ TEST(LegalityRule, Sm90TileN192) {
   EXPECT_NE(plan.kernels.at(0).code.find("tile_n = 192"), std::string::npos);
 }
 
-// fp8 block scales: a second accumulator set per consumer, so 64 rows per consumer and tile_n 64 / 128, no
+// fp8 block scales: two partial accumulator sets per consumer, so 64 rows per consumer and tile_n 64 / 128, no
 // ping-pong (it hung on the GPU);
 // the kernel and its specialization know the mode; sm80 has no fp8 kernel at all.
 TEST(LegalityRule, Sm90BlockScale) {
