@@ -206,7 +206,8 @@ __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
     sm90_consumer_sync(cons);
     // Column pairs outermost: each thread's bias pair is taken once for its 2 x MI rows.
 #pragma unroll
-    for (int j = part * COLS / 8; j < (part + 1) * COLS / 8; ++j) {
+    for (int jj = 0; jj < COLS / 8; ++jj) {  // a constant trip count: unrolled, acc stays in registers
+      const int j = part * (COLS / 8) + jj;
       const int col = j * 8 + (lane & 3) * 2, n = n0 + col, scol = col - part * COLS;
       const int cb = (scol % SUB) * E;  // byte within the block's row
       float b0, b1;
