@@ -111,6 +111,7 @@ void build(const BuildArgs& a) {
   std::size_t hits = 0;
   const jit::CompiledKernel* most_regs = nullptr;
   std::vector<const jit::CompiledKernel*> spilling, serialized;
+  std::size_t local_arrays = 0;  // a stack frame without spills: an array indexed at run time (often accumulators)
   for (const auto& k : compiled) {
     hits += k.from_cache;
     // ptxas C7514: every wgmma waits for the one before it (accumulators read while one is in flight).
@@ -118,6 +119,7 @@ void build(const BuildArgs& a) {
     seconds.push_back(k.compile_seconds);
     if (!most_regs || k.registers > most_regs->registers) most_regs = &k;
     if (k.spill_stores > 0 || k.spill_loads > 0) spilling.push_back(&k);
+    else if (k.stack_bytes > 0) ++local_arrays;
   }
   std::cout << std::fixed << std::setprecision(2) << "compiled " << compiled.size() - hits << ", cache hits " << hits
             << ", wall " << wall << " s\n";
@@ -132,6 +134,7 @@ void build(const BuildArgs& a) {
   for (std::size_t i = 0; i < std::min<std::size_t>(spilling.size(), 10); ++i)
     std::cout << "  " << spilling[i]->name << ": " << spilling[i]->spill_stores << " bytes spill stores, "
               << spilling[i]->spill_loads << " bytes spill loads, " << spilling[i]->stack_bytes << " bytes stack\n";
+  std::cout << "kernels with a stack frame but no spills (arrays in local memory): " << local_arrays << "\n";
   std::cout << "kernels whose wgmma ptxas serialized (C7514): " << serialized.size() << "\n";
   for (std::size_t i = 0; i < std::min<std::size_t>(serialized.size(), 10); ++i) std::cout << "  " << serialized[i]->name << "\n";
   if (a.strict && !serialized.empty())
