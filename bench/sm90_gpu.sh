@@ -44,8 +44,9 @@ space_sweep() {
   grep -v '^#' "$problems" | sed 's/^[^:]*: //' | while read -r prob; do sed "s/^/$prob|/" "$W/${name}_configs.txt"; done \
     > "$W/${name}_pairs.txt"
   echo "$name: $(wc -l < "$W/${name}_configs.txt") configs, $(wc -l < "$W/${name}_pairs.txt") pairs"
-  timed_sweep "$name" $(( $(left) - ${PERF_LEAVE:-15} )) --pairs "$W/${name}_pairs.txt"
+  timed_sweep "$name" $(( $(left) - $PERF_LEAVE )) --pairs "$W/${name}_pairs.txt"
 }
+PERF_LEAVE=${PERF_LEAVE:-15} BLOCK_TIMEOUT=${BLOCK_TIMEOUT:-300} BLOCK_SAMPLED=${BLOCK_SAMPLED:-6}
 COPY_ARG=()
 for step in ${STEPS:-verify sanitize sass perf}; do
   case $step in
@@ -74,14 +75,14 @@ for step in ${STEPS:-verify sanitize sass perf}; do
       echo "verify split-K + ping-pong rc=$?: $(tail -1 "$W/verify_fixed.txt")"; grep -A2 '^FAIL' "$W/verify_fixed.txt" | head -20 ;;
     block)  # fp8 block scales (scale=block): the check set x fixed block-legal configs (cooperative, clusters,
       # one consumer, stream-K, parallel split-K, both epilogues), then a sample of the space
-      timeout "${BLOCK_TIMEOUT:-300}" $T verify -f data/problems/sm90_check_fp8_block.txt -c "fam=sm90 tile=128x128x128 warps=2x1 stages=4 swz=8 epi=smem" \
+      timeout "$BLOCK_TIMEOUT" $T verify -f data/problems/sm90_check_fp8_block.txt -c "fam=sm90 tile=128x128x128 warps=2x1 stages=4 swz=8 epi=smem" \
         -c "fam=sm90 tile=128x128x128 warps=2x1 stages=4 swz=8 cluster=2x1 epi=direct" -c "fam=sm90 tile=128x64x128 warps=2x1 stages=5 cluster=1x2 epi=smem" \
         -c "fam=sm90 tile=64x128x128 warps=1x1 stages=5 epi=smem" -c "fam=sm90 tile=64x64x128 warps=1x1 stages=6 epi=direct" \
         -c "fam=sm90 tile=128x128x128 warps=2x1 stages=4 splitk=2 skmode=serial swz=8 epi=smem" \
         -c "fam=sm90 tile=64x128x128 warps=1x1 stages=5 splitk=3 skmode=parallel" --csv "$W/verify_block.csv" >"$W/verify_block.txt" 2>&1
       echo "verify block rc=$?: $(tail -1 "$W/verify_block.txt")"; grep -A2 '^FAIL' "$W/verify_block.txt" | head -20
-      if [ "${BLOCK_SAMPLED:-6}" -gt 0 ]; then
-        timeout 200 $T verify -f data/problems/sm90_check_fp8_block.txt --family sm90 -n "${BLOCK_SAMPLED:-6}" --seed 5 \
+      if [ "$BLOCK_SAMPLED" -gt 0 ]; then
+        timeout 200 $T verify -f data/problems/sm90_check_fp8_block.txt --family sm90 -n "$BLOCK_SAMPLED" --seed 5 \
           --csv "$W/verify_block_sampled.csv" >"$W/verify_block_sampled.txt" 2>&1
         echo "verify block sampled rc=$?: $(tail -1 "$W/verify_block_sampled.txt")"; grep -A2 '^FAIL' "$W/verify_block_sampled.txt" | head -20
       fi ;;
@@ -161,11 +162,11 @@ for step in ${STEPS:-verify sanitize sass perf}; do
       # PERF_GREP: only sm90 configs matching these extended regexps (all of them must match), each
       # paired with every problem of PERF_FILE; default: the whole space.
       if [ -n "${PERF_PAIRS:-}" ]; then  # a 'problem|config' file made beforehand
-        timed_sweep perf $(( $(left) - ${PERF_LEAVE:-15} )) --pairs "$PERF_PAIRS"
+        timed_sweep perf $(( $(left) - $PERF_LEAVE )) --pairs "$PERF_PAIRS"
       elif [ -n "${PERF_GREP:-}" ]; then
         space_sweep perf gemm_sm90 "${PERF_FILE:-data/problems/sm90_perf.txt}" $PERF_GREP
       else
-        timed_sweep perf $(( $(left) - ${PERF_LEAVE:-15} )) -f "${PERF_FILE:-data/problems/sm90_perf.txt}" ${SWEEP_ARGS:---family sm90}
+        timed_sweep perf $(( $(left) - $PERF_LEAVE )) -f "${PERF_FILE:-data/problems/sm90_perf.txt}" ${SWEEP_ARGS:---family sm90}
       fi
       python3 bench/sm90_compare.py "$W/perf.csv.gz" "${COPY_ARG[@]}" > "$W/compare.txt"; grep -v "^replay" "$W/compare.txt" | tail -25 ;;
   esac

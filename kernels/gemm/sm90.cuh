@@ -618,8 +618,8 @@ __device__ __forceinline__ void sm90_block_scaled_mainloop(const GemmSm90Params&
     wgmma_commit();
     wgmma_fence_regs(part);
   };
-  // The scales of k-tile kt are loaded two k-tiles ahead (their latency would stall the promotion):
-  // f1 holds kt's (scale_a row r, row r + 8, scale_b), f2 kt + 1's.
+  // The scales of k-tile kt are loaded two k-tiles ahead in the source: f1 holds kt's (scale_a row r, row r + 8,
+  // scale_b), f2 kt + 1's. (ptxas moves the loads later, next to their use; see experiments/2026-11-29-block-scale-ncu.)
   struct Factors { float a0, a1, b; };
   auto load_factors = [&](int kt) __attribute__((always_inline)) {
     kt = min(kt, kt1 - 1);
