@@ -54,12 +54,19 @@ def main():
     ap.add_argument("--copy-gbs", type=float, help="measured copy rate, GB/s read + write (bench/copy_bandwidth.cu)")
     ap.add_argument("--copy-min-us", type=float, default=20.0,
                     help="also the copy-rate share over the problems whose best time is at least this (us)")
+    ap.add_argument("--problems", help="only the problems of this problem-set file ('name: problem' lines as in data/problems)")
     a = ap.parse_args()
+    only = None
+    if a.problems:
+        with open(a.problems) as f:
+            only = {ln.split(": ", 1)[-1].strip() for ln in f if ln.strip() and not ln.startswith("#")}
     ours, heur, best, bad = {}, {}, {}, defaultdict(int)
     ours_fam = lambda c: c.startswith("fam=") and (a.family == "all" or c.split()[0][4:] in a.family.split(","))
     for path in a.records:
         for r in read(path):
             p, c = r["problem"], r["config"]
+            if only is not None and p not in only:
+                continue
             if r["status"] != "ok":
                 if ours_fam(c):
                     bad[p] += 1
