@@ -176,6 +176,20 @@ TEST(LegalityRule, Smem) {
   EXPECT_TRUE(ok(check(f32_out, sm90 + " stages=3", "h100_sxm")));
   EXPECT_TRUE(violates(check(kGemm, sm90 + " stages=5", "h100_sxm"), "smem", {"263264", "232448"}));
   EXPECT_NE(check(kGemm, "fam=sm80 tile=256x256x16 warps=4x4 stages=1", "h100_sxm").rule, "smem");
+  // Block scales add a scale slot per stage ((tile_m + 4) x 4 bytes): fp8 128x128x128 at 6 stages stages the
+  // whole 128 x 128 bf16 tile without them (197744 + 32768 <= 232448), one 64-column buffer with them
+  // (1024 + 6 x (32784 + 528) + 16 = 200912; + 32768 is over the limit, + 16384 fits); 7 stages exceed it
+  // even with epi=direct (234224; 230528 without block scales).
+  const auto fp8 = parse_config("fam=sm90 tile=128x128x128 warps=2x1 stages=6 epi=smem");
+  EXPECT_EQ(sm90_smem_bytes(fp8, 2), 197744 + 32768);
+  EXPECT_EQ(sm90_staging(fp8, 2, true).cols, 64);
+  EXPECT_EQ(sm90_staging(fp8, 2, true).buffers, 1);
+  EXPECT_EQ(sm90_smem_bytes(fp8, 2, true), 200912 + 16384);
+  const std::string block = "gemm rcr m1024 n1024 k1024 e4m3:e4m3:bf16 scale=block";
+  EXPECT_EQ(estimate_resources(fp8, parse_problem(block)).smem_bytes, 200912 + 16384);
+  EXPECT_TRUE(ok(check(block, "fam=sm90 tile=128x128x128 warps=2x1 stages=6 epi=direct", "h100_sxm")));
+  EXPECT_TRUE(violates(check(block, "fam=sm90 tile=128x128x128 warps=2x1 stages=7 epi=direct", "h100_sxm"), "smem",
+                       {"234224", "block scales"}));
 }
 
 TEST(LegalityRule, Registers) {

@@ -44,8 +44,9 @@ DType input_dtype(const Problem& p);
 Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input);
 Verdict legal(const Problem& p, const KernelConfig& c, const ArchSpec& arch);
 // Dynamic shared memory of a fam=sm90 GEMM block: alignment slack + stages x (A + B tiles + barriers)
-// + with epi=smem the staged output columns (out_bytes per element).
-int sm90_smem_bytes(const KernelConfig& c, int out_bytes);
+// + with epi=smem the staged output columns (out_bytes per element) + with block scales (scale=block)
+// stages x the k-tile's scales (tile_m of A's, one of B's, padded to 16 bytes).
+int sm90_smem_bytes(const KernelConfig& c, int out_bytes, bool block_scale = false);
 // epi=smem staging of a fam=sm90 GEMM: the whole output tile (tile_n columns, 1 buffer) when it fits
 // beside the pipeline in kSm90SmemPerBlock; else two buffers of the widest part of the columns that
 // fits, taking turns; else one buffer of one 128-byte column block. {0, 0} for epi=direct.
@@ -54,7 +55,7 @@ struct Sm90Staging {
   int cols;
   int buffers;
 };
-Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes);
+Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes, bool block_scale = false);
 // fam=sm90 convolutions that are not a plain GEMM (ConvProblem::pointwise_gemm) run by TMA im2col: one
 // group, f16/bf16 GEMM inputs, within im2col's limits (box corners in [-128, 127] for 2-D, [-16, 15] for
 // 3-D; strides <= 8); bwd_data of any stride (strided: one launch per stride phase, epi=direct); bwd_weight

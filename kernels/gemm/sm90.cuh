@@ -69,6 +69,8 @@ template <class Cfg> struct Sm90Shape {
   static constexpr int A_BYTES = Cfg::tile_m * 128;
   static constexpr int B_BYTES = Cfg::tile_n * 128;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+  // Block scales (Cfg::block_scale): a scale slot per stage, after the barriers: tile_m of SA, one of SB, padded.
+  static constexpr int SCALE_FLOATS = Cfg::block_scale ? Cfg::tile_m + 4 : 0;
   static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "consumer rows must be 64 or 128");
   static constexpr int C_BYTES = sizeof(typename Cfg::TC);
   // epi=smem staging per consumer: epi_bufs buffers of epi_cols columns (src/core/legality.cpp, sm90_staging).
@@ -584,26 +586,61 @@ __device__ __forceinline__ void sm90_block_scaled_chunk(Issue& issue, Promote& p
   kt += C, it += C;
 }
 
-// Cfg::block_scale (fp8, tilepick::GemmScale::block): each k-tile is one 128-K block of scales. Its wgmmas sum
-// into a partial (the tensor cores' fast accumulation, restarted every block), which is then added to the fp32
-// accumulators times SA[kb][row] x SB[n0 / 128][kb] (DeepSeek-V3's promotion: full fp32 sums across blocks).
-// Two partials take turns: k-tile kt + 1's wgmmas are issued before kt's partial is promoted, so the tensor
-// cores do not wait for the promotion (but at the end of a chunk, see below). A stage is released once its
-// wgmmas completed. Rows past M and a tile past N read the last scales (their outputs are dropped).
+// Cfg::block_scale (fp8, tilepick::GemmScale::block): warp 1 of the producer warpgroup brings each k-tile's
+// scales into its stage's scale slot (SA of the tile's tile_m rows, then SB of its 128-column block) and
+// arrives on the stage's full barrier (32 arrivals beside the TMA thread's), so the consumers read them from
+// shared memory as they read the operands. The next k-tile's loads are issued before the next stage's empty
+// wait, which hides their latency. Rows past M and a tile past N take the last scales (their outputs are dropped).
+template <class Cfg>
+__device__ __forceinline__ void sm90_block_scale_producer(const GemmSm90Params& p, int ktiles, int cluster, int clusters,
+                                                          u32 rank, float* slots, u32 full, u32 empty) {
+  typedef Sm90Shape<Cfg> S;
+  constexpr int ST = Cfg::stages, R = Cfg::tile_m / 32;  // rows per lane
+  const int lane = threadIdx.x % 32, nblocks = (p.n + 127) / 128;
+  int it = 0;
+  sm90_for_each_work<Cfg>(p, ktiles, cluster, clusters, [&](int tile, int kt0, int kt1, int) {
+    int batch, m0, n0;
+    sm90_tile_coords<Cfg>(p, tile, rank, batch, m0, n0);
+    const float* sa = p.scale_a + (long long)batch * p.kblocks * p.m;
+    const float* sb = p.scale_b + ((long long)batch * nblocks + min(n0 / 128, nblocks - 1)) * p.kblocks;
+    float a[R], b = 0.f;
+    auto load = [&](int kt) __attribute__((always_inline)) {
+#pragma unroll
+      for (int j = 0; j < R; ++j) a[j] = __ldg(sa + (long long)kt * p.m + min(m0 + lane + 32 * j, p.m - 1));
+      b = __ldg(sb + kt);
+    };
+    if (kt0 < kt1) load(kt0);
+    for (int kt = kt0; kt < kt1; ++kt, ++it) {
+      const int s = it % ST;
+      mbar_wait(empty + 8 * s, ((it / ST) & 1) ^ 1);
+      float* slot = slots + s * S::SCALE_FLOATS;
+#pragma unroll
+      for (int j = 0; j < R; ++j) slot[lane + 32 * j] = a[j];
+      if (lane == 0) slot[Cfg::tile_m] = b;
+      mbar_arrive(full + 8 * s);
+      if (kt + 1 < kt1) load(kt + 1);  // in flight during the next stage's empty wait
+    }
+  });
+}
+
+// Cfg::block_scale: each k-tile is one 128-K block of scales. Its wgmmas sum into a partial (the tensor
+// cores' fast accumulation, restarted every block), which is then added to the fp32 accumulators times
+// SA[kb][row] x SB[n0 / 128][kb] (DeepSeek-V3's promotion: full fp32 sums across blocks), the factors read
+// from the stage's scale slot (sm90_block_scale_producer). Two partials take turns: k-tile kt + 1's wgmmas are
+// issued before kt's partial is promoted, so the tensor cores do not wait for the promotion (but at the end
+// of a chunk, see below). A stage is released once its wgmmas completed.
 // Legality: 64 rows per consumer (MI = 1), tile_n 64 or 128 (64 + 2 x 64 accumulators a thread).
 template <class Cfg, class Release>
-__device__ __forceinline__ void sm90_block_scaled_mainloop(const GemmSm90Params& p, float (&acc)[1][Cfg::tile_n / 2],
-                                                           u32 base, u32 full, int m0, int row0, int n0, int batch,
-                                                           int kt0, int kt1, int& it, bool signal, Release&& release) {
+__device__ __forceinline__ void sm90_block_scaled_mainloop(float (&acc)[1][Cfg::tile_n / 2], u32 base, u32 full,
+                                                           const float* slots, int row0, int kt0, int kt1, int& it,
+                                                           bool signal, Release&& release) {
   typedef Sm90Shape<Cfg> S;
   constexpr int ST = Cfg::stages, BN = Cfg::tile_n;
   static_assert(S::MI == 1 && (BN == 64 || BN == 128), "block scales: 64 rows per consumer, tile_n 64 or 128");
-  const int t = threadIdx.x % 128, r = m0 + row0 + (t / 32) * 16 + (t % 32) / 4;  // this thread's rows r and r + 8
-  const int nblocks = (p.n + 127) / 128;
-  const float* sa = p.scale_a + (long long)batch * p.kblocks * p.m;
-  const float* sb = p.scale_b + ((long long)batch * nblocks + min(n0 / 128, nblocks - 1)) * p.kblocks;
-  const int ra = min(r, p.m - 1), rb = min(r + 8, p.m - 1);
-  // Issues k-tile kt (pipeline step `step`) into `part` once its stage is full; every wgmma but the first adds.
+  const int t = threadIdx.x % 128, r = row0 + (t / 32) * 16 + (t % 32) / 4;  // this thread's rows r and r + 8
+  float f0 = 0.f, f1 = 0.f;  // the latest issued k-tile's factors of rows r and r + 8
+  // Issues k-tile kt (pipeline step `step`) into `part` once its stage is full (every wgmma but the first
+  // adds), then reads its factors from the stage's scale slot.
   auto issue = [&](float (&part)[BN / 2], int kt, int step) __attribute__((always_inline)) {
     const int s = step % ST;
     mbar_wait(full + 8 * s, (step / ST) & 1);
@@ -617,20 +654,14 @@ __device__ __forceinline__ void sm90_block_scaled_mainloop(const GemmSm90Params&
       wgmma_m64<BN, Cfg::in_type, false, false>(part, da + desc_k_step<false>(kk), db + desc_k_step<false>(kk), kk > 0);
     wgmma_commit();
     wgmma_fence_regs(part);
+    const float* slot = slots + s * S::SCALE_FLOATS;
+    const float b = slot[Cfg::tile_m];
+    f0 = slot[r] * b, f1 = slot[r + 8] * b;
   };
-  // The scales of k-tile kt are loaded two k-tiles ahead in the source: f1 holds kt's (scale_a row r, row r + 8,
-  // scale_b), f2 kt + 1's. (ptxas moves the loads later, next to their use; see experiments/2026-11-29-block-scale-ncu.)
-  struct Factors { float a0, a1, b; };
-  auto load_factors = [&](int kt) __attribute__((always_inline)) {
-    kt = min(kt, kt1 - 1);
-    return Factors{__ldg(sa + (long long)kt * p.m + ra), __ldg(sa + (long long)kt * p.m + rb), __ldg(sb + kt)};
-  };
-  Factors f1 = load_factors(kt0), f2 = load_factors(kt0 + 1);
-  // k-tile kt's wgmmas into `done` were issued as pipeline step `step`; `more`: issue kt + 1's into `next`
-  // first. Then wait for kt's, release its stage, promote.
+  // k-tile kt's wgmmas into `done` were issued as pipeline step `step` (the latest issue); `more`: issue
+  // kt + 1's into `next` first. Then wait for kt's, release its stage, promote.
   auto promote = [&](float (&done)[BN / 2], float (&next)[BN / 2], int kt, int step, bool more) __attribute__((always_inline)) {
-    const Factors f = f1;
-    f1 = f2, f2 = load_factors(kt + 2);
+    const float s0 = f0, s1 = f1;
     if (more) {
       issue(next, kt + 1, step + 1);
       wgmma_wait<1>();
@@ -639,7 +670,6 @@ __device__ __forceinline__ void sm90_block_scaled_mainloop(const GemmSm90Params&
     }
     wgmma_fence_regs(done);
     if (signal) release(step % ST);
-    const float s0 = f.a0 * f.b, s1 = f.a1 * f.b;
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) acc[0][i] += done[i] * ((i % 4) < 2 ? s0 : s1);
   };
@@ -661,10 +691,12 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   constexpr int ST = Cfg::stages, BN = Cfg::tile_n;
   extern __shared__ unsigned char smem_raw[];
   // Shared memory: stages x [A tile_m x 64 | B tile_n x 64] (1024-byte aligned for the 128-byte
-  // swizzle), the epi=smem staging, then full[stages], empty[stages] and order[2] mbarriers.
+  // swizzle), the epi=smem staging, then full[stages], empty[stages] and order[2] mbarriers, then
+  // with block scales the stages' scale slots.
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
   const u32 cstage = base + ST * S::STAGE_BYTES;  // epi=smem: tile_m x tile_n of TC
   const u32 full = cstage + S::EPI_BYTES, empty = full + 8 * ST, order = empty + 8 * ST;
+  float* scale_slots = reinterpret_cast<float*>(smem_raw + (order + 16 - smem_u32(smem_raw)));  // Cfg::block_scale
   const int wg = threadIdx.x / 128;
   // Strided bwd_data: the stride phases' launches write disjoint dx pixels; the next one may start now
   // (its CTAs start once all of this grid's have started: this grid's CTAs never wait for it).
@@ -672,7 +704,7 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < ST; ++s) {
-      mbar_init(full + 8 * s, 1);
+      mbar_init(full + 8 * s, Cfg::block_scale ? 33 : 1);  // the TMA thread [+ the scale warp's lanes]
       mbar_init(empty + 8 * s, S::READERS * S::CS);
     }
     if (Cfg::pingpong) mbar_init(order, 1), mbar_init(order + 8, 1);
@@ -694,6 +726,8 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
 
   if (wg == 0) {  // ---- producer warpgroup
     regs_release<S::PRODUCER_REGS>();
+    if constexpr (Cfg::block_scale)
+      if (threadIdx.x / 32 == 1) sm90_block_scale_producer<Cfg>(p, ktiles, cluster, clusters, rank, scale_slots, full, empty);
     if (threadIdx.x == 0) {
       tma_prefetch_map(&p.map_a);
       tma_prefetch_map(&p.map_b);
@@ -764,7 +798,7 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.f;
     if constexpr (Cfg::block_scale) {
-      sm90_block_scaled_mainloop<Cfg>(p, acc, base, full, m0, row0, n0, batch, kt0, kt1, it, signal, release);
+      sm90_block_scaled_mainloop<Cfg>(acc, base, full, scale_slots, row0, kt0, kt1, it, signal, release);
     } else
     for (int kt = kt0; kt < kt1; ++kt, ++it) {
       const int s = it % ST, parity = (it / ST) & 1;

@@ -158,7 +158,8 @@ Resources estimate_resources(const KernelConfig& c, const Problem& p) {
     }
     r.regs_per_thread = 32 + 2 * c.dw_ppt * c.dw_cpt;
   } else if (c.fam() == Family::sm90) {
-    r.smem_bytes = sm90_smem_bytes(c, operand_bytes(p)[2]);
+    const auto* g = std::get_if<GemmProblem>(&p);
+    r.smem_bytes = sm90_smem_bytes(c, operand_bytes(p)[2], g && g->scale == GemmScale::block);
     // __launch_bounds__(threads, 1): the block takes the whole register file at launch (setmaxnreg
     // then moves registers from the producer to the consumers), so one block per SM.
     r.regs_per_thread = std::min(255, 65536 / r.threads / 8 * 8);
@@ -217,15 +218,17 @@ Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
 
 namespace {
 
-// 1024-byte alignment slack + stages x (A and B tiles of 128-byte rows + two mbarriers) + the two
-// ping-pong order mbarriers.
-int sm90_pipeline_bytes(const KernelConfig& c) { return 1024 + c.stages * ((c.tile_m + c.tile_n) * 128 + 16) + 16; }
+// 1024-byte alignment slack + stages x (A and B tiles of 128-byte rows + two mbarriers [+ the k-tile's block
+// scales: tile_m of A's and one of B's, 16-byte padded]) + the two ping-pong order mbarriers.
+int sm90_pipeline_bytes(const KernelConfig& c, bool block_scale) {
+  return 1024 + c.stages * ((c.tile_m + c.tile_n) * 128 + 16 + (block_scale ? (c.tile_m + 4) * 4 : 0)) + 16;
+}
 
 }  // namespace
 
-Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes) {
+Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes, bool block_scale) {
   if (c.epi != static_cast<int>(EpiVariant::smem)) return {0, 0};
-  const int pipeline = sm90_pipeline_bytes(c);
+  const int pipeline = sm90_pipeline_bytes(c, block_scale);
   const int rows = c.tile_m * c.warps_n;  // a ping-pong pair stages two tiles
   auto fits = [&](int cols, int buffers) { return pipeline + buffers * rows * cols * out_bytes <= kSm90SmemPerBlock; };
   if (fits(c.tile_n, 1)) return {c.tile_n, 1};
@@ -238,9 +241,9 @@ Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes) {
   return {block, 1};  // may not fit either: the smem rule refuses the config then
 }
 
-int sm90_smem_bytes(const KernelConfig& c, int out_bytes) {
-  const Sm90Staging st = sm90_staging(c, out_bytes);
-  return sm90_pipeline_bytes(c) + c.tile_m * c.warps_n * st.cols * out_bytes * st.buffers;
+int sm90_smem_bytes(const KernelConfig& c, int out_bytes, bool block_scale) {
+  const Sm90Staging st = sm90_staging(c, out_bytes, block_scale);
+  return sm90_pipeline_bytes(c, block_scale) + c.tile_m * c.warps_n * st.cols * out_bytes * st.buffers;
 }
 
 Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
@@ -556,11 +559,14 @@ Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
         return "epi=smem: TMA needs 16-byte rows of D; N = " + std::to_string(g.n) + " elements of " +
                std::string(to_string(g.c)) + " is not a multiple of 16 bytes (epi=direct serves it)";
       });
-    const int smem = sm90_smem_bytes(c, size_bytes(g.c));
+  }
+  if (c.epi == static_cast<int>(EpiVariant::smem) || g.scale == GemmScale::block) {
+    const int smem = sm90_smem_bytes(c, size_bytes(g.c), g.scale == GemmScale::block);
     if (smem > arch_.smem_per_block_optin)
       return fail<kExplain>("smem", [&] {
         return std::to_string(smem) + " bytes of shared memory with the " + std::string(to_string(g.c)) +
-               " output tile staged exceed " + std::to_string(arch_.smem_per_block_optin) + " per block on " + arch_.name;
+               " output tile staged or the block scales exceed " + std::to_string(arch_.smem_per_block_optin) +
+               " per block on " + arch_.name;
       });
   }
   if (c.splitk > 1 && g.m * g.n * g.batch * c.splitk >= (std::int64_t{1} << 31))

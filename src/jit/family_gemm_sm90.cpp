@@ -122,7 +122,7 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   cfg.i("cluster_m", c.cluster_m).i("cluster_n", c.cluster_n);
   const bool staged = c.epi == static_cast<int>(EpiVariant::smem);
   if (staged && !c_row) throw Unsupported("fam=sm90 epi=smem stores row-major D only: '" + to_string(p) + "'");
-  const Sm90Staging staging = sm90_staging(c, size_bytes(p.c));
+  const Sm90Staging staging = sm90_staging(c, size_bytes(p.c), p.scale == GemmScale::block);
   cfg.b("epi_smem", staged).i("epi_cols", staged ? staging.cols : c.tile_n).i("epi_bufs", staging.buffers);
   const bool a_mn = p.layout_a == MatLayout::col, b_mn = p.layout_b == MatLayout::row;  // M/N-major operands
   if ((is_fp8(p.a) || p.a == DType::f32) && (a_mn || b_mn))
@@ -229,7 +229,7 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
 
   Launch main;
   main.block[0] = static_cast<unsigned>(threads);
-  main.smem_bytes = static_cast<unsigned>(sm90_smem_bytes(c, size_bytes(p.c)));
+  main.smem_bytes = static_cast<unsigned>(sm90_smem_bytes(c, size_bytes(p.c), p.scale == GemmScale::block));
   main.cluster[0] = static_cast<unsigned>(cs);
   main.persistent = true;
   const GemmProblem prob = p;
