@@ -29,6 +29,11 @@ __device__ __forceinline__ void mbar_arrive_cluster(u32 bar, u32 cta) {
       "r"(cta)
       : "memory");
 }
+// An arrival on `bar` once this thread's earlier cp.async copies have landed; .noinc: the barrier's
+// expected count includes it (set at init).
+__device__ __forceinline__ void cp_async_mbar_arrive_noinc(u32 bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
 // Blocks until the phase of parity `parity` has completed.
 __device__ __forceinline__ void mbar_wait(u32 bar, int parity) {
   asm volatile(

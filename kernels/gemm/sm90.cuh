@@ -82,8 +82,9 @@ template <class Cfg> struct Sm90Shape {
   // Bytes of the shared operand each producer loads and multicasts (its half), and where.
   static constexpr int A_LOAD_ROWS = Cfg::cluster_n == 2 ? Cfg::tile_m / 2 : Cfg::tile_m;
   static constexpr int B_LOAD_ROWS = Cfg::cluster_m == 2 ? Cfg::tile_n / 2 : Cfg::tile_n;
-  // Registers per thread after setmaxnreg (multiples of 8; 65536 per SM in total).
-  static constexpr int PRODUCER_REGS = 40;
+  // Registers per thread after setmaxnreg (multiples of 8; 65536 per SM in total: 128 x 48 + 256 x 232 fits
+  // exactly; the block-scale warp needs more than 40).
+  static constexpr int PRODUCER_REGS = Cfg::block_scale ? 48 : 40;
   static constexpr int CONSUMER_REGS = 232;
 };
 
@@ -586,16 +587,17 @@ __device__ __forceinline__ void sm90_block_scaled_chunk(Issue& issue, Promote& p
   kt += C, it += C;
 }
 
-// Cfg::block_scale (fp8, tilepick::GemmScale::block): warp 1 of the producer warpgroup brings each k-tile's
-// scales into its stage's scale slot (SA of the tile's tile_m rows, then SB of its 128-column block) and
-// arrives on the stage's full barrier (32 arrivals beside the TMA thread's), so the consumers read them from
-// shared memory as they read the operands. The next k-tile's loads are issued before the next stage's empty
-// wait, which hides their latency. Rows past M and a tile past N take the last scales (their outputs are dropped).
+// Cfg::block_scale (fp8, tilepick::GemmScale::block): warp 1 of the producer warpgroup copies each k-tile's
+// scales by cp.async into its stage's scale slot (SA of the tile's tile_m rows, then SB of its 128-column
+// block); each lane's copies arrive on the stage's full barrier when they land (32 arrivals beside the TMA
+// thread's), so the consumers read the scales from shared memory as they read the operands, and the copies of
+// several stages are in flight at once. Rows past M and a tile past N take the last scales (their outputs are
+// dropped).
 template <class Cfg>
 __device__ __forceinline__ void sm90_block_scale_producer(const GemmSm90Params& p, int ktiles, int cluster, int clusters,
-                                                          u32 rank, float* slots, u32 full, u32 empty) {
+                                                          u32 rank, u32 slots, u32 full, u32 empty) {
   typedef Sm90Shape<Cfg> S;
-  constexpr int ST = Cfg::stages, R = Cfg::tile_m / 32;  // rows per lane
+  constexpr int ST = Cfg::stages;
   const int lane = threadIdx.x % 32, nblocks = (p.n + 127) / 128;
   int it = 0;
   sm90_for_each_work<Cfg>(p, ktiles, cluster, clusters, [&](int tile, int kt0, int kt1, int) {
@@ -603,24 +605,18 @@ __device__ __forceinline__ void sm90_block_scale_producer(const GemmSm90Params& 
     sm90_tile_coords<Cfg>(p, tile, rank, batch, m0, n0);
     const float* sa = p.scale_a + (long long)batch * p.kblocks * p.m;
     const float* sb = p.scale_b + ((long long)batch * nblocks + min(n0 / 128, nblocks - 1)) * p.kblocks;
-    float a[R], b = 0.f;
-    auto load = [&](int kt) __attribute__((always_inline)) {
-#pragma unroll
-      for (int j = 0; j < R; ++j) a[j] = __ldg(sa + (long long)kt * p.m + min(m0 + lane + 32 * j, p.m - 1));
-      b = __ldg(sb + kt);
-    };
-    if (kt0 < kt1) load(kt0);
     for (int kt = kt0; kt < kt1; ++kt, ++it) {
       const int s = it % ST;
       mbar_wait(empty + 8 * s, ((it / ST) & 1) ^ 1);
-      float* slot = slots + s * S::SCALE_FLOATS;
+      const u32 slot = slots + s * S::SCALE_FLOATS * 4;
 #pragma unroll
-      for (int j = 0; j < R; ++j) slot[lane + 32 * j] = a[j];
-      if (lane == 0) slot[Cfg::tile_m] = b;
-      mbar_arrive(full + 8 * s);
-      if (kt + 1 < kt1) load(kt + 1);  // in flight during the next stage's empty wait
+      for (int j = 0; j < Cfg::tile_m / 32; ++j)
+        cp_async<4>(slot + 4 * (lane + 32 * j), sa + (long long)kt * p.m + min(m0 + lane + 32 * j, p.m - 1), true);
+      if (lane == 0) cp_async<4>(slot + 4 * Cfg::tile_m, sb + kt, true);
+      cp_async_mbar_arrive_noinc(full + 8 * s);
     }
   });
+  asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
 // Cfg::block_scale: each k-tile is one 128-K block of scales. Its wgmmas sum into a partial (the tensor
@@ -704,7 +700,7 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < ST; ++s) {
-      mbar_init(full + 8 * s, Cfg::block_scale ? 33 : 1);  // the TMA thread [+ the scale warp's lanes]
+      mbar_init(full + 8 * s, Cfg::block_scale ? 33 : 1);  // the TMA thread [+ the scale warp's lanes' cp.async]
       mbar_init(empty + 8 * s, S::READERS * S::CS);
     }
     if (Cfg::pingpong) mbar_init(order, 1), mbar_init(order + 8, 1);
@@ -727,7 +723,7 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   if (wg == 0) {  // ---- producer warpgroup
     regs_release<S::PRODUCER_REGS>();
     if constexpr (Cfg::block_scale)
-      if (threadIdx.x / 32 == 1) sm90_block_scale_producer<Cfg>(p, ktiles, cluster, clusters, rank, scale_slots, full, empty);
+      if (threadIdx.x / 32 == 1) sm90_block_scale_producer<Cfg>(p, ktiles, cluster, clusters, rank, order + 16, full, empty);
     if (threadIdx.x == 0) {
       tma_prefetch_map(&p.map_a);
       tma_prefetch_map(&p.map_b);
