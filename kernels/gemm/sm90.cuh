@@ -82,9 +82,9 @@ template <class Cfg> struct Sm90Shape {
   // Bytes of the shared operand each producer loads and multicasts (its half), and where.
   static constexpr int A_LOAD_ROWS = Cfg::cluster_n == 2 ? Cfg::tile_m / 2 : Cfg::tile_m;
   static constexpr int B_LOAD_ROWS = Cfg::cluster_m == 2 ? Cfg::tile_n / 2 : Cfg::tile_n;
-  // Registers per thread after setmaxnreg (multiples of 8; 65536 per SM in total: 128 x 48 + 256 x 232 fits
-  // exactly; the block-scale warp needs more than 40).
-  static constexpr int PRODUCER_REGS = Cfg::block_scale ? 48 : 40;
+  // Registers per thread after setmaxnreg (multiples of 8): the consumers' increase takes exactly what the
+  // producer releases from the block's 384 x 168 at launch (a larger PRODUCER_REGS hangs setmaxnreg.inc).
+  static constexpr int PRODUCER_REGS = 40;
   static constexpr int CONSUMER_REGS = 232;
 };
 
