@@ -8,7 +8,7 @@
 #            then x BLOCK_SAMPLED (default 6, 0: none) sampled ones
 #   conv_random  data/problems/verify_random_conv.txt (520 random convolutions, every direction, groups, depthwise)
 #            x 1 sampled config of the default pool each, and x 4 sm90 trial configs where legal
-#   sanitize compute-sanitizer memcheck / racecheck / synccheck on 4 problems (one fp8), 1 sampled config each (or SAN_CONFIGS)
+#   sanitize compute-sanitizer memcheck / racecheck / synccheck on 5 problems (fp8 per-tensor, fp8 block scales), 1 sampled config each (or SAN_CONFIGS)
 #   ncu      Nsight Compute (--clock-control none) of NCU_CONFIG and of cuBLASLt on NCU_PROBLEM
 #   sass     HGMMA / UTMALDG / setmaxnreg counts in one compiled sm90 kernel (cuobjdump)
 #   conv     the trial space data/spaces/trial/conv_sm90.json: verify data/problems/sm90_conv_check.txt (CONV_CHECK;
@@ -139,7 +139,8 @@ for step in ${STEPS:-verify sanitize sass perf}; do
       for tool in memcheck racecheck synccheck; do
         timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 $T verify "${sel[@]}" \
           -p 'gemm rcr m131 n232 k200 bf16 ep=bias+relu' -p 'gemm rcr batch3 m64 n80 k96 f16 beta=0.5' \
-          -p 'gemm rcr m1 n777 k136 bf16' -p 'gemm rcr m131 n232 k208 e4m3:e4m3:bf16 ep=bias+relu' >"$W/$tool.txt" 2>&1
+          -p 'gemm rcr m1 n777 k136 bf16' -p 'gemm rcr m131 n232 k208 e4m3:e4m3:bf16 ep=bias+relu' \
+          -p 'gemm rcr m200 n384 k640 e4m3:e4m3:bf16 scale=block' >"$W/$tool.txt" 2>&1
         echo "$tool exit $?: $(grep -m1 'ERROR SUMMARY' "$W/$tool.txt")"
       done ;;
     sass)
