@@ -15,6 +15,14 @@ case "${1:-}" in
     fi
     if [ -e "$ASIDE" ]; then echo "device_aside: $ASIDE exists; run 'back' first" >&2; exit 1; fi
     git rev-parse --short=12 HEAD > .commit
+    # A commit made while the folders are away would delete them: a pre-commit hook refuses it until 'back'.
+    hook="$(git rev-parse --git-path hooks)/pre-commit"
+    if [ ! -e "$hook" ]; then
+      mkdir -p "$(dirname "$hook")"
+      printf '#!/bin/sh\n# installed by scripts/device_aside.sh\nif [ -d "%s" ]; then echo "pre-commit: bench/results is aside in %s; run scripts/device_aside.sh back first" >&2; exit 1; fi\n' \
+        "$ASIDE" "$ASIDE" > "$hook"
+      chmod +x "$hook"
+    fi
     for p in "${PATHS[@]}"; do mkdir -p "$ASIDE/$(dirname "$p")" && mv "$p" "$ASIDE/$p"; done
     echo "device_aside: moved ${PATHS[*]} to $ASIDE; tracked files left: $(git ls-files -z | du -ch --files0-from=- 2>/dev/null | tail -1 | cut -f1)"
     ;;
