@@ -69,6 +69,9 @@ struct Workspace {
   std::vector<double> value;           // per slot: the constant value
   std::vector<double> x;
   std::vector<GbdtPending> stack;  // the right subtrees still to walk: at most one per level
+  std::vector<std::uint8_t> column_constant;  // per column (gbdt_constant_columns)
+  std::vector<double> column_first;
+  std::vector<std::uint32_t> varying;  // the slots some node reads whose column is not constant
 };
 
 // Bit r set iff v[r] <= t (false for NaN), r < kGroup.
@@ -142,27 +145,49 @@ void predict_groups(const Context& c, Workspace& ws, const At& at, std::size_t n
   ws.x.resize(3 * width * kGroup);
   for (std::size_t base = 0; base < n_rows; base += kGroup) {
     const std::size_t g = std::min(kGroup, n_rows - base);
-    for (std::size_t j = 0; j < width; ++j) {
-      if (ws.constant[j]) continue;
-      for (std::size_t r = 0; r < kGroup; ++r) {
+    for (std::size_t r = 0; r < kGroup; ++r)  // row by row: the rows are row-major
+      for (const std::uint32_t slot : ws.varying) {
+        const std::size_t j = slot % width, version = slot / width;
         const double v = r < g ? at(base + r, j) : kNaN;
-        for (std::size_t version = 0; version < 3; ++version)
-          ws.x[((version * width + j) * kGroup) + r] = std::isnan(v) ? kNanAs[version] : v;
+        ws.x[slot * kGroup + r] = std::isnan(v) ? kNanAs[version] : v;
       }
-    }
     eval_group<kGroup, Mask>(c, ws, g, out + base);
   }
 }
 
-bool same(double a, double b) { return std::isnan(a) ? std::isnan(b) : std::memcmp(&a, &b, sizeof a) == 0; }
+bool same(double a, double b) {
+  return std::isnan(a) ? std::isnan(b) : std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+}
 
 }  // namespace
 
-bool gbdt_constant_column(const double* rows, std::size_t n_rows, std::size_t n_cols, std::size_t column, double* first) {
-  *first = gbdt_zero_band(rows[column]);
-  for (std::size_t i = 1; i < n_rows; ++i)
-    if (!same(gbdt_zero_band(rows[i * n_cols + column]), *first)) return false;
-  return true;
+void gbdt_constant_columns(const double* rows, std::size_t n_rows, std::size_t n_cols, const std::vector<int>& columns,
+                           std::vector<std::uint8_t>& constant, std::vector<double>& first) {
+  const std::size_t width = columns.size();
+  constant.assign(width, 1);
+  first.resize(width);
+  thread_local std::vector<std::uint32_t> open;  // the columns still constant so far
+  open.clear();
+  for (std::size_t j = 0; j < width; ++j) {
+    first[j] = gbdt_zero_band(rows[static_cast<std::size_t>(columns[j])]);
+    open.push_back(static_cast<std::uint32_t>(j));
+  }
+  // Row by row (memory order): the prefix of columns equal in every row so far, then the open columns past it.
+  std::size_t prefix = n_cols;
+  for (std::size_t i = 1; i < n_rows && !open.empty(); ++i) {
+    const double* row = rows + i * n_cols;
+    if (prefix > 0 && std::memcmp(row, rows, prefix * sizeof(double)) != 0) {
+      std::size_t k = 0;
+      while (std::bit_cast<std::uint64_t>(row[k]) == std::bit_cast<std::uint64_t>(rows[k])) ++k;
+      prefix = k;
+    }
+    std::erase_if(open, [&](std::uint32_t j) {
+      if (static_cast<std::size_t>(columns[j]) < prefix) return false;  // the same bits as row 0
+      const bool differs = !same(gbdt_zero_band(row[static_cast<std::size_t>(columns[j])]), first[j]);
+      if (differs) constant[j] = 0;
+      return differs;
+    });
+  }
 }
 
 namespace {
@@ -189,6 +214,9 @@ std::shared_ptr<const GbdtForest> gbdt_build_forest(const std::vector<GbdtModel:
     f->max_depth = std::max(f->max_depth, append_tree(*f, col_of, trees[t], static_cast<std::uint32_t>(t),
                                                       trees[t].nodes.empty() ? -1 : 0));
   }
+  f->slot_used.assign(3 * f->columns.size(), 0);
+  for (std::size_t i = 0; i < f->nodes.size(); ++i)
+    if (f->nodes[i].right != static_cast<std::int32_t>(i)) f->slot_used[static_cast<std::size_t>(f->nodes[i].slot)] = 1;
   f->ranks = gbdt_build_rank_forest(*f);
   return f;
 }
@@ -221,14 +249,17 @@ void GbdtModel::predict(const double* rows, std::size_t n_rows, std::size_t n_co
   ws.stack.resize(forest_->max_depth + 1);
   // LightGBM reads a dense row as sparse pairs: values inside the zero band become exact zeros.
   auto at = [&](std::size_t i, std::size_t j) { return gbdt_zero_band(rows[i * n_cols + static_cast<std::size_t>(columns[j])]); };
+  gbdt_constant_columns(rows, n_rows, n_cols, columns, ws.column_constant, ws.column_first);
   for (std::size_t j = 0; j < width; ++j) {
-    double first = 0;
-    const bool constant = gbdt_constant_column(rows, n_rows, n_cols, static_cast<std::size_t>(columns[j]), &first);
+    const double first = ws.column_first[j];
     for (std::size_t version = 0; version < 3; ++version) {
-      ws.constant[version * width + j] = constant;
+      ws.constant[version * width + j] = ws.column_constant[j];
       ws.value[version * width + j] = std::isnan(first) ? kNanAs[version] : first;
     }
   }
+  ws.varying.clear();
+  for (std::size_t slot = 0; slot < 3 * width; ++slot)
+    if (!ws.column_constant[slot % width] && forest_->slot_used[slot]) ws.varying.push_back(static_cast<std::uint32_t>(slot));
   // Groups of 16 rows for small batches (the re-scoring of a student's top 16), of 64 for large ones
   // (fewer walks of each tree for the nodes on constant columns).
   if (n_rows <= 16) predict_groups<16, std::uint16_t>(c, ws, at, n_rows, out);
