@@ -71,7 +71,11 @@ struct Workspace {
   std::vector<GbdtPending> stack;  // the right subtrees still to walk: at most one per level
   std::vector<std::uint8_t> column_constant;  // per column (gbdt_constant_columns)
   std::vector<double> column_first;
-  std::vector<std::uint32_t> varying;  // the slots some node reads whose column is not constant
+  struct Fill {
+    std::uint32_t slot, column;
+    double nan_as;  // what a NaN reads as in this slot's version
+  };
+  std::vector<Fill> varying;  // the slots some node reads whose column is not constant
 };
 
 // Bit r set iff v[r] <= t (false for NaN), r < kGroup.
@@ -146,10 +150,9 @@ void predict_groups(const Context& c, Workspace& ws, const At& at, std::size_t n
   for (std::size_t base = 0; base < n_rows; base += kGroup) {
     const std::size_t g = std::min(kGroup, n_rows - base);
     for (std::size_t r = 0; r < kGroup; ++r)  // row by row: the rows are row-major
-      for (const std::uint32_t slot : ws.varying) {
-        const std::size_t j = slot % width, version = slot / width;
-        const double v = r < g ? at(base + r, j) : kNaN;
-        ws.x[slot * kGroup + r] = std::isnan(v) ? kNanAs[version] : v;
+      for (const Workspace::Fill& f : ws.varying) {
+        const double v = r < g ? at(base + r, f.column) : kNaN;
+        ws.x[f.slot * kGroup + r] = std::isnan(v) ? f.nan_as : v;
       }
     eval_group<kGroup, Mask>(c, ws, g, out + base);
   }
@@ -259,7 +262,8 @@ void GbdtModel::predict(const double* rows, std::size_t n_rows, std::size_t n_co
   }
   ws.varying.clear();
   for (std::size_t slot = 0; slot < 3 * width; ++slot)
-    if (!ws.column_constant[slot % width] && forest_->slot_used[slot]) ws.varying.push_back(static_cast<std::uint32_t>(slot));
+    if (!ws.column_constant[slot % width] && forest_->slot_used[slot])
+      ws.varying.push_back({static_cast<std::uint32_t>(slot), static_cast<std::uint32_t>(slot % width), kNanAs[slot / width]});
   // Groups of 16 rows for small batches (the re-scoring of a student's top 16), of 64 for large ones
   // (fewer walks of each tree for the nodes on constant columns).
   if (n_rows <= 16) predict_groups<16, std::uint16_t>(c, ws, at, n_rows, out);
