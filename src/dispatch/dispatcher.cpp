@@ -157,7 +157,11 @@ struct Dispatcher::State {
   std::string file;
   mutable std::mutex mutex;
   std::unordered_map<std::string, std::shared_future<std::shared_ptr<const Plan>>> plans;  // memory key
-  std::unordered_map<HitKey, std::shared_future<std::shared_ptr<const Plan>>, HitKeyHash> hits;  // the same plans
+  struct Hit {
+    std::shared_future<std::shared_ptr<const Plan>> plan;
+    std::string key;  // its memory key in `plans`
+  };
+  std::unordered_map<HitKey, Hit, HitKeyHash> hits;  // the same plans, by value
   std::map<int, Target> targets;                                                             // by ordinal
   PlanCacheFile disk;
   bool disk_loaded = false;
@@ -509,7 +513,7 @@ std::shared_ptr<const Plan> Dispatcher::plan(const Problem& p, const PlanOptions
   if (hit) {  // a plan made before: no key strings, no checks (only valid inputs are kept)
     std::unique_lock lock(s.mutex);
     if (auto it = s.hits.find(*hit); it != s.hits.end()) {
-      auto fut = it->second;
+      auto fut = it->second.plan;
       ++s.stats.memory_hits;
       lock.unlock();
       return fut.get();  // waits when another thread is still making it
@@ -537,12 +541,12 @@ std::shared_ptr<const Plan> Dispatcher::plan(const Problem& p, const PlanOptions
     if (auto it = s.plans.find(key); it != s.plans.end()) {
       auto fut = it->second;
       ++s.stats.memory_hits;
-      if (hit) s.hits.emplace(*hit, fut);
+      if (hit) s.hits.emplace(*hit, State::Hit{fut, key});
       lock.unlock();
       return fut.get();  // waits when another thread is still making it
     }
     auto fut = s.plans.emplace(key, promise.get_future().share()).first->second;
-    if (hit) s.hits.emplace(*hit, fut);
+    if (hit) s.hits.emplace(*hit, State::Hit{fut, key});
     if (persist && !s.file.empty()) {
       if (!s.disk_loaded) {
         s.disk = PlanCacheFile::load(s.file);
@@ -579,8 +583,8 @@ std::shared_ptr<const Plan> Dispatcher::plan(const Problem& p, const PlanOptions
   } catch (...) {
     promise.set_exception(std::current_exception());
     std::lock_guard lock(s.mutex);
-    s.plans.erase(key);  // a later call may try again
-    if (hit) s.hits.erase(*hit);
+    s.plans.erase(key);  // a later call may try again, also by another value of the same key
+    std::erase_if(s.hits, [&](const auto& h) { return h.second.key == key; });
     throw;
   }
   promise.set_value(plan);
