@@ -103,6 +103,7 @@ void eval_group(const Context& c, Workspace& ws, std::size_t g, double* out) {
   const double* x = ws.x.data();
   const Mask all = g >= 8 * sizeof(Mask) ? ~Mask{0} : (Mask{1} << g) - 1;
   double sum[kGroup] = {};
+  double leaf[kGroup] = {};  // this tree's leaf value per row (each row reaches exactly one), added after the tree
   GbdtPending* stack = ws.stack.data();
   const std::vector<std::int32_t>& roots = c.forest.roots;
   const bool prefetch = c.forest.nodes.size() > kPrefetchMinNodes;
@@ -116,7 +117,7 @@ void eval_group(const Context& c, Workspace& ws, std::size_t g, double* out) {
     for (;;) {
       const GbdtNode& n = nodes[i];
       if (n.right == i) {  // leaf: each of the rows gets it
-        for (Mask m = rows; m; m &= m - 1) sum[std::countr_zero(m)] += n.value;
+        for (Mask m = rows; m; m &= m - 1) leaf[std::countr_zero(m)] = n.value;
         if (top == 0) break;
         --top, i = stack[top].node, rows = static_cast<Mask>(stack[top].rows);
         continue;
@@ -138,6 +139,7 @@ void eval_group(const Context& c, Workspace& ws, std::size_t g, double* out) {
       }
       gbdt_branch<Mask>(left & rows, rows, i, right, stack, top);
     }
+    for (std::size_t r = 0; r < kGroup; ++r) sum[r] += leaf[r];  // in tree order, as LightGBM sums
   }
   for (std::size_t r = 0; r < g; ++r) out[r] = sum[r];
 }
