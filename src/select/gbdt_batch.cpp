@@ -69,13 +69,6 @@ struct Workspace {
   std::vector<double> value;           // per slot: the constant value
   std::vector<double> x;
   std::vector<GbdtPending> stack;  // the right subtrees still to walk: at most one per level
-  std::vector<std::uint8_t> column_constant;  // per column (gbdt_constant_columns)
-  std::vector<double> column_first;
-  struct Fill {
-    std::uint32_t slot, column;
-    double nan_as;  // what a NaN reads as in this slot's version
-  };
-  std::vector<Fill> varying;  // the slots some node reads whose column is not constant
 };
 
 // Bit r set iff v[r] <= t (false for NaN), r < kGroup.
@@ -103,7 +96,6 @@ void eval_group(const Context& c, Workspace& ws, std::size_t g, double* out) {
   const double* x = ws.x.data();
   const Mask all = g >= 8 * sizeof(Mask) ? ~Mask{0} : (Mask{1} << g) - 1;
   double sum[kGroup] = {};
-  double leaf[kGroup] = {};  // this tree's leaf value per row (each row reaches exactly one), added after the tree
   GbdtPending* stack = ws.stack.data();
   const std::vector<std::int32_t>& roots = c.forest.roots;
   const bool prefetch = c.forest.nodes.size() > kPrefetchMinNodes;
@@ -117,7 +109,7 @@ void eval_group(const Context& c, Workspace& ws, std::size_t g, double* out) {
     for (;;) {
       const GbdtNode& n = nodes[i];
       if (n.right == i) {  // leaf: each of the rows gets it
-        for (Mask m = rows; m; m &= m - 1) leaf[std::countr_zero(m)] = n.value;
+        for (Mask m = rows; m; m &= m - 1) sum[std::countr_zero(m)] += n.value;
         if (top == 0) break;
         --top, i = stack[top].node, rows = static_cast<Mask>(stack[top].rows);
         continue;
@@ -139,7 +131,6 @@ void eval_group(const Context& c, Workspace& ws, std::size_t g, double* out) {
       }
       gbdt_branch<Mask>(left & rows, rows, i, right, stack, top);
     }
-    for (std::size_t r = 0; r < kGroup; ++r) sum[r] += leaf[r];  // in tree order, as LightGBM sums
   }
   for (std::size_t r = 0; r < g; ++r) out[r] = sum[r];
 }
@@ -151,48 +142,27 @@ void predict_groups(const Context& c, Workspace& ws, const At& at, std::size_t n
   ws.x.resize(3 * width * kGroup);
   for (std::size_t base = 0; base < n_rows; base += kGroup) {
     const std::size_t g = std::min(kGroup, n_rows - base);
-    for (std::size_t r = 0; r < kGroup; ++r)  // row by row: the rows are row-major
-      for (const Workspace::Fill& f : ws.varying) {
-        const double v = r < g ? at(base + r, f.column) : kNaN;
-        ws.x[f.slot * kGroup + r] = std::isnan(v) ? f.nan_as : v;
+    for (std::size_t j = 0; j < width; ++j) {
+      if (ws.constant[j]) continue;
+      for (std::size_t r = 0; r < kGroup; ++r) {
+        const double v = r < g ? at(base + r, j) : kNaN;
+        for (std::size_t version = 0; version < 3; ++version)
+          ws.x[((version * width + j) * kGroup) + r] = std::isnan(v) ? kNanAs[version] : v;
       }
+    }
     eval_group<kGroup, Mask>(c, ws, g, out + base);
   }
 }
 
-bool same(double a, double b) {
-  return std::isnan(a) ? std::isnan(b) : std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
-}
+bool same(double a, double b) { return std::isnan(a) ? std::isnan(b) : std::memcmp(&a, &b, sizeof a) == 0; }
 
 }  // namespace
 
-void gbdt_constant_columns(const double* rows, std::size_t n_rows, std::size_t n_cols, const std::vector<int>& columns,
-                           std::vector<std::uint8_t>& constant, std::vector<double>& first) {
-  const std::size_t width = columns.size();
-  constant.assign(width, 1);
-  first.resize(width);
-  thread_local std::vector<std::uint32_t> open;  // the columns still constant so far
-  open.clear();
-  for (std::size_t j = 0; j < width; ++j) {
-    first[j] = gbdt_zero_band(rows[static_cast<std::size_t>(columns[j])]);
-    open.push_back(static_cast<std::uint32_t>(j));
-  }
-  // Row by row (memory order): the prefix of columns equal in every row so far, then the open columns past it.
-  std::size_t prefix = n_cols;
-  for (std::size_t i = 1; i < n_rows && !open.empty(); ++i) {
-    const double* row = rows + i * n_cols;
-    if (prefix > 0 && std::memcmp(row, rows, prefix * sizeof(double)) != 0) {
-      std::size_t k = 0;
-      while (std::bit_cast<std::uint64_t>(row[k]) == std::bit_cast<std::uint64_t>(rows[k])) ++k;
-      prefix = k;
-    }
-    std::erase_if(open, [&](std::uint32_t j) {
-      if (static_cast<std::size_t>(columns[j]) < prefix) return false;  // the same bits as row 0
-      const bool differs = !same(gbdt_zero_band(row[static_cast<std::size_t>(columns[j])]), first[j]);
-      if (differs) constant[j] = 0;
-      return differs;
-    });
-  }
+bool gbdt_constant_column(const double* rows, std::size_t n_rows, std::size_t n_cols, std::size_t column, double* first) {
+  *first = gbdt_zero_band(rows[column]);
+  for (std::size_t i = 1; i < n_rows; ++i)
+    if (!same(gbdt_zero_band(rows[i * n_cols + column]), *first)) return false;
+  return true;
 }
 
 namespace {
@@ -219,9 +189,6 @@ std::shared_ptr<const GbdtForest> gbdt_build_forest(const std::vector<GbdtModel:
     f->max_depth = std::max(f->max_depth, append_tree(*f, col_of, trees[t], static_cast<std::uint32_t>(t),
                                                       trees[t].nodes.empty() ? -1 : 0));
   }
-  f->slot_used.assign(3 * f->columns.size(), 0);
-  for (std::size_t i = 0; i < f->nodes.size(); ++i)
-    if (f->nodes[i].right != static_cast<std::int32_t>(i)) f->slot_used[static_cast<std::size_t>(f->nodes[i].slot)] = 1;
   f->ranks = gbdt_build_rank_forest(*f);
   return f;
 }
@@ -254,18 +221,14 @@ void GbdtModel::predict(const double* rows, std::size_t n_rows, std::size_t n_co
   ws.stack.resize(forest_->max_depth + 1);
   // LightGBM reads a dense row as sparse pairs: values inside the zero band become exact zeros.
   auto at = [&](std::size_t i, std::size_t j) { return gbdt_zero_band(rows[i * n_cols + static_cast<std::size_t>(columns[j])]); };
-  gbdt_constant_columns(rows, n_rows, n_cols, columns, ws.column_constant, ws.column_first);
   for (std::size_t j = 0; j < width; ++j) {
-    const double first = ws.column_first[j];
+    double first = 0;
+    const bool constant = gbdt_constant_column(rows, n_rows, n_cols, static_cast<std::size_t>(columns[j]), &first);
     for (std::size_t version = 0; version < 3; ++version) {
-      ws.constant[version * width + j] = ws.column_constant[j];
+      ws.constant[version * width + j] = constant;
       ws.value[version * width + j] = std::isnan(first) ? kNanAs[version] : first;
     }
   }
-  ws.varying.clear();
-  for (std::size_t slot = 0; slot < 3 * width; ++slot)
-    if (!ws.column_constant[slot % width] && forest_->slot_used[slot])
-      ws.varying.push_back({static_cast<std::uint32_t>(slot), static_cast<std::uint32_t>(slot % width), kNanAs[slot / width]});
   // Groups of 16 rows for small batches (the re-scoring of a student's top 16), of 64 for large ones
   // (fewer walks of each tree for the nodes on constant columns).
   if (n_rows <= 16) predict_groups<16, std::uint16_t>(c, ws, at, n_rows, out);

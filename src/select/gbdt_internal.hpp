@@ -38,12 +38,9 @@ inline void gbdt_branch(Mask left, Mask& rows, std::int32_t& i, std::int32_t rig
     ++i, rows = left;
   }
 }
-// For each of `columns` (feature indices) of the n row-major rows: constant[j] = 1 iff the column holds
-// one (zero-banded) value, bit for bit (NaNs alike); first[j]: that value of row 0. One pass in memory order:
-// the leading columns every row shares bit for bit (one problem's candidates share its problem columns) are
-// found by a plain compare of each row's prefix, the others one by one.
-void gbdt_constant_columns(const double* rows, std::size_t n_rows, std::size_t n_cols, const std::vector<int>& columns,
-                           std::vector<std::uint8_t>& constant, std::vector<double>& first);
+// Whether column `column` of the n row-major rows holds one (zero-banded) value, bit for bit (NaNs alike);
+// *first: that value of row 0.
+bool gbdt_constant_column(const double* rows, std::size_t n_rows, std::size_t n_cols, std::size_t column, double* first);
 
 // The forest in evaluation form, built at load: 16-byte nodes, each tree in preorder (a node's left
 // child is the next node), leaves are nodes whose right child is themselves. The columns some split
@@ -93,7 +90,6 @@ struct GbdtForest {
   std::vector<std::int32_t> roots;  // per tree
   std::size_t max_depth = 0;         // of the deepest tree
   std::vector<General> general;
-  std::vector<std::uint8_t> slot_used;  // per slot: some node reads it (only those are filled per row)
   std::shared_ptr<const GbdtRankForest> ranks;  // null where the forest has no rank form
 };
 // The rank form of `f`, or null where it has none (see GbdtRankForest).

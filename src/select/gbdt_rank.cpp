@@ -67,8 +67,6 @@ struct Workspace {
   std::vector<std::uint8_t> x;         // one group's ranks, slot by slot
   std::vector<std::uint32_t> varying;  // the columns that are not constant
   std::vector<GbdtPending> stack;
-  std::vector<std::uint8_t> column_constant;  // per column (gbdt_constant_columns)
-  std::vector<double> column_first;
 };
 
 // The trees of segment `seg` over one group of g rows (ranks in ws.x), added to sum in tree order.
@@ -212,10 +210,9 @@ void gbdt_predict_ranks(const GbdtForest& f, const double* rows, std::size_t n_r
   ws.constant.assign(slots, 0);
   ws.crank.assign(rf.segments.size() * slots, 0);
   ws.stack.resize(f.max_depth + 1);
-  gbdt_constant_columns(rows, n_rows, n_cols, columns, ws.column_constant, ws.column_first);
   for (std::size_t j = 0; j < width; ++j) {
-    const double first = ws.column_first[j];
-    const bool constant = ws.column_constant[j];
+    double first = 0;
+    const bool constant = gbdt_constant_column(rows, n_rows, n_cols, static_cast<std::size_t>(columns[j]), &first);
     for (std::size_t version = 0; version < 3; ++version) {
       ws.constant[version * width + j] = constant;
       for (std::size_t seg = 0; seg < rf.segments.size(); ++seg)
