@@ -5,6 +5,8 @@
 // BM_select/<op>_{fast,full}: select(k=1) with the distilled student (models/<m>/fast/, its own
 // candidate set) against the full model (ScoreMode); BM_fast_* are the stages of the fast path;
 // BM_select/tf32_h100_*: the same for the tf32 GEMM model of the H100 (h100_sxm features).
+// BM_plan_hit/*: Dispatcher::plan for a problem already planned (the in-memory plan cache; offline, h200,
+// heuristic strategy, no cache file): what every call after a shape's first one costs.
 // Everything but BM_select/*_fast runs the full models (ScoreMode::full), as before the students.
 // Uses the shipped model of the problem's (op, dtype, arch) when one is usable, else a synthetic
 // LightGBM text model written here (300 trees x 63 leaves over the feature schema, thresholds drawn
@@ -23,6 +25,7 @@
 #include <sstream>
 
 #include "tilepick/arch.hpp"
+#include "tilepick/dispatch.hpp"
 #include "tilepick/env.hpp"
 #include "tilepick/features.hpp"
 #include "tilepick/registry.hpp"
@@ -372,6 +375,22 @@ void BM_lookup(benchmark::State& state, const char* text) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n));
 }
 
+// A plan-cache hit: the problem was planned once (offline for h200, so nothing is compiled), then every call
+// finds the plan in the dispatcher's memory.
+void BM_plan_hit(benchmark::State& state, const char* text) {
+  const Problem p = parse_problem(text);
+  Dispatcher d(mode_selector(ScoreMode::fast));
+  PlanOptions opt;
+  opt.strategy = Strategy::heuristic;
+  opt.offline_arch = "h200";
+  d.plan(p, opt);
+  for (auto _ : state) {
+    auto plan = d.plan(p, opt);
+    benchmark::DoNotOptimize(plan.get());
+  }
+  state.SetLabel(d.plan(p, opt)->info().kernel.substr(0, 40));
+}
+
 BENCHMARK_CAPTURE(BM_select, gemm_fast, kGemm, ScoreMode::fast)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_select, gemm_full, kGemm, ScoreMode::full)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_select, fwd_fast, kConv, ScoreMode::fast)->Unit(benchmark::kMicrosecond);
@@ -382,6 +401,8 @@ BENCHMARK_CAPTURE(BM_select, dgrad_fast, kDgrad, ScoreMode::fast)->Unit(benchmar
 BENCHMARK_CAPTURE(BM_select, dgrad_full, kDgrad, ScoreMode::full)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_select, tf32_h100_fast, kGemmTf32, ScoreMode::fast, "h100_sxm")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_select, tf32_h100_full, kGemmTf32, ScoreMode::full, "h100_sxm")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_plan_hit, gemm, kGemm)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_plan_hit, fwd, kConv)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_fast_stage, gemm_pool, kGemm, 0)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_fast_stage, gemm_features, kGemm, 1)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_fast_stage, gemm_predict, kGemm, 2)->Unit(benchmark::kMicrosecond);

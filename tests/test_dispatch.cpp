@@ -298,6 +298,36 @@ TEST(DispatchOffline, MemoryCacheKeysOnOptions) {
   EXPECT_NE(d.plan(p, offline()).get(), a.get());
 }
 
+// A memory hit is found by value (no key strings): it must still follow the environment's defaults that the
+// string key holds (TILEPICK_VENDOR, TILEPICK_AUTO_TIME_US) and the options.
+TEST(DispatchOffline, MemoryHitsFollowTheEnvironmentDefaults) {
+  ::unsetenv("TILEPICK_VENDOR");
+  ::unsetenv("TILEPICK_AUTO_TIME_US");
+  Dispatcher d(Selector::default_selector());
+  PlanOptions o;
+  o.offline_arch = "h200";
+  o.strategy = Strategy::automatic;
+  const Problem p = parse_problem("gemm rcr m1000 n512 k300 bf16");
+  auto a = d.plan(p, o);
+  EXPECT_EQ(d.plan(parse_problem("gemm  rcr m1000 n512 k300 bf16"), o).get(), a.get());  // equal by value
+  ::setenv("TILEPICK_VENDOR", "off", 1);
+  auto off = d.plan(p, o);
+  EXPECT_NE(off.get(), a.get());
+  EXPECT_EQ(d.plan(p, o).get(), off.get());
+  ::unsetenv("TILEPICK_VENDOR");
+  EXPECT_EQ(d.plan(p, o).get(), a.get());
+  ::setenv("TILEPICK_AUTO_TIME_US", "250", 1);
+  EXPECT_NE(d.plan(p, o).get(), a.get());
+  ::unsetenv("TILEPICK_AUTO_TIME_US");
+  o.k = 3;
+  EXPECT_NE(d.plan(p, o).get(), a.get());  // auto keys on k
+  o.k = 0;
+  EXPECT_THROW(d.plan(p, o), Error);  // never kept, so never found
+  auto s = d.stats();
+  EXPECT_EQ(s.new_plans, 4u);
+  EXPECT_EQ(s.memory_hits, 3u);
+}
+
 // TILEPICK_LOG_LEVEL=info says which kernel each new plan runs and why; warn (the default) does not.
 TEST(DispatchOffline, InfoLogsEachPlanMade) {
   Dispatcher d(Selector::default_selector());

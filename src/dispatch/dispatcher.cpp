@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "dispatch/plan_cache.hpp"
@@ -121,11 +122,46 @@ int vendor_index(const run::vendor::VendorSet& set, const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+// Every input of a plan's memory key as values (the problem, the options with the environment's defaults
+// resolved, the device), so that a plan already made is found without building the key's strings: the same
+// HitKey always makes the same string key within one dispatcher.
+struct HitKey {
+  Problem problem;
+  Strategy strategy = Strategy::heuristic;
+  int k = 0;
+  double auto_time_us = 0;  // resolved, automatic only
+  VendorMode vendor = VendorMode::automatic;  // resolved
+  int device = -1;          // resolved; -1 offline
+  std::string config, offline_arch;
+  bool operator==(const HitKey&) const = default;
+};
+
+struct HitKeyHash {
+  std::size_t operator()(const HitKey& h) const {  // a few fields; operator== compares them all
+    std::size_t x = h.problem.index() * 1000003u + static_cast<std::size_t>(h.strategy) * 31u +
+                    static_cast<std::size_t>(h.device + 1) * 7u + static_cast<std::size_t>(h.vendor);
+    auto mix = [&x](std::int64_t v) { x = (x ^ static_cast<std::size_t>(v)) * 0x100000001b3ull; };
+    if (const auto* g = std::get_if<GemmProblem>(&h.problem)) mix(g->m), mix(g->n), mix(g->k), mix(g->batch);
+    if (const auto* c = std::get_if<ConvProblem>(&h.problem))
+      for (std::int64_t v : {c->n, c->c, c->k, c->g, c->in[0], c->in[1], c->in[2], c->filter[1], c->stride[1]}) mix(v);
+    return x;
+  }
+};
+
+}  // namespace
+
 struct Dispatcher::State {
   const Selector* selector = nullptr;
   std::string file;
   mutable std::mutex mutex;
   std::unordered_map<std::string, std::shared_future<std::shared_ptr<const Plan>>> plans;  // memory key
+  struct Hit {
+    std::shared_future<std::shared_ptr<const Plan>> plan;
+    std::string key;  // its memory key in `plans`
+  };
+  std::unordered_map<HitKey, Hit, HitKeyHash> hits;  // the same plans, by value
   std::map<int, Target> targets;                                                             // by ordinal
   PlanCacheFile disk;
   bool disk_loaded = false;
@@ -145,13 +181,29 @@ struct Dispatcher::State {
   std::string vendor_heuristic_failure(const Problem& p, const Target& t);
 };
 
-Target Dispatcher::State::target(const PlanOptions& opt) {
-  if (!opt.offline_arch.empty()) return {find_arch(default_arch_specs(), opt.offline_arch), -1, "offline"};
+namespace {
+
+// The CUDA ordinal a plan is for (-1 offline).
+int plan_device(const PlanOptions& opt) {
+  if (!opt.offline_arch.empty()) return -1;
   std::string why;
   if (!cuda::driver_available(&why))
     throw Error(Status::cuda_error, "plan: no CUDA driver (" + why + "); set offline_arch to plan without a GPU");
-  int dev = opt.device >= 0 ? opt.device : cuda::current_device();
-  if (dev < 0) dev = 0;
+  const int dev = opt.device >= 0 ? opt.device : cuda::current_device();
+  return dev < 0 ? 0 : dev;
+}
+
+HitKey hit_key(const Problem& p, const PlanOptions& opt) {
+  return {p, opt.strategy, opt.k, opt.strategy == Strategy::automatic ? auto_time_us(opt) : 0.0, resolve_vendor(opt),
+          plan_device(opt), opt.config, opt.offline_arch};
+}
+
+}  // namespace
+
+Target Dispatcher::State::target(const PlanOptions& opt) {
+  if (!opt.offline_arch.empty()) return {find_arch(default_arch_specs(), opt.offline_arch), -1, "offline"};
+  std::string why;
+  const int dev = plan_device(opt);
   std::lock_guard lock(mutex);
   if (auto it = targets.find(dev); it != targets.end()) return it->second;
   auto props = query_device(dev, &why);
@@ -452,10 +504,24 @@ Dispatcher& Dispatcher::default_dispatcher() {
 }
 
 std::shared_ptr<const Plan> Dispatcher::plan(const Problem& p, const PlanOptions& opt) {
+  State& s = *state_;
+  std::optional<HitKey> hit;
+  try {
+    hit = hit_key(p, opt);
+  } catch (const Error&) {  // the checks below say what is wrong, in their order
+  }
+  if (hit) {  // a plan made before: no key strings, no checks (only valid inputs are kept)
+    std::unique_lock lock(s.mutex);
+    if (auto it = s.hits.find(*hit); it != s.hits.end()) {
+      auto fut = it->second.plan;
+      ++s.stats.memory_hits;
+      lock.unlock();
+      return fut.get();  // waits when another thread is still making it
+    }
+  }
   validate(p);
   check_options(opt);
   const VendorMode mode = resolve_vendor(opt);
-  State& s = *state_;
   const Target t = s.target(opt);
   const ModelEntry* m = s.selector->model_for(p, t.arch);
   // a vendor_first flag or vendor choice model changes what the heuristic strategy runs: cached plans key on them too
@@ -475,10 +541,12 @@ std::shared_ptr<const Plan> Dispatcher::plan(const Problem& p, const PlanOptions
     if (auto it = s.plans.find(key); it != s.plans.end()) {
       auto fut = it->second;
       ++s.stats.memory_hits;
+      if (hit) s.hits.emplace(*hit, State::Hit{fut, key});
       lock.unlock();
       return fut.get();  // waits when another thread is still making it
     }
-    s.plans.emplace(key, promise.get_future().share());
+    auto fut = s.plans.emplace(key, promise.get_future().share()).first->second;
+    if (hit) s.hits.emplace(*hit, State::Hit{fut, key});
     if (persist && !s.file.empty()) {
       if (!s.disk_loaded) {
         s.disk = PlanCacheFile::load(s.file);
@@ -515,7 +583,8 @@ std::shared_ptr<const Plan> Dispatcher::plan(const Problem& p, const PlanOptions
   } catch (...) {
     promise.set_exception(std::current_exception());
     std::lock_guard lock(s.mutex);
-    s.plans.erase(key);  // a later call may try again
+    s.plans.erase(key);  // a later call may try again, also by another value of the same key
+    std::erase_if(s.hits, [&](const auto& h) { return h.second.key == key; });
     throw;
   }
   promise.set_value(plan);
@@ -582,6 +651,7 @@ PlanCacheStats Dispatcher::stats() const {
 void Dispatcher::clear_memory() {
   std::lock_guard lock(state_->mutex);
   state_->plans.clear();
+  state_->hits.clear();
 }
 
 const std::string& Dispatcher::cache_file() const { return state_->file; }
