@@ -15,11 +15,12 @@ case "${1:-}" in
     fi
     if [ -e "$ASIDE" ]; then echo "device_aside: $ASIDE exists; run 'back' first" >&2; exit 1; fi
     git rev-parse --short=12 HEAD > .commit
-    # A commit made while the folders are away would delete them: a pre-commit hook refuses it until 'back'.
+    # A commit made while the folders are away would delete them: a pre-commit hook refuses it until 'back'
+    # (in a work tree that lacks bench/results; other worktrees of the repository commit as usual).
     hook="$(git rev-parse --git-path hooks)/pre-commit"
-    if [ ! -e "$hook" ]; then
+    if [ ! -e "$hook" ] || grep -q "installed by scripts/device_aside.sh" "$hook"; then
       mkdir -p "$(dirname "$hook")"
-      printf '#!/bin/sh\n# installed by scripts/device_aside.sh\nif [ -d "%s" ]; then echo "pre-commit: bench/results is aside in %s; run scripts/device_aside.sh back first" >&2; exit 1; fi\n' \
+      printf '#!/bin/sh\n# installed by scripts/device_aside.sh\nif [ -d "%s" ] && [ ! -d bench/results ]; then echo "pre-commit: bench/results is aside in %s; run scripts/device_aside.sh back first" >&2; exit 1; fi\n' \
         "$ASIDE" "$ASIDE" > "$hook"
       chmod +x "$hook"
     fi
