@@ -692,7 +692,8 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   const u32 base = (smem_u32(smem_raw) + 1023u) & ~1023u;
   const u32 cstage = base + ST * S::STAGE_BYTES;  // epi=smem: tile_m x tile_n of TC
   const u32 full = cstage + S::EPI_BYTES, empty = full + 8 * ST, order = empty + 8 * ST;
-  float* scale_slots = reinterpret_cast<float*>(smem_raw + (order + 16 - smem_u32(smem_raw)));  // Cfg::block_scale
+  const u32 slots = order + 16;  // Cfg::block_scale: the stages' scale slots
+  float* scale_slots = reinterpret_cast<float*>(smem_raw + (slots - smem_u32(smem_raw)));
   const int wg = threadIdx.x / 128;
   // Strided bwd_data: the stride phases' launches write disjoint dx pixels; the next one may start now
   // (its CTAs start once all of this grid's have started: this grid's CTAs never wait for it).
@@ -723,7 +724,7 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   if (wg == 0) {  // ---- producer warpgroup
     regs_release<S::PRODUCER_REGS>();
     if constexpr (Cfg::block_scale)
-      if (threadIdx.x / 32 == 1) sm90_block_scale_producer<Cfg>(p, ktiles, cluster, clusters, rank, order + 16, full, empty);
+      if (threadIdx.x / 32 == 1) sm90_block_scale_producer<Cfg>(p, ktiles, cluster, clusters, rank, slots, full, empty);
     if (threadIdx.x == 0) {
       tma_prefetch_map(&p.map_a);
       tma_prefetch_map(&p.map_b);
