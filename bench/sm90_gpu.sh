@@ -9,7 +9,8 @@
 #   conv_random  data/problems/verify_random_conv.txt (520 random convolutions, every direction, groups, depthwise)
 #            x 1 sampled config of the default pool each, and x 4 sm90 trial configs where legal
 #   sanitize compute-sanitizer memcheck / racecheck / synccheck on 5 problems (fp8 per-tensor, fp8 block scales), 1 sampled config each (or SAN_CONFIGS)
-#   ncu      Nsight Compute (--clock-control none) of NCU_CONFIG and of cuBLASLt on NCU_PROBLEM
+#   ncu      Nsight Compute (--clock-control none) of NCU_CONFIG and of cuBLASLt on NCU_PROBLEM; ncu_ours_sass.csv.gz:
+#            per SASS instruction of ours, executed count and warp-stall samples by reason
 #   sass     HGMMA / UTMALDG / setmaxnreg counts in one compiled sm90 kernel (cuobjdump)
 #   conv     the trial space data/spaces/trial/conv_sm90.json: verify data/problems/sm90_conv_check.txt (CONV_CHECK;
 #            convolutions by TMA im2col, every direction) with fixed configs, compute-sanitizer on the problems of
@@ -153,8 +154,12 @@ for step in ${STEPS:-verify sanitize sass perf}; do
       P=${NCU_PROBLEM:-gemm rcr m4096 n4096 k4096 bf16}
       C=${NCU_CONFIG:-fam=sm90 tile=128x256x64 warps=2x1 stages=3 swz=8 cluster=2x1 epi=smem}
       command -v ncu >/dev/null || { echo "ncu: not found"; continue; }
-      timeout 200 ncu --clock-control none --set full -k regex:tp_gemm_sm90 -c 1 $T verify -p "$P" -c "$C" >"$W/ncu_ours.txt" 2>&1
+      timeout 200 ncu --clock-control none --set full -k regex:tp_gemm_sm90 -c 1 -o "$W/ncu_ours" $T verify -p "$P" -c "$C" >"$W/ncu_ours.log" 2>&1
       echo "ncu ours rc=$?"
+      ncu -i "$W/ncu_ours.ncu-rep" >"$W/ncu_ours.txt" 2>&1
+      # Per SASS instruction: executed count and warp-stall samples by reason (where the kernel waits).
+      ncu -i "$W/ncu_ours.ncu-rep" --page source --print-source sass --csv >"$W/ncu_ours_sass.csv" 2>&1
+      gzip -f "$W/ncu_ours_sass.csv"; rm -f "$W/ncu_ours.ncu-rep"
       timeout 200 ncu --clock-control none --set full -k 'regex:^(?!tp_)' -c 1 $T vendor check -p "$P" >"$W/ncu_vendor.txt" 2>&1
       echo "ncu vendor rc=$?"
       grep -E "^  [a-zA-Z_].*\(|Duration|Tensor|Issue Slots Busy|Warp Cycles Per Issued|No Eligible|Registers Per|Stall|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy" \
