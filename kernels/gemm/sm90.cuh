@@ -128,26 +128,28 @@ __device__ __forceinline__ float sm90_value(const GemmSm90Params& p, float acc, 
 
 // The bias of one tile's tile_n columns, loaded into registers when a consumer starts the tile (the
 // loads' latency hides behind the main loop) and handed out in the epilogue by warp shuffles: lane l
-// holds column pairs l, l + 32, ... of the tile (one 32-bit word per pair of 16-bit values, two for
-// f32), zero past N. The epilogue's thread needs pairs j * 4 + lane % 4 for column groups j of 8.
+// holds column pairs l, l + 32, ... of the tile (past N the last column's: those outputs are dropped).
+// The loaded bits are first used in the epilogue (pair()), so nothing at the tile's start waits for
+// the loads. The epilogue's thread needs pairs j * 4 + lane % 4 for column groups j of 8.
 template <class Cfg> struct Sm90Bias {
   typedef typename Cfg::TC TC;
   static constexpr int PAIRS = Cfg::has_bias ? Cfg::tile_n / 64 : 0;  // pairs per lane
-  static constexpr int WORDS = sizeof(TC) == 4 ? 2 : 1;
-  u32 v[PAIRS > 0 ? PAIRS : 1][WORDS];
+  u32 v[PAIRS > 0 ? PAIRS : 1][2];  // the bits of columns n and n + 1 (16-bit values in the low half)
 
   __device__ __forceinline__ void load(const GemmSm90Params& p, int n0) {
     if constexpr (PAIRS > 0) {
-      const TC* bias = static_cast<const TC*>(p.bias);
       const int lane = threadIdx.x % 32;
 #pragma unroll
       for (int i = 0; i < PAIRS; ++i) {
         const int n = n0 + 2 * (lane + 32 * i);
         // Clamped indices keep the loads unconditional (no branch the compiler cannot hoist).
-        const float b0 = n < p.n ? to_float(bias[min(n, p.n - 1)]) : 0.f;
-        const float b1 = n + 1 < p.n ? to_float(bias[min(n + 1, p.n - 1)]) : 0.f;
-        if constexpr (WORDS == 2) v[i][0] = __float_as_uint(b0), v[i][1] = __float_as_uint(b1);
-        else v[i][0] = pack2<TC>(b0, b1);  // exact: b0 and b1 are TC values
+        if constexpr (sizeof(TC) == 4) {
+          const u32* bias = static_cast<const u32*>(p.bias);
+          v[i][0] = bias[min(n, p.n - 1)], v[i][1] = bias[min(n + 1, p.n - 1)];
+        } else {
+          const u16* bias = static_cast<const u16*>(p.bias);
+          v[i][0] = bias[min(n, p.n - 1)], v[i][1] = bias[min(n + 1, p.n - 1)];
+        }
       }
     }
   }
@@ -155,12 +157,13 @@ template <class Cfg> struct Sm90Bias {
   __device__ __forceinline__ void pair(int j, float& b0, float& b1) const {
     b0 = b1 = 0.f;
     if constexpr (PAIRS > 0) {
-      const int src = (j % 8) * 4 + (threadIdx.x & 3);
-      if constexpr (WORDS == 2) {
-        b0 = __uint_as_float(__shfl_sync(0xffffffffu, v[j / 8][0], src));
-        b1 = __uint_as_float(__shfl_sync(0xffffffffu, v[j / 8][1], src));
+      const int src = (j % 8) * 4 + (threadIdx.x & 3), i = j / 8;
+      const u32 lo = v[i][0], hi = v[i][1];
+      if constexpr (sizeof(TC) == 4) {
+        b0 = __uint_as_float(__shfl_sync(0xffffffffu, lo, src));
+        b1 = __uint_as_float(__shfl_sync(0xffffffffu, hi, src));
       } else {
-        const u32 w = __shfl_sync(0xffffffffu, v[j / 8][0], src);
+        const u32 w = __shfl_sync(0xffffffffu, lo | hi << 16, src);
         b0 = to_float(TC{u16(w & 0xffffu)}), b1 = to_float(TC{u16(w >> 16)});
       }
     }
@@ -170,14 +173,21 @@ template <class Cfg> struct Sm90Bias {
 // Named barrier of consumer warpgroup `cons` (ids 1 and 2: constant ids, as a variable id reserves all 16).
 __device__ __forceinline__ void sm90_consumer_sync(int cons) { cons == 0 ? named_barrier(1, 128) : named_barrier(2, 128); }
 
-// Staging writes: no "memory" clobber, so that the compiler may issue the epilogue's global loads
-// (C, bias) ahead of them; the fence and barrier after the writes order them for the TMA store.
-__device__ __forceinline__ void st_shared_pair(u32 addr, float a, float b, float*) {
-  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(a), "f"(b));
-}
-template <class T> __device__ __forceinline__ void st_shared_pair(u32 addr, float a, float b, T*) {
-  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(pack2<T>(a, b)));
-}
+// One thread's two adjacent output values as staged: packed to TC when it is 16-bit. Staging writes have
+// no "memory" clobber, so that the compiler may issue the epilogue's global loads (C, bias) ahead of
+// them; the fence and barrier after the writes order them for the TMA store.
+template <class T> struct Sm90StagedPair {
+  u32 w;
+  __device__ __forceinline__ void set(float a, float b) { w = pack2<T>(a, b); }
+  __device__ __forceinline__ void store(u32 addr) const { asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(w)); }
+};
+template <> struct Sm90StagedPair<float> {
+  float a, b;
+  __device__ __forceinline__ void set(float x, float y) { a = x, b = y; }
+  __device__ __forceinline__ void store(u32 addr) const {
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(a), "f"(b));
+  }
+};
 
 // epi=smem: one consumer's tile rows go through shared memory and leave by TMA store, which runs
 // on while the consumer starts its next tile. The warpgroup's staging area (`stage`: rows x
@@ -205,26 +215,37 @@ __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
 #pragma unroll
   for (int part = 0; part < Cfg::tile_n / COLS; ++part) {
     const u32 buf = stage + (part % S::EPI_BUFS) * (S::WM * COLS * E);
-    if (t == 0) bulk_wait_read<S::EPI_BUFS - 1>();  // the store that last used `buf` has read it
-    sm90_consumer_sync(cons);
-    // Column pairs outermost: each thread's bias pair is taken once for its 2 x MI rows.
+    // The part's values first, then the wait for its buffer: the math overlaps the store that last read
+    // it (with one buffer, the previous part's). Column pairs outermost: each thread's bias pair is taken
+    // once for its 2 x MI rows.
+    Sm90StagedPair<TC> v[COLS / 8][S::MI][2];  // constant trip counts: unrolled, acc and v stay in registers
 #pragma unroll
-    for (int jj = 0; jj < COLS / 8; ++jj) {  // a constant trip count: unrolled, acc stays in registers
-      const int j = part * (COLS / 8) + jj;
-      const int col = j * 8 + (lane & 3) * 2, n = n0 + col, scol = col - part * COLS;
-      const int cb = (scol % SUB) * E;  // byte within the block's row
+    for (int jj = 0; jj < COLS / 8; ++jj) {
+      const int j = part * (COLS / 8) + jj, n = n0 + j * 8 + (lane & 3) * 2;
       float b0, b1;
       bias.pair(j, b0, b1);
 #pragma unroll
       for (int mi = 0; mi < S::MI; ++mi)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int r = mi * 64 + warp * 16 + (lane >> 2) + h * 8, m = row0 + r;
+          const int m = row0 + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
           const long long at = base + (long long)m * p.ldc + n;
-          const float v0 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h], at, b0, m < p.m && n < p.n);
-          const float v1 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h + 1], at + 1, b1, m < p.m && n + 1 < p.n);
+          v[jj][mi][h].set(sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h], at, b0, m < p.m && n < p.n),
+                           sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h + 1], at + 1, b1, m < p.m && n + 1 < p.n));
+        }
+    }
+    if (t == 0) bulk_wait_read<S::EPI_BUFS - 1>();  // the store that last used `buf` has read it
+    sm90_consumer_sync(cons);
+#pragma unroll
+    for (int jj = 0; jj < COLS / 8; ++jj) {
+      const int scol = jj * 8 + (lane & 3) * 2, cb = (scol % SUB) * E;  // cb: byte within the block's row
+#pragma unroll
+      for (int mi = 0; mi < S::MI; ++mi)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = mi * 64 + warp * 16 + (lane >> 2) + h * 8;
           const u32 addr = buf + (scol / SUB) * (S::WM * 128) + r * 128 + ((((cb >> 4) ^ (r & 7))) << 4) + (cb & 15);
-          st_shared_pair(addr, v0, v1, (TC*)nullptr);
+          v[jj][mi][h].store(addr);
         }
     }
     if constexpr (Cfg::phase_store) {  // rows to their dx pixels: 8 threads a row, 16 bytes each, coalesced
@@ -567,9 +588,12 @@ __device__ __forceinline__ void sm90_for_each_work(const GemmSm90Params& p, int 
     sk.for_each_piece(cluster, clusters, ktiles, [&](int tile, int kt0, int kt1) { f(tile, kt0, kt1, 0); });
   } else {
     for (int unit = cluster; unit < p.tiles_total * p.splitk; unit += clusters) {
-      const int slice = unit / p.tiles_total;
-      f(unit % p.tiles_total, int((long long)ktiles * slice / p.splitk), int((long long)ktiles * (slice + 1) / p.splitk),
-        slice);
+      int tile = unit, slice = 0, kt0 = 0, kt1 = ktiles;
+      if (p.splitk > 1) {  // no divisions between tiles otherwise (the consumers' tensor cores would wait for them)
+        slice = unit / p.tiles_total, tile = unit - slice * p.tiles_total;
+        kt0 = int((long long)ktiles * slice / p.splitk), kt1 = int((long long)ktiles * (slice + 1) / p.splitk);
+      }
+      f(tile, kt0, kt1, slice);
     }
   }
 }
@@ -715,8 +739,9 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   // Work units: slice-major (unit = slice x tiles_total + tile), so neighbouring blocks share a slice
   // of K; slice s covers k-tiles [k_begin(s), k_begin(s + 1)).
   const int units = p.tiles_total * p.splitk;
-  auto k_begin = [&](int slice) { return int((long long)ktiles * slice / p.splitk); };
+  auto k_begin = [&](int slice) { return p.splitk == 1 ? slice * ktiles : int((long long)ktiles * slice / p.splitk); };
   auto unit_ktiles = [&](int unit) {
+    if (p.splitk == 1) return ktiles;
     const int slice = unit / p.tiles_total;
     return k_begin(slice + 1) - k_begin(slice);
   };
@@ -786,37 +811,45 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   // One piece of work: k-tiles [kt0, kt1) of `tile` into acc, then its epilogue.
   auto run = [&](int tile, int kt0, int kt1, int slice) __attribute__((always_inline)) {  // inlined: acc stays in registers
     int batch, m0, n0;
-    sm90_tile_coords<Cfg>(p, tile, rank, batch, m0, n0);
     Sm90Bias<Cfg> bias;
-    if (!Cfg::splitk) bias.load(p, n0);
+    // The tile's place and bias are needed by the epilogue only: without block scales they are worked out
+    // while the first k-tile's wgmmas run (the divisions and loads would otherwise keep the tensor cores idle).
+    auto locate = [&]() __attribute__((always_inline)) {
+      sm90_tile_coords<Cfg>(p, tile, rank, batch, m0, n0);
+      if (!Cfg::splitk) bias.load(p, n0);
+    };
     float acc[S::MI][BN / 2];
 #pragma unroll
     for (int mi = 0; mi < S::MI; ++mi)
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.f;
     if constexpr (Cfg::block_scale) {
+      locate();
       sm90_block_scaled_mainloop<Cfg>(acc, base, full, scale_slots, row0, kt0, kt1, it, signal, release);
-    } else
-    for (int kt = kt0; kt < kt1; ++kt, ++it) {
-      const int s = it % ST, parity = (it / ST) & 1;
-      mbar_wait(full + 8 * s, parity);
-      const u32 sa = base + s * S::STAGE_BYTES + row0 * 128, sb = base + s * S::STAGE_BYTES + S::A_BYTES;
+    } else {
+      for (int kt = kt0; kt < kt1; ++kt, ++it) {
+        const int s = it % ST, parity = (it / ST) & 1;
+        mbar_wait(full + 8 * s, parity);
+        const u32 sa = base + s * S::STAGE_BYTES + row0 * 128, sb = base + s * S::STAGE_BYTES + S::A_BYTES;
 #pragma unroll
-      for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
-      wgmma_fence();
-      const u64 da = Cfg::a_mn ? smem_desc_mn128(sa) : smem_desc_k128(sa);
-      const u64 db = Cfg::b_mn ? smem_desc_mn128(sb) : smem_desc_k128(sb);
+        for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
+        wgmma_fence();
+        const u64 da = Cfg::a_mn ? smem_desc_mn128(sa) : smem_desc_k128(sa);
+        const u64 db = Cfg::b_mn ? smem_desc_mn128(sb) : smem_desc_k128(sb);
 #pragma unroll
-      for (int kk = 0; kk < S::KSTEPS; ++kk)
+        for (int kk = 0; kk < S::KSTEPS; ++kk)
 #pragma unroll
-        for (int mi = 0; mi < S::MI; ++mi)  // the next 64 rows of A: 8192 bytes on
-          wgmma_m64<BN, Cfg::in_type, Cfg::a_mn, Cfg::b_mn>(acc[mi], da + desc_k_step<Cfg::a_mn>(kk) + mi * (8192 / 16),
-                                                         db + desc_k_step<Cfg::b_mn>(kk), 1);
-      wgmma_commit();
+          for (int mi = 0; mi < S::MI; ++mi)  // the next 64 rows of A: 8192 bytes on
+            wgmma_m64<BN, Cfg::in_type, Cfg::a_mn, Cfg::b_mn>(acc[mi], da + desc_k_step<Cfg::a_mn>(kk) + mi * (8192 / 16),
+                                                           db + desc_k_step<Cfg::b_mn>(kk), 1);
+        wgmma_commit();
 #pragma unroll
-      for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
-      wgmma_wait<1>();  // k-tile it - 1 is done: its stage may be refilled
-      if (kt > kt0 && signal) release((it + ST - 1) % ST);
+        for (int mi = 0; mi < S::MI; ++mi) wgmma_fence_regs(acc[mi]);
+        if (kt == kt0) locate();
+        wgmma_wait<1>();  // k-tile it - 1 is done: its stage may be refilled
+        if (kt > kt0 && signal) release((it + ST - 1) % ST);
+      }
+      if (kt1 <= kt0) locate();
     }
     if (Cfg::pingpong && lane_wg == 0) mbar_arrive(order + 8 * (1 - cons));  // the partner's turn
     wgmma_wait<0>();
@@ -844,8 +877,8 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
     if (cons == 1 && unit < units) it += unit_ktiles(unit), unit += clusters;
     for (; unit < units; unit += 2 * clusters, ++turn) {
       if (cons == 1 || turn > 0) mbar_wait(order + 8 * cons, (turn - (cons == 0)) & 1);
-      const int slice = unit / p.tiles_total;
-      run(unit % p.tiles_total, k_begin(slice), k_begin(slice + 1), slice);
+      const int slice = p.splitk == 1 ? 0 : unit / p.tiles_total;
+      run(unit - slice * p.tiles_total, k_begin(slice), k_begin(slice + 1), slice);
       if (unit + clusters < units) it += unit_ktiles(unit + clusters);  // the partner's tile
     }
   } else {
