@@ -696,14 +696,13 @@ __device__ __forceinline__ void sm90_block_scaled_mainloop(float (&acc)[1][Cfg::
   float part0[BN / 2], part1[BN / 2];  // overwritten by each block's first wgmma (scale-d 0)
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) part0[i] = part1[i] = 0.f;
-  // k-tiles in chunks of 8, then of 4, 2 and 1, with no wgmma in flight between chunks: ptxas serializes
+  // k-tiles in chunks of 4, then one at a time, with no wgmma in flight between chunks: ptxas serializes
   // every wgmma (C7514) when a loop's back-edge or a branch's join carries one in flight while accumulators
-  // are read. The last promotion of a chunk waits for the tensor cores.
+  // are read. The last promotion of a chunk waits for the tensor cores. (Chunks of 8 ran no faster, and
+  // each unrolled promotion costs compile time.)
   int kt = kt0;
-  while (kt + 8 <= kt1) sm90_block_scaled_chunk<8>(issue, promote, part0, part1, kt, it);
-  if (kt + 4 <= kt1) sm90_block_scaled_chunk<4>(issue, promote, part0, part1, kt, it);
-  if (kt + 2 <= kt1) sm90_block_scaled_chunk<2>(issue, promote, part0, part1, kt, it);
-  if (kt < kt1) sm90_block_scaled_chunk<1>(issue, promote, part0, part1, kt, it);
+  while (kt + 4 <= kt1) sm90_block_scaled_chunk<4>(issue, promote, part0, part1, kt, it);
+  while (kt < kt1) sm90_block_scaled_chunk<1>(issue, promote, part0, part1, kt, it);
 }
 
 template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Params& p) {
