@@ -130,16 +130,16 @@ std::string policy() {
     const std::string_view s(v);
     throw Error(Status::invalid_argument,
                 std::string("TILEPICK_VENDOR is no longer read: set TILEPICK_POLICY=auto:vendor=") +
-                    (s == "off" || s == "only" ? v : "auto") + " instead (vendor=off|auto|only after the policy)");
+                    (s == "off" || s == "only" ? v : "auto") + " instead (docs/usage.md)");
   }
   if (const char* v = get("TILEPICK_AUTO_TIME_US"))
     throw Error(Status::invalid_argument,
                 std::string("TILEPICK_AUTO_TIME_US is no longer read: set TILEPICK_POLICY=auto:time_us=") +
-                    (std::string_view(v) == "off" ? "inf" : v) + " instead");
+                    (std::string_view(v) == "off" ? "inf" : v) + " instead (docs/usage.md)");
   if (const char* v = get("TILEPICK_VENDOR_CHOICE"))
     throw Error(Status::invalid_argument,
                 std::string("TILEPICK_VENDOR_CHOICE is no longer read: set TILEPICK_POLICY=auto:vendor_choice=") +
-                    (std::string_view(v) == "off" ? "off" : "on") + " instead");
+                    (std::string_view(v) == "off" ? "off" : "on") + " instead (docs/usage.md)");
   const char* v = get("TILEPICK_POLICY");
   return v ? v : "";
 }

@@ -570,7 +570,7 @@ std::shared_ptr<const Plan> Dispatcher::plan(const Problem& p, const PlanOptions
   if (env::log_level() >= 2) {  // info: every plan made or read from the file, and why
     const PlanInfo& i = plan->info();
     std::cerr << "tilepick: plan " << i.problem << " -> " << (i.vendor ? "vendor " : "") << i.kernel << " ("
-              << to_string(i.strategy) << ", " << (i.selection_source.empty() ? "fixed" : i.selection_source)
+              << i.policy << ", " << (i.selection_source.empty() ? "fixed" : i.selection_source)
               << ", from " << i.cache << (i.candidates.empty() ? "" : ", " + std::to_string(i.candidates.size()) + " candidates")
               << ", " << i.plan_seconds << " s)\n";
   }
