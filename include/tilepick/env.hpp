@@ -33,5 +33,7 @@ std::string plan_cache_file();
 // Throws Error(invalid_argument) naming the TILEPICK_POLICY value to use when a variable it replaced is set
 // (TILEPICK_VENDOR, TILEPICK_AUTO_TIME_US, TILEPICK_VENDOR_CHOICE).
 std::string policy();
+// The same without that check, nullptr when unset: for plan-cache hits (a plan made before checked it).
+const char* policy_unchecked();
 
 }  // namespace tilepick::env

@@ -80,8 +80,10 @@ std::string to_string(const Policy& p);  // canonical; parse_policy(to_string(p)
 Policy normalized(Policy p);
 // Throws InvalidArgument naming what is wrong (k < 1, time_us < 0 or NaN).
 void validate(const Policy& p);
-// TILEPICK_POLICY parsed (env::policy()), else policy_preset(auto). Throws InvalidArgument naming the variable.
-Policy environment_policy();
+// TILEPICK_POLICY parsed (env::policy()), else policy_preset(auto). Throws InvalidArgument naming the variable, or
+// the TILEPICK_POLICY value to use where a variable it replaced is set (check_replaced false: not looked for, as
+// on plan-cache hits).
+Policy environment_policy(bool check_replaced = true);
 // The grammar in a few lines, for --help texts.
 std::string policy_help();
 

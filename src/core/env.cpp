@@ -124,6 +124,8 @@ std::string plan_cache_file() {
   return v ? v : "";
 }
 
+const char* policy_unchecked() { return get("TILEPICK_POLICY"); }
+
 std::string policy() {
   // The variables TILEPICK_POLICY replaced: a clear error rather than a silent ignore.
   if (const char* v = get("TILEPICK_VENDOR")) {

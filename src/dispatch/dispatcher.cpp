@@ -75,7 +75,9 @@ std::string vendor_lib(const Problem& p) { return std::holds_alternative<GemmPro
 
 }  // namespace
 
-Policy resolve_policy(const PlanOptions& opt) {
+namespace {
+
+Policy resolve(const PlanOptions& opt, bool check_replaced) {
   if (opt.auto_time_us && !(*opt.auto_time_us >= 0))
     throw InvalidArgument("PlanOptions::auto_time_us must be >= 0 (+infinity: never time), got " +
                           std::to_string(*opt.auto_time_us));
@@ -87,7 +89,7 @@ Policy resolve_policy(const PlanOptions& opt) {
     validate(pol);
     return pol;
   }
-  Policy pol = environment_policy();
+  Policy pol = environment_policy(check_replaced);
   if (opt.strategy != Strategy::automatic) {  // another preset, the environment's vendor choices kept
     Policy preset = policy_preset(opt.strategy);
     preset.vendor = pol.vendor, preset.vendor_choice = pol.vendor_choice;
@@ -100,6 +102,10 @@ Policy resolve_policy(const PlanOptions& opt) {
   validate(pol);
   return pol;
 }
+
+}  // namespace
+
+Policy resolve_policy(const PlanOptions& opt) { return resolve(opt, true); }
 
 namespace {
 
@@ -208,7 +214,7 @@ int plan_device(const PlanOptions& opt) {
 }
 
 HitKey hit_key(const Problem& p, const PlanOptions& opt) {
-  return {p, resolve_policy(opt), plan_device(opt), opt.config, opt.offline_arch};
+  return {p, resolve(opt, false), plan_device(opt), opt.config, opt.offline_arch};  // checked where the plan was made
 }
 
 }  // namespace

@@ -169,11 +169,18 @@ Policy parse_policy(std::string_view text) {
   return p;
 }
 
-Policy environment_policy() {
-  const std::string text = env::policy();
-  if (text.empty()) return policy_preset(Strategy::automatic);
+Policy environment_policy(bool check_replaced) {
   thread_local std::string last_text;  // plans read it on every call: parsed once per value
   thread_local Policy last;
+  std::string checked;
+  const char* text = nullptr;
+  if (check_replaced) {
+    checked = env::policy();
+    text = checked.empty() ? nullptr : checked.c_str();
+  } else {
+    text = env::policy_unchecked();
+  }
+  if (!text) return policy_preset(Strategy::automatic);
   if (text != last_text) {
     try {
       last = normalized(parse_policy(text));
