@@ -190,8 +190,8 @@ std::string fmt(double v, const char* f = "%.4f") {
 std::string quote(const std::string& s) { return "\"" + s + "\""; }
 
 // Whether the model's own choices over its whole pool were measured (ProblemEval), as dispatch makes them: its
-// policy rule (what_to_time) under the heuristic preset (the first choice), top_k (the k it times) and `automatic`
-// (auto's decision), each with vendor auto and the vendor present where the records have a vendor row.
+// policy rule (what_to_time) under the heuristic preset (the first choice), top_k (the k it times), race (ours in the
+// race) and `automatic` (auto's decision), each with vendor auto and the vendor present where the records have a vendor row.
 void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRows& rows, const EvalOptions& o,
                  const Policy& automatic, ProblemEval& e) {
   std::map<std::tuple<int, int, int>, Selection> memo;  // one ranking per kind for the three decisions
@@ -200,14 +200,16 @@ void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRo
   ctx.vendor_can = [&e] { return !e.vendor.empty(); };
   ctx.shortlist = o.shortlist;
   ctx.memo = &memo;
-  Policy heuristic = policy_preset(Strategy::heuristic), top_k = policy_preset(Strategy::top_k);
-  heuristic.vendor_choice = top_k.vendor_choice = automatic.vendor_choice;
+  Policy heuristic = policy_preset(Strategy::heuristic), top_k = policy_preset(Strategy::top_k),
+         race_policy = policy_preset(Strategy::race);
+  heuristic.vendor_choice = top_k.vendor_choice = race_policy.vendor_choice = automatic.vendor_choice;
   top_k.k = automatic.k;
-  Timing first, timed, auto_;
+  Timing first, timed, auto_, race;
   try {
     first = what_to_time(heuristic, selector, rows.problem, arch, ctx);
     timed = what_to_time(top_k, selector, rows.problem, arch, ctx);
     auto_ = what_to_time(automatic, selector, rows.problem, arch, ctx);
+    race = what_to_time(race_policy, selector, rows.problem, arch, ctx);
   } catch (const Error&) {
     return;  // no legal candidate for this arch: nothing of its own to compare
   }
@@ -236,6 +238,9 @@ void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRo
   e.dispatch_vendor = first.run_vendor;
   e.auto_vendor_alone = auto_.vendor_alone_first;
   e.dispatch_checks_vendor = o.vendor_check && first.check_vendor;
+  if (race.run == Strategy::race && !race.ours.empty())  // ours of the race (the vendor's heuristic kernel beside it)
+    if (const auto it = rows.configs.find(race.ours.front()); it != rows.configs.end() && it->second.status == "ok")
+      e.race_ours_us = it->second.us;
 }
 
 // best_known_us, and what heuristic + vendor auto runs where its first choice was measured and a vendor
@@ -253,9 +258,9 @@ void dispatch_choice(ProblemEval& e) {
   e.dispatch_us = e.dispatch_vendor ? e.vendor_heur_us : e.own_first_us;
   e.dispatch_failed = std::isnan(e.dispatch_us);
   const double vendor_us = e.vendor_heur_failed ? kNaN : e.vendor_heur_us;  // race checks it, a failure loses
-  e.race_us = std::isnan(e.own_first_us) ? vendor_us
-              : std::isnan(vendor_us)    ? e.own_first_us
-                                         : std::min(e.own_first_us, vendor_us);
+  e.race_us = std::isnan(e.race_ours_us) ? vendor_us
+              : std::isnan(vendor_us)    ? e.race_ours_us
+                                         : std::min(e.race_ours_us, vendor_us);
   if (!e.auto_timed) {
     e.auto_us = e.dispatch_us;
     return;

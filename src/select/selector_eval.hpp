@@ -88,6 +88,7 @@ struct ProblemEval {
   // What dispatch's race strategy runs where dispatch_defined: the faster of the first choice and the vendor's
   // heuristic kernel among those that ran and passed (NaN when neither did).
   double race_us = kNaN;
+  double race_ours_us = kNaN;        // the race's kernel of ours (what_to_time under race); NaN: unmeasured or failed
   // What dispatch's auto strategy runs where dispatch_defined: where auto_times (policy.hpp) holds for the
   // whole-pool first choice (its estimate: own_first_est_us) at EvalReport::auto_time_us it times as top_k (the
   // fastest of the shortlist, else the first choice, and the vendor's heuristic and best kernels; under a vendor_first
