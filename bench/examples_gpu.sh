@@ -9,8 +9,8 @@ export TILEPICK_CACHE_DIR=/tmp/tp-jit PYTHONPATH="$PWD/python"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
   echo "commit $(cat .commit 2>/dev/null || git rev-parse --short=12 HEAD)"
   for v in off auto; do
-    echo "== TILEPICK_VENDOR=$v build-device/examples/example_dispatch_ops"
-    TILEPICK_VENDOR=$v timeout 120 build-device/examples/example_dispatch_ops; echo "rc=$?"
+    echo "== TILEPICK_POLICY=auto:vendor=$v build-device/examples/example_dispatch_ops"
+    TILEPICK_POLICY=auto:vendor=$v timeout 120 build-device/examples/example_dispatch_ops; echo "rc=$?"
   done
   echo "== build-device/examples/example_plan_gemm"; timeout 60 build-device/examples/example_plan_gemm; echo "rc=$?"
   echo "== examples/python/select_and_plan.py"; timeout 60 python3 examples/python/select_and_plan.py; echo "rc=$?"

@@ -262,22 +262,37 @@ TEST(DispatchOffline, AutoThresholdOptionsAndTheirErrors) {
             std::string::npos);
 }
 
-TEST(DispatchEnv, AutoTimeUsReadsANumberOrOff) {
-  ::unsetenv("TILEPICK_AUTO_TIME_US");
-  EXPECT_EQ(env::auto_time_us(), 100.0);
-  ::setenv("TILEPICK_AUTO_TIME_US", "250.5", 1);
-  EXPECT_EQ(env::auto_time_us(), 250.5);
-  ::setenv("TILEPICK_AUTO_TIME_US", "0", 1);
-  EXPECT_EQ(env::auto_time_us(), 0.0);
-  ::setenv("TILEPICK_AUTO_TIME_US", "off", 1);
-  EXPECT_TRUE(std::isinf(env::auto_time_us()));
-  for (const char* bad : {"-5", "fast", "100us", "nan", "inf"}) {
-    ::setenv("TILEPICK_AUTO_TIME_US", bad, 1);
-    EXPECT_NE(error_of([] { env::auto_time_us(); }, Status::invalid_argument).find("TILEPICK_AUTO_TIME_US='"),
-              std::string::npos)
-        << bad;
+// TILEPICK_POLICY replaced TILEPICK_VENDOR, TILEPICK_AUTO_TIME_US and TILEPICK_VENDOR_CHOICE: each of those, set,
+// is an error naming the TILEPICK_POLICY value that replaces it.
+TEST(DispatchEnv, ThePolicyVariableReplacesTheOldOnes) {
+  ::unsetenv("TILEPICK_POLICY");
+  EXPECT_EQ(environment_policy(), policy_preset(Strategy::automatic));
+  ::setenv("TILEPICK_POLICY", "auto:time_us=250.5", 1);
+  EXPECT_EQ(environment_policy().time_us, 250.5);
+  ::setenv("TILEPICK_POLICY", "top_k:k=8,vendor=off", 1);
+  EXPECT_EQ(to_string(environment_policy()), "top_k:k=8,vendor=off");
+  ::setenv("TILEPICK_POLICY", "auto:time_us=fast", 1);
+  EXPECT_NE(error_of([] { environment_policy(); }, Status::invalid_argument).find("TILEPICK_POLICY: policy 'auto:time_us=fast'"),
+            std::string::npos);
+  ::unsetenv("TILEPICK_POLICY");
+  const struct {
+    const char *name, *value, *replacement;
+  } removed[] = {{"TILEPICK_VENDOR", "off", "TILEPICK_POLICY=auto:vendor=off"},
+                 {"TILEPICK_VENDOR", "only", "TILEPICK_POLICY=auto:vendor=only"},
+                 {"TILEPICK_AUTO_TIME_US", "250", "TILEPICK_POLICY=auto:time_us=250"},
+                 {"TILEPICK_AUTO_TIME_US", "off", "TILEPICK_POLICY=auto:time_us=inf"},
+                 {"TILEPICK_VENDOR_CHOICE", "off", "TILEPICK_POLICY=auto:vendor_choice=off"}};
+  Dispatcher d(Selector::default_selector());
+  const Problem p = parse_problem("gemm rcr m1000 n512 k300 bf16");
+  for (const auto& r : removed) {
+    ::setenv(r.name, r.value, 1);
+    const std::string e = error_of([] { environment_policy(); }, Status::invalid_argument);
+    EXPECT_NE(e.find(std::string(r.name) + " is no longer read"), std::string::npos) << e;
+    EXPECT_NE(e.find(r.replacement), std::string::npos) << e;
+    EXPECT_NE(error_of([&] { d.plan(p, offline()); }, Status::invalid_argument).find(r.replacement), std::string::npos);
+    ::unsetenv(r.name);
   }
-  ::unsetenv("TILEPICK_AUTO_TIME_US");
+  EXPECT_NO_THROW(d.plan(p, offline()));
 }
 
 TEST(DispatchOffline, MemoryCacheKeysOnOptions) {
@@ -299,10 +314,9 @@ TEST(DispatchOffline, MemoryCacheKeysOnOptions) {
 }
 
 // A memory hit is found by value (no key strings): it must still follow the environment's defaults that the
-// string key holds (TILEPICK_VENDOR, TILEPICK_AUTO_TIME_US) and the options.
+// string key holds (TILEPICK_POLICY) and the options.
 TEST(DispatchOffline, MemoryHitsFollowTheEnvironmentDefaults) {
-  ::unsetenv("TILEPICK_VENDOR");
-  ::unsetenv("TILEPICK_AUTO_TIME_US");
+  ::unsetenv("TILEPICK_POLICY");
   Dispatcher d(Selector::default_selector());
   PlanOptions o;
   o.offline_arch = "h200";
@@ -310,15 +324,15 @@ TEST(DispatchOffline, MemoryHitsFollowTheEnvironmentDefaults) {
   const Problem p = parse_problem("gemm rcr m1000 n512 k300 bf16");
   auto a = d.plan(p, o);
   EXPECT_EQ(d.plan(parse_problem("gemm  rcr m1000 n512 k300 bf16"), o).get(), a.get());  // equal by value
-  ::setenv("TILEPICK_VENDOR", "off", 1);
+  ::setenv("TILEPICK_POLICY", "auto:vendor=off", 1);
   auto off = d.plan(p, o);
   EXPECT_NE(off.get(), a.get());
   EXPECT_EQ(d.plan(p, o).get(), off.get());
-  ::unsetenv("TILEPICK_VENDOR");
+  ::unsetenv("TILEPICK_POLICY");
   EXPECT_EQ(d.plan(p, o).get(), a.get());
-  ::setenv("TILEPICK_AUTO_TIME_US", "250", 1);
+  ::setenv("TILEPICK_POLICY", "auto:time_us=250", 1);
   EXPECT_NE(d.plan(p, o).get(), a.get());
-  ::unsetenv("TILEPICK_AUTO_TIME_US");
+  ::unsetenv("TILEPICK_POLICY");
   o.k = 3;
   EXPECT_NE(d.plan(p, o).get(), a.get());  // auto keys on k
   o.k = 0;

@@ -23,6 +23,7 @@
 #include "tilepick/features.hpp"
 #include "tilepick/legality.hpp"
 #include "tilepick/registry.hpp"
+#include "tilepick/policy.hpp"
 #include "tilepick/selector.hpp"
 
 namespace tilepick {
@@ -344,36 +345,43 @@ TEST_F(SelectorTest, AVendorChoicePicksTheVendorPerProblemAndPlansKeyOnIt) {
   EXPECT_FALSE(strict.vendor_chosen);
 }
 
-TEST_F(SelectorTest, TheVendorChoiceCanBeSwitchedOffByEnvironment) {
+// A policy with vendor_choice=off (TILEPICK_POLICY=auto:vendor_choice=off replaced TILEPICK_VENDOR_CHOICE=off)
+// ignores the model's vendor choice where it decides what a plan runs; the selector still reports it.
+TEST_F(SelectorTest, TheVendorChoiceCanBeSwitchedOffByPolicy) {
   std::ofstream(dir_ / "models" / "conv_half_h200.vendor_choice.txt.gz", std::ios::binary)
       << sweep::gzip_member(vendor_model_text(depthwise_trees()));
   write_model("conv_fwd_half_h200", model_text(base_trees()), vendor_spec("conv_fwd"));
   const Problem dense = parse_problem(kDenseConv);
+  const Selector selector(models());
+  ASSERT_TRUE(selector.models()[0].usable());
+  ASSERT_NE(selector.models()[0].vendor_model, nullptr);
+  EXPECT_TRUE(selector.select(dense, test::arch("h200"), 3).vendor_chosen);
+  TimingContext ctx;
+  ctx.vendor_can = [] { return true; };
+  const Timing on = what_to_time(parse_policy("heuristic"), selector, dense, test::arch("h200"), ctx);
+  EXPECT_TRUE(on.run_vendor);
+  EXPECT_TRUE(on.check_vendor);
+  EXPECT_TRUE(on.ranking.vendor_chosen);
+  const Timing off = what_to_time(parse_policy("heuristic:vendor_choice=off"), selector, dense, test::arch("h200"), ctx);
+  EXPECT_FALSE(off.run_vendor);
+  EXPECT_FALSE(off.check_vendor);
+  EXPECT_FALSE(off.ranking.vendor_first);
+  EXPECT_FALSE(off.ranking.vendor_chosen);
+  EXPECT_EQ(off.ranking.top.front().text, on.ranking.top.front().text);
+  // The variable it replaced is refused, naming the replacement.
   setenv("TILEPICK_VENDOR_CHOICE", "off", 1);
-  const Selector off(models());
-  setenv("TILEPICK_VENDOR_CHOICE", "sometimes", 1);
   EXPECT_THROW(
       {
         try {
-          Selector bad(models());
+          environment_policy();
         } catch (const Error& e) {
-          EXPECT_NE(std::string(e.what()).find("TILEPICK_VENDOR_CHOICE='sometimes' is not one of on, off"),
-                    std::string::npos)
+          EXPECT_NE(std::string(e.what()).find("TILEPICK_POLICY=auto:vendor_choice=off"), std::string::npos)
               << e.what();
           throw;
         }
       },
       Error);
-  setenv("TILEPICK_VENDOR_CHOICE", "on", 1);
-  const Selector on(models());
   unsetenv("TILEPICK_VENDOR_CHOICE");
-  ASSERT_TRUE(off.models()[0].usable());
-  EXPECT_EQ(off.models()[0].vendor_model, nullptr);
-  EXPECT_EQ(off.models()[0].vendor_error, "");  // switched off on purpose: no warning
-  const Selection s = off.select(dense, test::arch("h200"), 3);
-  EXPECT_FALSE(s.vendor_first);
-  EXPECT_TRUE(std::isnan(s.vendor_log_ratio));
-  EXPECT_TRUE(on.select(dense, test::arch("h200"), 3).vendor_chosen);
 }
 
 TEST_F(SelectorTest, AVendorChoiceThatCannotBeUsedLeavesTheModelDecidingWithoutIt) {
@@ -907,9 +915,9 @@ TEST_F(SelectorTest, EvalScoresWhatDispatchHeuristicRunsAgainstTheFastestKnownKe
   EXPECT_DOUBLE_EQ(g->auto_timed_share, 0);
   // ... and with a threshold of 0 it times every plan as top_k with the vendor: P1's shortlist is not all measured,
   // so its first choice (12) against the vendor's best (8); P2 our 10 (the vendor's kernel failed, no best row)
-  ::setenv("TILEPICK_AUTO_TIME_US", "0", 1);
+  ::setenv("TILEPICK_POLICY", "auto:time_us=0", 1);
   const auto timed = eval::evaluate(Selector(models()), records, h200, {});
-  ::unsetenv("TILEPICK_AUTO_TIME_US");
+  ::unsetenv("TILEPICK_POLICY");
   EXPECT_DOUBLE_EQ(timed.auto_time_us, 0);
   EXPECT_TRUE(timed.problems[0].auto_timed);
   EXPECT_DOUBLE_EQ(timed.problems[0].auto_us, 8);
@@ -968,11 +976,11 @@ TEST_F(SelectorTest, EvalScoresWhatDispatchHeuristicRunsAgainstTheFastestKnownKe
   for (auto& r : slow_vendor)
     if (r.problem == kP1 && r.config == "vendor=cublaslt:heur") r.median_us = 15;
     else if (r.problem == kP1 && r.config == "vendor=cublaslt:best") r.median_us = 14;
-  ::setenv("TILEPICK_AUTO_TIME_US", "0", 1);
+  ::setenv("TILEPICK_POLICY", "auto:time_us=0", 1);
   const auto vendor_timed = eval::evaluate(Selector(models()), slow_vendor, h200, {});
   write_model("gemm_half_h200", model_text(base_trees()), spec_json());
   const auto ours_timed = eval::evaluate(Selector(models()), slow_vendor, h200, {});
-  ::unsetenv("TILEPICK_AUTO_TIME_US");
+  ::unsetenv("TILEPICK_POLICY");
   ASSERT_TRUE(vendor_timed.problems[0].auto_timed);
   EXPECT_DOUBLE_EQ(vendor_timed.problems[0].auto_us, 14);
   EXPECT_DOUBLE_EQ(vendor_timed.problems[1].auto_us, 10);

@@ -283,7 +283,8 @@ void add_eval_commands(CLI::App& app) {
   cmd->add_option("--min-race-p10", args->min_race_p10, "the same for its P10");
   cmd->add_option("--min-auto-mean", args->min_auto_mean,
                   "the same for what dispatch's auto strategy runs (top_k with the vendor's kernels where the first "
-                  "choice is estimated at >= TILEPICK_AUTO_TIME_US, default 100 us; else the heuristic's)");
+                  "choice is estimated at >= the time_us of TILEPICK_POLICY where it is an auto policy, default 100 us; else "
+                  "the heuristic's; TILEPICK_POLICY's vendor_choice applies to every preset scored)");
   cmd->add_option("--min-auto-p10", args->min_auto_p10, "the same for its P10");
   cmd->add_option("--min-auto-tw", args->min_auto_tw, "the same for its time-weighted efficiency");
   cmd->add_flag("--manifest-thresholds", args->manifest_thresholds,

@@ -21,7 +21,7 @@ namespace {
 struct PlanArgs {
   std::vector<std::string> problems;
   std::string file;
-  std::string strategy = "auto", config, vendor, arch, cache;
+  std::string policy, strategy = "auto", config, vendor, arch, cache;
   int k = 4, device = -1;
   std::optional<double> auto_time_us;
   bool json = false;
@@ -33,6 +33,7 @@ struct PlanArgs {
 
 PlanOptions options(const PlanArgs& a) {
   PlanOptions o;
+  if (!a.policy.empty()) o.policy = parse_policy(a.policy);
   auto s = parse_strategy(a.strategy);
   if (!s) throw InvalidArgument("--strategy '" + a.strategy + "' is not one of " + strategy_names());
   o.strategy = *s;
@@ -53,7 +54,7 @@ void print_plan(const NamedProblem& np, const Plan& plan) {
   const PlanInfo& i = plan.info();
   std::cout << "# " << (np.name.empty() ? "" : np.name + ": ") << i.problem << "\n"
             << "kernel      " << i.kernel << (i.vendor ? "  (vendor)" : "") << "\n"
-            << "strategy    " << to_string(i.strategy) << ", vendor " << to_string(i.vendor_mode) << ", from "
+            << "policy      " << i.policy << ", from "
             << i.selection_source << "\n"
             << "target      " << i.arch << ", " << i.device_name
             << (i.device >= 0 ? " (device " + std::to_string(i.device) + ")" : "") << ", model " << i.model_version
@@ -182,16 +183,20 @@ int run_run(const PlanArgs& a) {
 void add_common(CLI::App* cmd, PlanArgs& a) {
   cmd->add_option("-p,--problem", a.problems, "problem string (repeatable)");
   cmd->add_option("-f,--file", a.file, "problem file");
-  cmd->add_option("--strategy", a.strategy,
-                  "auto (top_k where the model's top-1 is estimated long, see --auto-time-us; else heuristic) | "
-                  "heuristic | top_k | exhaustive | fixed | race (the model's top-1 against the vendor's heuristic "
-                  "kernel, timed)")->capture_default_str();
-  cmd->add_option("-k", a.k, "top_k (and auto where it times): candidates timed")->capture_default_str();
-  cmd->add_option("--auto-time-us", a.auto_time_us,
-                  "auto: time the plans whose first choice the analytic model estimates at >= this many us "
-                  "(default: TILEPICK_AUTO_TIME_US, else 100)")->check(CLI::NonNegativeNumber);
+  auto* policy = cmd->add_option("--policy", a.policy,
+                                 "what is timed on first use and whether vendor libraries take part: " + policy_help() +
+                                     " (default: TILEPICK_POLICY, else auto; docs/dispatch.md)");
+  auto* strategy = cmd->add_option("--strategy", a.strategy,
+                  "shorthand for --policy PRESET: auto (top_k where the model's top-1 is estimated long, see "
+                  "--auto-time-us; else heuristic) | heuristic | top_k | exhaustive | fixed | race (the model's top-1 "
+                  "against the vendor's heuristic kernel, timed)")->capture_default_str();
+  auto* k = cmd->add_option("-k", a.k, "the policy's k: top_k (and auto where it times): candidates timed")->capture_default_str();
+  auto* limit = cmd->add_option("--auto-time-us", a.auto_time_us,
+                  "the auto policy's time_us: time the plans whose first choice the analytic model estimates at >= "
+                  "this many us (default: TILEPICK_POLICY's, else 100)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--config", a.config, "fixed: a config string or a vendor algorithm (cublaslt:algo0)");
-  cmd->add_option("--vendor", a.vendor, "off | auto | only (default: TILEPICK_VENDOR, else auto)");
+  auto* vendor = cmd->add_option("--vendor", a.vendor, "the policy's vendor: off | auto | only (default: TILEPICK_POLICY's, else auto)");
+  policy->excludes(strategy)->excludes(k)->excludes(limit)->excludes(vendor);
   cmd->add_option("--device", a.device, "CUDA device ordinal (default: current, else 0)");
   cmd->add_option("--cache", a.cache, "plan-cache JSON file (default: TILEPICK_PLAN_CACHE)");
 }

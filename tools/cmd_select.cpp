@@ -77,7 +77,7 @@ void print_vendor_choice(const ModelEntry* m, const Selection& s) {
   else if (!m->vendor_error.empty())
     std::cout << "#   vendor choice not used: " << m->vendor_error << "\n";
   else if (m->spec.vendor_choice)
-    std::cout << "#   vendor choice off (TILEPICK_VENDOR_CHOICE=off): the pick runs\n";
+    std::cout << "#   vendor choice not loaded (" << m->vendor_error << "): the pick runs\n";
 }
 
 // Why a problem has no legal config: the rule that rejects most of the registry's candidates, with

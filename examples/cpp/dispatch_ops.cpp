@@ -3,7 +3,7 @@
 // For each: check -> plan -> workspace size -> run on random inputs -> compare with tilepick's fp64
 // CPU reference. Without a GPU it plans offline for an H200 (selection only) and says so.
 //
-//   build/examples/example_dispatch_ops            (TILEPICK_VENDOR=off: tilepick kernels only)
+//   build/examples/example_dispatch_ops            (TILEPICK_POLICY=auto:vendor=off: tilepick kernels only)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -131,7 +131,7 @@ int main() {
   int failures = 0;
   for (const char* text : kProblems) {
     const Problem p = parse_problem(text);
-    PlanOptions opt;  // heuristic: the model's top-1; vendor mode from TILEPICK_VENDOR
+    PlanOptions opt;  // the environment's policy (TILEPICK_POLICY, default auto)
     if (!gpu) opt.offline_arch = "h200";
     const Applicability a = dispatcher.check(p, opt);
     std::printf("%s\n  applicable: %s (%zu tilepick kernels%s)%s%s\n", text, a.ok ? "yes" : "no",

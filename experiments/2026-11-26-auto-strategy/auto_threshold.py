@@ -1,5 +1,5 @@
-"""What dispatch's auto strategy buys at each threshold: `tilepick eval` run once per TILEPICK_AUTO_TIME_US (the eval's
-model of auto is the dispatcher's rule, auto_times in dispatch.hpp), its auto numbers per op: mean / P10 / min /
+"""What dispatch's auto strategy buys at each threshold: `tilepick eval` run once per TILEPICK_POLICY=auto:time_us=T (the eval's
+model of auto is the dispatcher's rule, what_to_time in policy.hpp), its auto numbers per op: mean / P10 / min /
 time-weighted efficiency against the fastest kernel measured, and the share of problems timed.
     python3 experiments/2026-11-26-auto-strategy/auto_threshold.py [--thresholds 0 50 100 200 500 inf] -- <tilepick eval arguments>
 e.g. the README's first command's --records ... --vendor-records ... --problems-file ... arguments.
@@ -21,7 +21,7 @@ def main() -> None:
     header = False
     for t in a.thresholds:
         with tempfile.TemporaryDirectory() as out:
-            env = dict(os.environ, TILEPICK_AUTO_TIME_US="off" if t == float("inf") else f"{t:g}")
+            env = dict(os.environ, TILEPICK_POLICY="auto:time_us=" + ("inf" if t == float("inf") else f"{t:g}"))
             subprocess.run([a.cli, "eval", *args, "--no-plot", "--out", out], env=env, check=True,
                            stdout=subprocess.DEVNULL)
             groups = {g["name"]: g for g in json.load(open(os.path.join(out, "eval.json")))["groups"]}

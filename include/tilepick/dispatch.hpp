@@ -1,6 +1,6 @@
-// The dispatcher: how a user runs one GEMM or convolution. plan(problem, options) picks a kernel
-// (learned model, top-K timing on the device, exhaustive timing, a fixed config, or a vendor
-// library), compiles it and returns a Plan that runs on device pointers or checked tensors.
+// The dispatcher: how a user runs one GEMM or convolution. plan(problem, options) picks a kernel as
+// its Policy says (policy.hpp: the learned model's first choice, top-K timing on the device, exhaustive
+// timing, a fixed config, or a vendor library), compiles it and returns a Plan that runs on device pointers or checked tensors.
 //
 // Flow for a fused op (the problem carries bias and activation, see problem.hpp):
 //   check(problem)           -> applicable or the reason it is not
@@ -8,7 +8,7 @@
 //   plan->workspace_bytes()  -> the caller allocates that much device memory (256-byte aligned)
 //   plan->run(tensors, ws, stream)
 //
-// Plans are cached in memory by (problem, device, model version, strategy, vendor mode) and, when
+// Plans are cached in memory by (problem, device, model version, policy) and, when
 // a cache file is set (TILEPICK_PLAN_CACHE), persisted as JSON that another process reloads, so a
 // tuned choice survives restarts. File entries carry version stamps (tilepick, feature schema,
 // config space, kernel headers, vendor library) and are ignored when any differs from this build.
@@ -27,69 +27,32 @@
 
 #include "tilepick/arch.hpp"
 #include "tilepick/kernel_plan.hpp"
+#include "tilepick/policy.hpp"
 #include "tilepick/problem.hpp"
 
 namespace tilepick {
 
 class Selector;
 
-enum class Strategy : std::uint8_t {
-  heuristic,   // the model's top-1 (no timing)
-  top_k,       // time the model's k best (Selector::shortlist) on the device on first use, keep the fastest
-  exhaustive,  // time every legal candidate
-  fixed,       // PlanOptions::config names the kernel
-  race,        // time the model's top-1 against the vendor's heuristic kernel on first use, keep the faster
-  automatic,   // "auto": top_k where the model's top-1 is estimated long (PlanOptions::auto_time_us), else heuristic
-};
-std::string_view to_string(Strategy s);
-std::optional<Strategy> parse_strategy(std::string_view s);
-std::string strategy_names();  // "heuristic, top_k, exhaustive, fixed, race, auto": what parse_strategy takes
-
-// Whether vendor libraries (cuBLASLt for GEMM, cuDNN for conv) take part:
-//   off   tilepick kernels only;
-//   auto  the vendor's heuristic choice is one more candidate in top_k / exhaustive timing (so a
-//         timed plan is never slower than it), and the heuristic strategy uses it when there is no
-//         usable model for the problem, no legal tilepick kernel, or the model is "vendor_first"
-//         (measured slower than the vendor's choice: ModelSpec::vendor_first) or its "vendor_choice"
-//         predicts the vendor faster on this problem (Selection::vendor_chosen);
-//   only  vendor algorithms only (heuristic: the library's first choice; timed: its algorithms).
-enum class VendorMode : std::uint8_t { off, automatic, only };
-std::string_view to_string(VendorMode v);  // "off" "auto" "only"
-std::optional<VendorMode> parse_vendor_mode(std::string_view s);
-
-struct Selection;
-// Whether the heuristic strategy runs the vendor's first choice (where the vendor can run the problem)
-// rather than `sel`'s top tilepick kernel: the rule of VendorMode above.
-bool heuristic_runs_vendor(VendorMode mode, const Selection& sel);
-// Whether the heuristic strategy checks the vendor's heuristic kernel (fp64 GPU reference, random inputs) before it
-// runs it, and runs `sel`'s top kernel where it fails: vendor auto sent there by the model's vendor choice
-// (docs/dispatch.md).
-bool heuristic_checks_vendor(VendorMode mode, const Selection& sel);
-// Whether auto's timed plan times the vendor's algorithms alone (ours only where none passes): vendor auto under a
-// vendor_first model (the flag, not a per-problem vendor choice). On its held-out records cuBLASLt's best beat our
-// fastest on every long GEMM, and compiling ours is most of such a plan (docs/dispatch.md).
-bool auto_times_vendor_alone(VendorMode mode, const Selection& sel);
-// The auto strategy's rule: a plan is timed (as top_k) where the analytic estimate of the model's first choice,
-// estimated_time_us(p, first, arch), is at least limit_us. The estimate goes to *estimate_us (NaN: none, untimed).
-bool auto_times(const Problem& p, const KernelConfig& first, const ArchSpec& arch, double limit_us, double* estimate_us);
-
 struct PlanOptions {
-  Strategy strategy = Strategy::automatic;
-  int k = 4;                          // top_k (and auto where it times): tilepick candidates timed (plus the
-                                      // vendor with auto): Selector::shortlist, the full model's best k (for
-                                      // conv one per tile shape: Shortlist::varied)
-  // auto: a plan whose heuristic first choice the analytic model estimates at >= this many microseconds
-  // (estimated_time_us) is timed as top_k (under a vendor_first model with vendor auto: the vendor's algorithms
-  // alone, ours too only where none passes), the rest are heuristic plans; offline plans are never timed.
-  // Unset: TILEPICK_AUTO_TIME_US (default 100); +infinity: never time.
-  std::optional<double> auto_time_us;
+  // What the plan times on first use and whether vendor libraries take part (policy.hpp; docs/dispatch.md).
+  // Unset: the environment's policy (TILEPICK_POLICY, default "auto") with the shorthand fields below applied.
+  std::optional<Policy> policy;
+  // Shorthand for the policy, kept for callers that set fields; with `policy` set they must keep their defaults.
+  Strategy strategy = Strategy::automatic;  // not auto: that preset (the environment's vendor and vendor_choice kept)
+  int k = 4;                          // not 4: the policy's k (top_k, auto: Selector::shortlist, the full model's
+                                      // best k; for conv one per tile shape: Shortlist::varied)
+  std::optional<double> auto_time_us; // set: the auto policy's time_us (>= 0; +infinity: never time)
+  std::optional<VendorMode> vendor;   // set: the policy's vendor (off | auto | only)
   std::string config;                 // fixed: a config string, or a vendor algorithm ("cublaslt:algo0")
-  std::optional<VendorMode> vendor;   // unset: TILEPICK_VENDOR (off | auto | only), default auto
   int device = -1;                    // CUDA ordinal; -1: the calling thread's current device (else 0)
   // Plan without a GPU for this arch spec ("h200", "sm_90"): selection only, never compiled or run.
-  // top_k and exhaustive need a GPU and are refused offline.
+  // top_k, exhaustive and race need a GPU and are refused offline; auto plans offline are untimed.
   std::string offline_arch;
 };
+// The policy a plan follows: options.policy, else the environment's with the shorthand applied; normalized.
+// Throws InvalidArgument where both are given, or a value is out of range.
+Policy resolve_policy(const PlanOptions& options);
 
 // A tensor as a caller holds it (DLPack-like): logical shape and strides in elements, any order of
 // dimensions whose memory is the dense layout the operand needs (see operand_specs).
@@ -131,8 +94,9 @@ struct PlanInfo {
   std::string problem;       // canonical string
   std::string kernel;        // the winner (config string or vendor algorithm)
   bool vendor = false;
-  Strategy strategy = Strategy::heuristic;
-  VendorMode vendor_mode = VendorMode::automatic;
+  Strategy strategy = Strategy::heuristic;          // the policy's preset
+  VendorMode vendor_mode = VendorMode::automatic;   // the policy's vendor
+  std::string policy;        // the policy followed (to_string(Policy))
   std::string arch, device_name, selection_source;  // selection_source: "model:<folder>", "fallback", ...
   std::string model_version;  // "<folder>@<hash of the model file>", or "none"
   std::vector<Candidate> candidates;  // best first

@@ -27,15 +27,13 @@ Shard slurm_array_shard();
 // is tried), or "" when unset (run/vendor_lib.cpp searches the usual places).
 std::string cublaslt_lib();
 std::string cudnn_lib();
-// TILEPICK_VENDOR: off | auto | only (dispatch.hpp VendorMode), "" when unset (the caller's default).
-std::string vendor_mode();
 // TILEPICK_PLAN_CACHE: the dispatcher's plan-cache JSON file, "" when unset (memory only).
 std::string plan_cache_file();
-// TILEPICK_VENDOR_CHOICE: on (default) | off. off: model folders load without their "vendor_choice"
-// (selector.hpp), so dispatch's heuristic strategy runs the model's pick for conv again.
-bool vendor_choice();
-// TILEPICK_AUTO_TIME_US: dispatch's auto strategy times (as top_k) the plans whose first choice the analytic model
-// estimates at this many microseconds or more: a number >= 0, or "off" (never: auto is heuristic). Unset: 100.
-double auto_time_us();
+// TILEPICK_POLICY: the dispatcher's default policy (policy.hpp string form), "" when unset ("auto").
+// Throws Error(invalid_argument) naming the TILEPICK_POLICY value to use when a variable it replaced is set
+// (TILEPICK_VENDOR, TILEPICK_AUTO_TIME_US, TILEPICK_VENDOR_CHOICE).
+std::string policy();
+// The same without that check, nullptr when unset: for plan-cache hits (a plan made before checked it).
+const char* policy_unchecked();
 
 }  // namespace tilepick::env

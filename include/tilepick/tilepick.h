@@ -61,7 +61,7 @@ typedef enum tp_strategy {
 } tp_strategy;
 
 typedef enum tp_vendor_mode {
-  tp_vendor_default = -1,  /* TILEPICK_VENDOR, else auto */
+  tp_vendor_default = -1,  /* the environment's policy (TILEPICK_POLICY), else auto */
   tp_vendor_off = 0,       /* tilepick kernels only */
   tp_vendor_auto = 1,      /* the vendor library is one more candidate */
   tp_vendor_only = 2       /* cuBLASLt / cuDNN algorithms only */
@@ -118,7 +118,10 @@ typedef struct tp_plan_options {
   int device;                 /* CUDA ordinal; -1 (default): the thread's current device, else 0 */
   const char* offline_arch;   /* plan without a GPU for this arch ("h200", "sm_90"): selection only */
   double auto_time_us;        /* auto: time (as top_k) plans whose first choice is estimated at >= this many us;
-                                 < 0 (default): TILEPICK_AUTO_TIME_US, else 100; INFINITY: never */
+                                 < 0 (default): TILEPICK_POLICY's, else 100; INFINITY: never */
+  const char* policy;         /* a policy string ("auto:time_us=50,vendor=off", docs/dispatch.md) instead of the
+                                 strategy, k, vendor and auto_time_us above (which then keep their defaults);
+                                 NULL (default): those fields over the environment's policy */
 } tp_plan_options;
 /* The strings are read during the call that takes the options and not kept. */
 

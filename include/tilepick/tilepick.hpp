@@ -113,7 +113,8 @@ struct PlanOptions {
   tp_vendor_mode vendor = tp_vendor_default;
   int device = -1;
   std::string offline_arch;
-  double auto_time_us = -1;  // auto's threshold; < 0: TILEPICK_AUTO_TIME_US, else 100
+  double auto_time_us = -1;  // auto's threshold; < 0: TILEPICK_POLICY's, else 100
+  std::string policy;        // a policy string instead of the fields above ("": those fields)
 
   tp_plan_options c() const {
     tp_plan_options o;
@@ -121,6 +122,7 @@ struct PlanOptions {
     o.strategy = strategy, o.k = k, o.vendor = vendor, o.device = device, o.auto_time_us = auto_time_us;
     o.config = config.empty() ? nullptr : config.c_str();
     o.offline_arch = offline_arch.empty() ? nullptr : offline_arch.c_str();
+    o.policy = policy.empty() ? nullptr : policy.c_str();
     return o;
   }
 };

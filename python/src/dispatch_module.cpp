@@ -187,8 +187,9 @@ void run_pointers(const Plan& plan, const std::vector<std::uintptr_t>& pointers,
 
 PlanOptions make_options(const std::string& strategy, int k, const std::string& config,
                          const std::optional<std::string>& vendor, int device, const std::string& offline_arch,
-                         std::optional<double> auto_time_us) {
+                         std::optional<double> auto_time_us, const std::optional<std::string>& policy) {
   PlanOptions o;
+  if (policy) o.policy = parse_policy(*policy);
   const auto s = parse_strategy(strategy);
   if (!s) throw InvalidArgument("strategy '" + strategy + "' is not one of " + strategy_names());
   o.strategy = *s;
@@ -208,9 +209,10 @@ PlanOptions make_options(const std::string& strategy, int k, const std::string& 
 
 std::shared_ptr<const Plan> plan_py(const std::string& problem, const std::string& strategy, int k,
                                     const std::string& config, const std::optional<std::string>& vendor, int device,
-                                    const std::string& offline_arch, std::optional<double> auto_time_us) {
+                                    const std::string& offline_arch, std::optional<double> auto_time_us,
+                                    const std::optional<std::string>& policy) {
   const Problem p = parse_problem(problem);
-  const PlanOptions o = make_options(strategy, k, config, vendor, device, offline_arch, auto_time_us);
+  const PlanOptions o = make_options(strategy, k, config, vendor, device, offline_arch, auto_time_us, policy);
   std::shared_ptr<const Plan> plan;
   std::exception_ptr error;
   {
@@ -227,10 +229,10 @@ std::shared_ptr<const Plan> plan_py(const std::string& problem, const std::strin
 
 nb::dict check_py(const std::string& problem, const std::string& strategy, int k, const std::string& config,
                   const std::optional<std::string>& vendor, int device, const std::string& offline_arch,
-                  std::optional<double> auto_time_us) {
+                  std::optional<double> auto_time_us, const std::optional<std::string>& policy) {
   const Problem p = parse_problem(problem);
   const Applicability a = Dispatcher::default_dispatcher().check(
-      p, make_options(strategy, k, config, vendor, device, offline_arch, auto_time_us));
+      p, make_options(strategy, k, config, vendor, device, offline_arch, auto_time_us, policy));
   nb::dict d;
   d["ok"] = a.ok;
   d["reason"] = a.reason;
@@ -333,10 +335,13 @@ void bind_dispatch(nb::module_& m) {
 
   m.def("plan", &plan_py, "problem"_a, "strategy"_a = "auto", "k"_a = 4, "config"_a = "",
         "vendor"_a = nb::none(), "device"_a = -1, "offline_arch"_a = "", "auto_time_us"_a = nb::none(),
-        "Plans a problem with the default dispatcher (cached by problem, device, model, strategy, vendor). "
+        "policy"_a = nb::none(),
+        "Plans a problem with the default dispatcher (cached by problem, device, model, policy). policy: a policy "
+        "string (docs/dispatch.md) instead of strategy, k, vendor and auto_time_us. "
         "offline_arch ('h200', 'sm_90'): selection without a GPU; such a plan does not run.");
   m.def("check", &check_py, "problem"_a, "strategy"_a = "auto", "k"_a = 4, "config"_a = "",
         "vendor"_a = nb::none(), "device"_a = -1, "offline_arch"_a = "", "auto_time_us"_a = nb::none(),
+        "policy"_a = nb::none(),
         "{ok, reason, tilepick_candidates, vendor_candidate}: whether plan() can succeed.");
   m.def("operand_specs", &operand_specs_py, "problem"_a,
         "The operands in run() order: dicts {name, slot, dims, dtype, shape (memory order), output}.");

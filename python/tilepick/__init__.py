@@ -149,21 +149,25 @@ def operand_specs(problem: str) -> list:
 
 
 def plan(problem: str, strategy: str = "auto", k: int = 4, config: str = "", vendor: Optional[str] = None,
-         device: int = -1, arch: Optional[str] = None, auto_time_us: Optional[float] = None):
+         device: int = -1, arch: Optional[str] = None, auto_time_us: Optional[float] = None,
+         policy: Optional[str] = None):
     """A Plan for `problem` from the default dispatcher (cached in memory and in TILEPICK_PLAN_CACHE).
 
-    strategy: auto (top_k where the model's top-1 is estimated at >= auto_time_us, None: TILEPICK_AUTO_TIME_US,
-    default 100; else heuristic), heuristic (model top-1), race (time the model's top-1 against the vendor's
-    heuristic kernel on the GPU), top_k (time the best k on the GPU), exhaustive, fixed (config names the kernel);
-    vendor: off | auto | only (None: TILEPICK_VENDOR, default auto); device: CUDA ordinal, -1 = current; arch
+    policy: what is timed on first use and whether vendor libraries take part, as a string
+    ("auto", "top_k:k=8", "auto:time_us=50,vendor=off"; docs/dispatch.md), instead of the shorthand below.
+    Shorthand over the environment's policy (TILEPICK_POLICY, default auto): strategy: auto (top_k where the
+    model's top-1 is estimated at >= auto_time_us, default 100; else heuristic), heuristic (model top-1), race (time
+    the model's top-1 against the vendor's heuristic kernel on the GPU), top_k (time the best k on the GPU),
+    exhaustive, fixed (config names the kernel); vendor: off | auto | only; device: CUDA ordinal, -1 = current; arch
     ("h200", "sm_90"): plan offline for that arch without a GPU (not runnable, never timed)."""
-    return _ext().plan(problem, strategy, k, config, vendor, device, arch or "", auto_time_us)
+    return _ext().plan(problem, strategy, k, config, vendor, device, arch or "", auto_time_us, policy)
 
 
 def check(problem: str, strategy: str = "auto", k: int = 4, config: str = "", vendor: Optional[str] = None,
-          device: int = -1, arch: Optional[str] = None, auto_time_us: Optional[float] = None) -> dict:
+          device: int = -1, arch: Optional[str] = None, auto_time_us: Optional[float] = None,
+          policy: Optional[str] = None) -> dict:
     """{ok, reason, tilepick_candidates, vendor_candidate}: whether plan() with these options can succeed."""
-    return _ext().check(problem, strategy, k, config, vendor, device, arch or "", auto_time_us)
+    return _ext().check(problem, strategy, k, config, vendor, device, arch or "", auto_time_us, policy)
 
 
 def _workspace_for(p, tensors: Sequence[Any]):

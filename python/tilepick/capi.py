@@ -19,7 +19,8 @@ class OperandSpec(C.Structure):
 
 class PlanOptions(C.Structure):
     _fields_ = [("strategy", C.c_int), ("k", C.c_int), ("config", C.c_char_p), ("vendor", C.c_int),
-                ("device", C.c_int), ("offline_arch", C.c_char_p), ("auto_time_us", C.c_double)]
+                ("device", C.c_int), ("offline_arch", C.c_char_p), ("auto_time_us", C.c_double),
+                ("policy", C.c_char_p)]
 
 
 class Applicability(C.Structure):

@@ -44,7 +44,7 @@ _DTYPES = {torch.float16: "f16", torch.bfloat16: "bf16"}
 class _Settings:
     strategy = "auto"
     k = 4
-    vendor: Optional[str] = None  # None: TILEPICK_VENDOR (default auto)
+    vendor: Optional[str] = None  # None: the environment's policy's (TILEPICK_POLICY, default auto)
     fallback = False
     gemm_buckets = False
     distributed = False
@@ -60,8 +60,8 @@ _warned = set()
 
 
 def set_strategy(strategy: str, k: Optional[int] = None) -> None:
-    """auto (the default: top_k for the shapes whose top-1 the analytic model estimates at >= TILEPICK_AUTO_TIME_US,
-    default 100 us, heuristic for the rest), heuristic (the model's top-1), race (time the model's top-1 against
+    """auto (the default: top_k for the shapes whose top-1 the analytic model estimates at >= TILEPICK_POLICY's
+    time_us, default 100 us, heuristic for the rest), heuristic (the model's top-1), race (time the model's top-1 against
     the vendor's heuristic kernel on first use of a shape, keep the faster) or top_k (time the model's best k and
     the vendor's kernels); exhaustive times every legal kernel. Applies to plans made from now on."""
     if strategy not in ("auto", "heuristic", "race", "top_k", "exhaustive"):
@@ -78,7 +78,7 @@ def get_strategy() -> str:
 
 
 def set_vendor(mode: Optional[str]) -> None:
-    """off | auto | only: whether cuBLASLt / cuDNN take part (None: TILEPICK_VENDOR, default auto)."""
+    """off | auto | only: whether cuBLASLt / cuDNN take part (None: TILEPICK_POLICY's, default auto)."""
     if mode not in (None, "off", "auto", "only"):
         raise ValueError(f"set_vendor: '{mode}' is not one of off, auto, only (or None)")
     _settings.vendor = mode

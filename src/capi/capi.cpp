@@ -112,6 +112,7 @@ tilepick::PlanOptions to_options(const tp_plan_options* o) {
   if (std::isnan(o->auto_time_us))
     throw tilepick::InvalidArgument("options.auto_time_us is NaN (< 0: the default, INFINITY: never time)");
   if (o->auto_time_us >= 0) out.auto_time_us = o->auto_time_us;
+  if (o->policy && *o->policy) out.policy = tilepick::parse_policy(o->policy);
   return out;
 }
 
@@ -251,6 +252,7 @@ tp_status tp_plan_options_init(tp_plan_options* options) {
     options->device = d.device;
     options->offline_arch = nullptr;
     options->auto_time_us = -1;
+    options->policy = nullptr;
   });
 }
 

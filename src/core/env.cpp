@@ -119,43 +119,31 @@ std::string cudnn_lib() {
   return v ? v : "";
 }
 
-namespace {
-
-// The value of `name` when it is one of `values`, "" when unset; any other value is an error naming the
-// variable and the values it takes.
-std::string one_of(const char* name, std::initializer_list<std::string_view> values) {
-  const char* v = get(name);
-  if (!v) return "";
-  if (std::find(values.begin(), values.end(), std::string_view(v)) != values.end()) return v;
-  std::string list;
-  for (const auto value : values) list += (list.empty() ? "" : ", ") + std::string(value);
-  throw Error(Status::invalid_argument, std::string(name) + "='" + v + "' is not one of " + list);
-}
-
-// An on|off switch, `on` when unset.
-bool on_off(const char* name) { return one_of(name, {"on", "off"}) != "off"; }
-
-}  // namespace
-
-std::string vendor_mode() { return one_of("TILEPICK_VENDOR", {"off", "auto", "only"}); }
-
 std::string plan_cache_file() {
   const char* v = get("TILEPICK_PLAN_CACHE");
   return v ? v : "";
 }
 
-bool vendor_choice() { return on_off("TILEPICK_VENDOR_CHOICE"); }
+const char* policy_unchecked() { return get("TILEPICK_POLICY"); }
 
-double auto_time_us() {
-  const char* v = get("TILEPICK_AUTO_TIME_US");
-  if (!v) return 100.0;
-  if (std::string_view(v) == "off") return std::numeric_limits<double>::infinity();
-  char* end = nullptr;
-  const double us = std::strtod(v, &end);
-  if (*end != '\0' || !std::isfinite(us) || us < 0)
+std::string policy() {
+  // The variables TILEPICK_POLICY replaced: a clear error rather than a silent ignore.
+  if (const char* v = get("TILEPICK_VENDOR")) {
+    const std::string_view s(v);
     throw Error(Status::invalid_argument,
-                std::string("TILEPICK_AUTO_TIME_US='") + v + "' is not a number of microseconds >= 0 or 'off'");
-  return us;
+                std::string("TILEPICK_VENDOR is no longer read: set TILEPICK_POLICY=auto:vendor=") +
+                    (s == "off" || s == "only" ? v : "auto") + " instead (docs/usage.md)");
+  }
+  if (const char* v = get("TILEPICK_AUTO_TIME_US"))
+    throw Error(Status::invalid_argument,
+                std::string("TILEPICK_AUTO_TIME_US is no longer read: set TILEPICK_POLICY=auto:time_us=") +
+                    (std::string_view(v) == "off" ? "inf" : v) + " instead (docs/usage.md)");
+  if (const char* v = get("TILEPICK_VENDOR_CHOICE"))
+    throw Error(Status::invalid_argument,
+                std::string("TILEPICK_VENDOR_CHOICE is no longer read: set TILEPICK_POLICY=auto:vendor_choice=") +
+                    (std::string_view(v) == "off" ? "off" : "on") + " instead (docs/usage.md)");
+  const char* v = get("TILEPICK_POLICY");
+  return v ? v : "";
 }
 
 }  // namespace tilepick::env

@@ -73,43 +73,66 @@ bool vendor_can(const Problem& p, std::string* why = nullptr) {
 bool is_vendor_kernel(const std::string& k) { return k.rfind("cublaslt:", 0) == 0 || k.rfind("cudnn:", 0) == 0; }
 std::string vendor_lib(const Problem& p) { return std::holds_alternative<GemmProblem>(p) ? "cublaslt" : "cudnn"; }
 
-VendorMode resolve_vendor(const PlanOptions& opt) {
-  if (opt.vendor) return *opt.vendor;
-  const std::string v = env::vendor_mode();
-  return v.empty() ? VendorMode::automatic : *parse_vendor_mode(v);
-}
+}  // namespace
 
-// auto's threshold: PlanOptions::auto_time_us, else TILEPICK_AUTO_TIME_US (default 100).
-double auto_time_us(const PlanOptions& opt) { return opt.auto_time_us ? *opt.auto_time_us : env::auto_time_us(); }
+namespace {
 
-// The strategy's part of a plan-cache key: what changes the plan it makes.
-std::string strategy_key(const PlanOptions& opt) {
-  std::string key(to_string(opt.strategy));
-  if (opt.strategy == Strategy::top_k || opt.strategy == Strategy::automatic) key += std::to_string(opt.k);
-  if (opt.strategy == Strategy::automatic) {
-    char limit[32];
-    std::snprintf(limit, sizeof limit, "@%g", auto_time_us(opt));
-    key += limit;
-  }
-  if (opt.strategy == Strategy::fixed) key += "=" + opt.config;
-  return key;
-}
-
-void check_options(const PlanOptions& opt) {
-  if ((opt.strategy == Strategy::top_k || opt.strategy == Strategy::automatic) && opt.k < 1)
-    throw InvalidArgument("strategy " + std::string(to_string(opt.strategy)) + " needs k >= 1, got " +
-                          std::to_string(opt.k));
+Policy resolve(const PlanOptions& opt, bool check_replaced) {
   if (opt.auto_time_us && !(*opt.auto_time_us >= 0))
     throw InvalidArgument("PlanOptions::auto_time_us must be >= 0 (+infinity: never time), got " +
                           std::to_string(*opt.auto_time_us));
-  if (opt.strategy == Strategy::fixed && opt.config.empty())
+  if (opt.policy) {
+    if (opt.strategy != Strategy::automatic || opt.k != 4 || opt.auto_time_us || opt.vendor)
+      throw InvalidArgument("PlanOptions::policy ('" + to_string(*opt.policy) +
+                            "') is given with strategy, k, auto_time_us or vendor set: give the policy alone");
+    Policy pol = normalized(*opt.policy);
+    validate(pol);
+    return pol;
+  }
+  Policy pol = environment_policy(check_replaced);
+  if (opt.strategy != Strategy::automatic) {  // another preset, the environment's vendor choices kept
+    Policy preset = policy_preset(opt.strategy);
+    preset.vendor = pol.vendor, preset.vendor_choice = pol.vendor_choice;
+    pol = preset;
+  }
+  if (opt.k != 4) pol.k = opt.k;
+  if (opt.auto_time_us && pol.preset == Strategy::automatic) pol.time_us = *opt.auto_time_us;
+  if (opt.vendor) pol.vendor = *opt.vendor;
+  pol = normalized(pol);
+  validate(pol);
+  return pol;
+}
+
+}  // namespace
+
+Policy resolve_policy(const PlanOptions& opt) { return resolve(opt, true); }
+
+namespace {
+
+// The policy's part of a plan-cache key: what changes the plan it makes (the vendor mode is a key of its own).
+std::string strategy_key(const Policy& pol, const PlanOptions& opt) {
+  std::string key(to_string(pol.preset));
+  if (pol.preset == Strategy::top_k || pol.preset == Strategy::automatic) key += std::to_string(pol.k);
+  if (pol.preset == Strategy::automatic || pol.time_us > 0) {
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "@%g", pol.time_us);
+    key += limit;
+  }
+  if (!pol.vendor_choice) key += "~vendor_choice=off";
+  if (pol.preset == Strategy::fixed) key += "=" + opt.config;
+  return key;
+}
+
+void check_options(const PlanOptions& opt, const Policy& pol) {
+  validate(pol);
+  if (pol.preset == Strategy::fixed && opt.config.empty())
     throw InvalidArgument("strategy fixed needs PlanOptions::config (a config string or a vendor algorithm name)");
-  if (opt.strategy != Strategy::fixed && !opt.config.empty())
+  if (pol.preset != Strategy::fixed && !opt.config.empty())
     throw InvalidArgument("PlanOptions::config is only used by strategy fixed, not " +
-                          std::string(to_string(opt.strategy)));
+                          std::string(to_string(pol.preset)));
   if (!opt.offline_arch.empty() &&
-      (opt.strategy == Strategy::top_k || opt.strategy == Strategy::exhaustive || opt.strategy == Strategy::race))
-    throw InvalidArgument("strategy " + std::string(to_string(opt.strategy)) +
+      (pol.preset == Strategy::top_k || pol.preset == Strategy::exhaustive || pol.preset == Strategy::race))
+    throw InvalidArgument("strategy " + std::string(to_string(pol.preset)) +
                           " times kernels on a GPU and cannot plan offline (offline_arch '" + opt.offline_arch + "')");
 }
 
@@ -129,10 +152,7 @@ namespace {
 // HitKey always makes the same string key within one dispatcher.
 struct HitKey {
   Problem problem;
-  Strategy strategy = Strategy::heuristic;
-  int k = 0;
-  double auto_time_us = 0;  // resolved, automatic only
-  VendorMode vendor = VendorMode::automatic;  // resolved
+  Policy policy;            // resolved
   int device = -1;          // resolved; -1 offline
   std::string config, offline_arch;
   bool operator==(const HitKey&) const = default;
@@ -140,8 +160,8 @@ struct HitKey {
 
 struct HitKeyHash {
   std::size_t operator()(const HitKey& h) const {  // a few fields; operator== compares them all
-    std::size_t x = h.problem.index() * 1000003u + static_cast<std::size_t>(h.strategy) * 31u +
-                    static_cast<std::size_t>(h.device + 1) * 7u + static_cast<std::size_t>(h.vendor);
+    std::size_t x = h.problem.index() * 1000003u + static_cast<std::size_t>(h.policy.preset) * 31u +
+                    static_cast<std::size_t>(h.device + 1) * 7u + static_cast<std::size_t>(h.policy.vendor);
     auto mix = [&x](std::int64_t v) { x = (x ^ static_cast<std::size_t>(v)) * 0x100000001b3ull; };
     if (const auto* g = std::get_if<GemmProblem>(&h.problem)) mix(g->m), mix(g->n), mix(g->k), mix(g->batch);
     if (const auto* c = std::get_if<ConvProblem>(&h.problem))
@@ -168,7 +188,7 @@ struct Dispatcher::State {
   PlanCacheStats stats;
 
   Target target(const PlanOptions& opt);
-  std::shared_ptr<Plan::Impl> build(const Problem& p, const PlanOptions& opt, const Target& t, VendorMode mode,
+  std::shared_ptr<Plan::Impl> build(const Problem& p, const PlanOptions& opt, const Policy& pol, const Target& t,
                                     const std::string& model_version, const PlanCacheEntry* entry);
   void finish_runnable(Plan::Impl& im, const Target& t, const std::string& kernel, bool vendor);
   std::vector<Candidate> time_candidates(const Problem& p, const Target& t, const std::vector<std::string>& configs,
@@ -194,8 +214,7 @@ int plan_device(const PlanOptions& opt) {
 }
 
 HitKey hit_key(const Problem& p, const PlanOptions& opt) {
-  return {p, opt.strategy, opt.k, opt.strategy == Strategy::automatic ? auto_time_us(opt) : 0.0, resolve_vendor(opt),
-          plan_device(opt), opt.config, opt.offline_arch};
+  return {p, resolve(opt, false), plan_device(opt), opt.config, opt.offline_arch};  // checked where the plan was made
 }
 
 }  // namespace
@@ -338,17 +357,19 @@ void Dispatcher::State::finish_runnable(Plan::Impl& im, const Target& t, const s
   im.align = vendor_alignment(im.problem);
 }
 
-std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const PlanOptions& opt, const Target& t,
-                                                     VendorMode mode, const std::string& model_version,
+std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const PlanOptions& opt, const Policy& pol,
+                                                     const Target& t, const std::string& model_version,
                                                      const PlanCacheEntry* entry) {
+  const VendorMode mode = pol.vendor;
   const auto t0 = std::chrono::steady_clock::now();
   auto im = std::make_shared<Plan::Impl>();
   im->problem = p;
   im->specs = operand_specs(p);
   PlanInfo& info = im->info;
   info.problem = to_string(p);
-  info.strategy = opt.strategy;
+  info.strategy = pol.preset;
   info.vendor_mode = mode;
+  info.policy = to_string(pol);
   info.arch = t.arch.name;
   info.device = t.device;
   info.device_name = t.device_name;
@@ -366,52 +387,23 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
   }
   info.cache = "new";
 
-  // What the plan does: auto becomes top_k (its first choice estimated long, online) or heuristic.
-  const bool automatic = opt.strategy == Strategy::automatic;
-  Strategy strategy = automatic ? Strategy::heuristic : opt.strategy;
-  std::string auto_note;
-  Selection sel;
-  auto select = [&](Strategy how) {
-    const int k = how == Strategy::exhaustive ? 0 : how == Strategy::top_k ? opt.k : 5;
-    // top_k times the full model's shortlist: it compiles and times them anyway (docs/dispatch.md).
-    sel = how == Strategy::top_k ? selector->shortlist(p, t.arch, k) : selector->select(p, t.arch, k);
-    if (how == Strategy::exhaustive && sel.pruned) {  // exhaustive times the whole legal pool
-      const auto all = Registry::default_registry().lookup_configs(p, t.arch);
-      sel.top = selector->rank_configs(p, t.arch, all, 0);
-      sel.pool_size = all.size(), sel.pruned = false;
-    }
+  // What the plan runs or times: the policy's rule (what_to_time), shared with `tilepick eval`.
+  TimingContext ctx;
+  ctx.online = online;
+  ctx.vendor_can = [&p] { return vendor_can(p); };
+  const Timing timing = what_to_time(pol, *selector, p, t.arch, ctx);
+  const Selection& sel = timing.ranking;
+  if (timing.ranked) {
     info.pool_size = sel.pool_size;
     info.selection_source = sel.from_model ? sel.source : "fallback: " + sel.reason;
-    info.candidates.clear();
     for (const auto& r : sel.top) info.candidates.push_back({r.text, false, r.score, -1, ""});
-  };
-  if (mode != VendorMode::only && strategy != Strategy::fixed) {
-    select(strategy);
-    if (automatic && !sel.top.empty()) {  // offline plans say what a GPU plan would do
-      const double limit = auto_time_us(opt);
-      double est = 0;
-      const bool timed = auto_times(p, sel.top.front().config, t.arch, limit, &est);
-      char text[256];
-      std::snprintf(text, sizeof text, " (auto: first choice estimated at %.0f us, %s %.0f us: %s)", est,
-                    timed ? ">=" : "<", limit,
-                    !timed   ? "not timed"
-                    : online ? "timed as top_k"
-                    : auto_times_vendor_alone(mode, sel)
-                        ? "timed on a GPU, the vendor's algorithms alone (vendor_first), not offline"
-                        : "timed as top_k on a GPU, not offline");
-      auto_note = text;
-      if (timed && online) select(strategy = Strategy::top_k);
-    }
   }
+  std::string auto_note = timing.note;
   const bool vendor_ok = online && mode != VendorMode::off;
 
   std::string kernel, vendor_note;
   bool vendor = false;
-  // race with nothing to race (vendor off or only, or no vendor for the problem) is the untimed heuristic strategy
-  const bool race = strategy == Strategy::race;
-  const bool can_race = race && mode == VendorMode::automatic && vendor_ok && vendor_can(p);
-  if (race && !can_race) strategy = Strategy::heuristic;
-  switch (strategy) {
+  switch (timing.run) {
     case Strategy::fixed:
       kernel = opt.config, vendor = is_vendor_kernel(opt.config);
       if (vendor && mode == VendorMode::off)
@@ -421,11 +413,11 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
       info.selection_source = "fixed";
       break;
     case Strategy::heuristic:
-      if (heuristic_runs_vendor(mode, sel)) {
+      if (timing.run_vendor) {
         if (vendor_ok && vendor_can(p)) {
           DeviceScope scope(t.device);
           im->vendor_set = run::vendor::VendorSet::create(p, nullptr, /*cudnn_find=*/false);
-          if (im->vendor_set && heuristic_checks_vendor(mode, sel)) {  // once per plan, before it is trusted
+          if (im->vendor_set && timing.check_vendor) {  // once per plan, before it is trusted
             if (std::string failed = vendor_heuristic_failure(p, t); !failed.empty()) {
               im->vendor_set.reset();
               vendor_note = " (its vendor choice picked the vendor, whose heuristic kernel failed the output check: " +
@@ -457,33 +449,26 @@ std::shared_ptr<Plan::Impl> Dispatcher::State::build(const Problem& p, const Pla
       break;
     case Strategy::top_k:
     case Strategy::exhaustive: {
-      const bool with_vendor = vendor_ok && vendor_can(p);
       std::vector<Candidate> timed;
-      if (automatic && with_vendor && auto_times_vendor_alone(mode, sel)) {
+      if (timing.vendor_alone_first) {
         timed = timed_fastest_first(p, t, {}, true, false, info);
         if (!timed.empty() && timed.front().time_us >= 0)
           auto_note += " (vendor_first: the vendor's algorithms timed alone)";
         else
           timed.clear();
       }
-      if (timed.empty()) {  // ours too: the shortlist (top_k) or every legal config (exhaustive)
-        std::vector<std::string> configs;
-        for (const auto& c : info.candidates) configs.push_back(c.kernel);
-        timed = fastest_first(p, t, configs, with_vendor, false, info);
-      }
+      if (timed.empty())  // ours too: the shortlist (top_k) or every legal config (exhaustive)
+        timed = fastest_first(p, t, timing.ours, timing.vendor, false, info);
       info.candidates = std::move(timed);
       kernel = info.candidates.front().kernel, vendor = info.candidates.front().vendor;
       break;
     }
-    case Strategy::race: {  // the model's first choice against the vendor's heuristic kernel, each checked and timed
-      std::vector<std::string> configs;
-      if (!sel.top.empty()) configs.push_back(sel.top.front().text);
-      info.candidates = fastest_first(p, t, configs, true, true, info);
+    case Strategy::race:  // the ranking's first choice against the vendor's heuristic kernel, each checked and timed
+      info.candidates = fastest_first(p, t, timing.ours, timing.vendor, timing.vendor_heuristic_only, info);
       kernel = info.candidates.front().kernel, vendor = info.candidates.front().vendor;
       break;
-    }
     case Strategy::automatic:
-      throw Error(Status::internal, "auto strategy left undecided");  // decided above
+      throw Error(Status::internal, "auto strategy left undecided");  // decided by what_to_time
   }
   info.selection_source += auto_note;
   finish_runnable(*im, t, kernel, vendor);
@@ -520,8 +505,8 @@ std::shared_ptr<const Plan> Dispatcher::plan(const Problem& p, const PlanOptions
     }
   }
   validate(p);
-  check_options(opt);
-  const VendorMode mode = resolve_vendor(opt);
+  const Policy pol = resolve_policy(opt);
+  check_options(opt, pol);
   const Target t = s.target(opt);
   const ModelEntry* m = s.selector->model_for(p, t.arch);
   // a vendor_first flag or vendor choice model changes what the heuristic strategy runs: cached plans key on them too
@@ -529,10 +514,10 @@ std::shared_ptr<const Plan> Dispatcher::plan(const Problem& p, const PlanOptions
                                             (m->vendor_model ? "+" + m->vendor_version : "")
                                       : "none";
   const std::string file_key = plan_cache_key(to_string(p), t.arch.name, t.device_name, model_version,
-                                              strategy_key(opt),
-                                              std::string(to_string(mode)));
+                                              strategy_key(pol, opt),
+                                              std::string(to_string(pol.vendor)));
   const std::string key = file_key + "|dev" + std::to_string(t.device);
-  const bool persist = opt.strategy != Strategy::fixed;
+  const bool persist = pol.preset != Strategy::fixed;
 
   std::promise<std::shared_ptr<const Plan>> promise;
   std::optional<PlanCacheEntry> entry;
@@ -560,7 +545,7 @@ std::shared_ptr<const Plan> Dispatcher::plan(const Problem& p, const PlanOptions
   }
   std::shared_ptr<const Plan> plan;
   auto build = [&] {
-    return std::make_shared<const Plan>(s.build(p, opt, t, mode, model_version, entry ? &*entry : nullptr));
+    return std::make_shared<const Plan>(s.build(p, opt, pol, t, model_version, entry ? &*entry : nullptr));
   };
   try {
     try {
@@ -591,7 +576,7 @@ std::shared_ptr<const Plan> Dispatcher::plan(const Problem& p, const PlanOptions
   if (env::log_level() >= 2) {  // info: every plan made or read from the file, and why
     const PlanInfo& i = plan->info();
     std::cerr << "tilepick: plan " << i.problem << " -> " << (i.vendor ? "vendor " : "") << i.kernel << " ("
-              << to_string(i.strategy) << ", " << (i.selection_source.empty() ? "fixed" : i.selection_source)
+              << i.policy << ", " << (i.selection_source.empty() ? "fixed" : i.selection_source)
               << ", from " << i.cache << (i.candidates.empty() ? "" : ", " + std::to_string(i.candidates.size()) + " candidates")
               << ", " << i.plan_seconds << " s)\n";
   }
@@ -617,8 +602,9 @@ Applicability Dispatcher::check(const Problem& p, const PlanOptions& opt) const 
   Applicability a;
   try {
     validate(p);
-    check_options(opt);
-    const VendorMode mode = resolve_vendor(opt);
+    const Policy pol = resolve_policy(opt);
+    check_options(opt, pol);
+    const VendorMode mode = pol.vendor;
     const Target t = state_->target(opt);
     if (mode != VendorMode::only) a.tilepick_candidates = Registry::default_registry().lookup(p, t.arch).size();
     if (mode != VendorMode::off) {

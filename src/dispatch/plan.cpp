@@ -11,68 +11,6 @@
 
 namespace tilepick {
 
-std::string_view to_string(Strategy s) {
-  switch (s) {
-    case Strategy::heuristic: return "heuristic";
-    case Strategy::top_k: return "top_k";
-    case Strategy::exhaustive: return "exhaustive";
-    case Strategy::fixed: return "fixed";
-    case Strategy::race: return "race";
-    case Strategy::automatic: return "auto";
-  }
-  return "?";
-}
-
-constexpr Strategy kStrategies[] = {Strategy::heuristic, Strategy::top_k, Strategy::exhaustive, Strategy::fixed,
-                                    Strategy::race, Strategy::automatic};
-
-std::optional<Strategy> parse_strategy(std::string_view s) {
-  for (Strategy v : kStrategies)
-    if (s == to_string(v)) return v;
-  if (s == "topk") return Strategy::top_k;
-  return std::nullopt;
-}
-
-std::string strategy_names() {
-  std::string out;
-  for (Strategy v : kStrategies) out += (out.empty() ? "" : ", ") + std::string(to_string(v));
-  return out;
-}
-
-std::string_view to_string(VendorMode v) {
-  switch (v) {
-    case VendorMode::off: return "off";
-    case VendorMode::automatic: return "auto";
-    case VendorMode::only: return "only";
-  }
-  return "?";
-}
-
-bool auto_times(const Problem& p, const KernelConfig& first, const ArchSpec& arch, double limit_us, double* estimate_us) {
-  *estimate_us = estimated_time_us(p, first, arch);
-  return *estimate_us >= limit_us;
-}
-
-bool heuristic_runs_vendor(VendorMode mode, const Selection& sel) {
-  return mode == VendorMode::only ||
-         (mode == VendorMode::automatic && (sel.top.empty() || !sel.from_model || sel.vendor_first));
-}
-
-bool auto_times_vendor_alone(VendorMode mode, const Selection& sel) {
-  return mode == VendorMode::automatic && sel.vendor_first && !sel.vendor_chosen;
-}
-
-// cuBLASLt's heuristic kernel under a vendor_first model never failed in 3,345 records: only the vendor choice.
-bool heuristic_checks_vendor(VendorMode mode, const Selection& sel) {
-  return mode == VendorMode::automatic && sel.vendor_chosen && !sel.top.empty();
-}
-
-std::optional<VendorMode> parse_vendor_mode(std::string_view s) {
-  for (VendorMode v : {VendorMode::off, VendorMode::automatic, VendorMode::only})
-    if (s == to_string(v)) return v;
-  return std::nullopt;
-}
-
 nlohmann::json to_json(const PlanInfo& i) {
   nlohmann::json cands = nlohmann::json::array();
   for (const auto& c : i.candidates) {
@@ -86,6 +24,7 @@ nlohmann::json to_json(const PlanInfo& i) {
           {"vendor", i.vendor},
           {"strategy", to_string(i.strategy)},
           {"vendor_mode", to_string(i.vendor_mode)},
+          {"policy", i.policy},
           {"arch", i.arch},
           {"device", i.device},
           {"device_name", i.device_name},

@@ -321,7 +321,7 @@ ModelEntry load_model_folder(const std::string& dir) {
     e.rejected = std::string("model folder ") + dir + " cannot be used: " + err.what();
   }
   if (!e.rejected.empty()) e.model.reset();
-  if (e.usable() && e.spec.vendor_choice && env::vendor_choice()) load_vendor_choice(e);
+  if (e.usable() && e.spec.vendor_choice) load_vendor_choice(e);
   const fs::path candidates = fs::path(dir) / "candidates.txt";
   if (e.usable() && fs::exists(candidates)) {
     try {

@@ -7,7 +7,7 @@
 #include <map>
 #include <sstream>
 
-#include "tilepick/dispatch.hpp"
+#include "tilepick/policy.hpp"
 #include "tilepick/env.hpp"
 #include "tilepick/legality.hpp"
 
@@ -189,42 +189,58 @@ std::string fmt(double v, const char* f = "%.4f") {
 
 std::string quote(const std::string& s) { return "\"" + s + "\""; }
 
-// Whether the model's own choices over its whole pool were measured (ProblemEval), as dispatch makes
-// them: the first choice in the selector's mode (the heuristic strategy), the k the top_k strategy
-// times (Selector::shortlist).
+// Whether the model's own choices over its whole pool were measured (ProblemEval), as dispatch makes them: its
+// policy rule (what_to_time) under the heuristic preset (the first choice), top_k (the k it times), race (ours in the
+// race) and `automatic` (auto's decision), each with vendor auto and the vendor present where the records have a vendor row.
 void own_choices(const Selector& selector, const ArchSpec& arch, const ProblemRows& rows, const EvalOptions& o,
-                 double auto_time_us, ProblemEval& e) {
-  const int k = o.timed_k;
-  Selection own, timed;
+                 const Policy& automatic, ProblemEval& e) {
+  std::map<std::tuple<int, int, int>, Selection> memo;  // one ranking per kind for the three decisions
+  TimingContext ctx;
+  ctx.online = true;
+  ctx.vendor_can = [&e] { return !e.vendor.empty(); };
+  ctx.shortlist = o.shortlist;
+  ctx.memo = &memo;
+  Policy heuristic = policy_preset(Strategy::heuristic), top_k = policy_preset(Strategy::top_k),
+         race_policy = policy_preset(Strategy::race);
+  heuristic.vendor_choice = top_k.vendor_choice = race_policy.vendor_choice = automatic.vendor_choice;
+  top_k.k = automatic.k;
+  Timing first, timed, auto_, race;
   try {
-    own = selector.select(rows.problem, arch, k);
-    timed = selector.shortlist(rows.problem, arch, k, o.shortlist);
+    first = what_to_time(heuristic, selector, rows.problem, arch, ctx);
+    timed = what_to_time(top_k, selector, rows.problem, arch, ctx);
+    auto_ = what_to_time(automatic, selector, rows.problem, arch, ctx);
+    race = what_to_time(race_policy, selector, rows.problem, arch, ctx);
   } catch (const Error&) {
     return;  // no legal candidate for this arch: nothing of its own to compare
   }
+  const Selection& own = first.ranking;
   if (!own.top.empty()) {
     const auto it = rows.configs.find(own.top.front().text);
     const bool measured = it != rows.configs.end(), ok = measured && it->second.status == "ok";
     e.own_first_measured = measured;
     e.own_first_failed = measured && !ok;
     if (ok) e.own_first_us = it->second.us;
-    e.auto_timed = auto_times(rows.problem, own.top.front().config, arch, auto_time_us, &e.own_first_est_us);
+    e.auto_timed = auto_.run == Strategy::top_k;
+    e.own_first_est_us = auto_.estimate_us;
   }
   double fastest = kNaN;
-  for (const Ranked& r : timed.top) {
+  for (const Ranked& r : timed.ranking.top) {
     const auto it = rows.configs.find(r.text);
     const bool measured = it != rows.configs.end();
     if (measured && it->second.status == "ok" && !(it->second.us >= fastest)) fastest = it->second.us;
     e.own_top_k_measured += measured;
   }
-  e.own_top_k_all = !timed.top.empty() && e.own_top_k_measured == static_cast<int>(timed.top.size());
+  e.own_top_k_all = !timed.ranking.top.empty() && e.own_top_k_measured == static_cast<int>(timed.ranking.top.size());
   if (e.own_top_k_all) e.own_timed_us = fastest;
   e.own_confidence = own.confidence;
   e.own_vendor_first = own.vendor_first;
   e.own_vendor_chosen = own.vendor_chosen;
-  e.dispatch_vendor = heuristic_runs_vendor(VendorMode::automatic, own);
-  e.auto_vendor_alone = auto_times_vendor_alone(VendorMode::automatic, own);
-  e.dispatch_checks_vendor = o.vendor_check && heuristic_checks_vendor(VendorMode::automatic, own);
+  e.dispatch_vendor = first.run_vendor;
+  e.auto_vendor_alone = auto_.vendor_alone_first;
+  e.dispatch_checks_vendor = o.vendor_check && first.check_vendor;
+  if (race.run == Strategy::race && !race.ours.empty())  // ours of the race (the vendor's heuristic kernel beside it)
+    if (const auto it = rows.configs.find(race.ours.front()); it != rows.configs.end() && it->second.status == "ok")
+      e.race_ours_us = it->second.us;
 }
 
 // best_known_us, and what heuristic + vendor auto runs where its first choice was measured and a vendor
@@ -242,9 +258,9 @@ void dispatch_choice(ProblemEval& e) {
   e.dispatch_us = e.dispatch_vendor ? e.vendor_heur_us : e.own_first_us;
   e.dispatch_failed = std::isnan(e.dispatch_us);
   const double vendor_us = e.vendor_heur_failed ? kNaN : e.vendor_heur_us;  // race checks it, a failure loses
-  e.race_us = std::isnan(e.own_first_us) ? vendor_us
-              : std::isnan(vendor_us)    ? e.own_first_us
-                                         : std::min(e.own_first_us, vendor_us);
+  e.race_us = std::isnan(e.race_ours_us) ? vendor_us
+              : std::isnan(vendor_us)    ? e.race_ours_us
+                                         : std::min(e.race_ours_us, vendor_us);
   if (!e.auto_timed) {
     e.auto_us = e.dispatch_us;
     return;
@@ -316,7 +332,17 @@ EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& 
   report.arch = arch.name;
   report.timed_k = timed_k;
   report.shortlist = shortlist_name(options.shortlist);
-  report.auto_time_us = env::auto_time_us();                // dispatch's auto threshold here
+  // auto as dispatch here follows it: the environment's policy (options.policy) where it is an auto one; eval scores
+  // it with vendor auto and k = timed_k.
+  Policy automatic = options.policy ? *options.policy : environment_policy();
+  if (automatic.preset != Strategy::automatic) {
+    Policy a = policy_preset(Strategy::automatic);
+    a.vendor_choice = automatic.vendor_choice;
+    automatic = a;
+  }
+  automatic.k = timed_k;
+  automatic.vendor = VendorMode::automatic;
+  report.auto_time_us = automatic.time_us;
   std::vector<std::string> order;
   std::map<std::string, ProblemRows> by_problem;
   std::map<std::string, std::string> canonical;  // record problem text -> canonical
@@ -391,9 +417,6 @@ EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& 
       if (m.status == "ok" && !(m.us >= e.timed_us)) e.timed_us = m.us;
     }
     e.timed_efficiency = std::isnan(e.timed_us) ? 0.0 : e.oracle_us / e.timed_us;
-    own_choices(selector, arch, rows, options, report.auto_time_us, e);
-    e.fallback =
-        score_ranking(selector.rank_fallback(rows.problem, arch, configs), rows, e.oracle_config, e.oracle_us);
     const bool gemm = e.op == "gemm";
     const std::string heur = gemm ? "cublaslt:heur" : "cudnn:heur";
     const std::string best = gemm ? "cublaslt:best" : "cudnn:exhaustive";
@@ -407,6 +430,9 @@ EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& 
         e.vendor_best_us = std::isnan(e.vendor_best_us) ? b->second.us : std::min(e.vendor_best_us, b->second.us);
       if (std::isnan(e.vendor_best_us)) e.vendor_heur_status = "";  // nothing of the vendor ran: no baseline
     }
+    own_choices(selector, arch, rows, options, automatic, e);
+    e.fallback =
+        score_ranking(selector.rank_fallback(rows.problem, arch, configs), rows, e.oracle_config, e.oracle_us);
     dispatch_choice(e);
     report.problems.push_back(std::move(e));
   }

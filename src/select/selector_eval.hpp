@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 
 #include "sweep/records.hpp"
 #include "tilepick/arch.hpp"
+#include "tilepick/policy.hpp"
 #include "tilepick/problem.hpp"
 #include "tilepick/selector.hpp"
 
@@ -86,7 +88,8 @@ struct ProblemEval {
   // What dispatch's race strategy runs where dispatch_defined: the faster of the first choice and the vendor's
   // heuristic kernel among those that ran and passed (NaN when neither did).
   double race_us = kNaN;
-  // What dispatch's auto strategy runs where dispatch_defined: where auto_times (dispatch.hpp) holds for the
+  double race_ours_us = kNaN;        // the race's kernel of ours (what_to_time under race); NaN: unmeasured or failed
+  // What dispatch's auto strategy runs where dispatch_defined: where auto_times (policy.hpp) holds for the
   // whole-pool first choice (its estimate: own_first_est_us) at EvalReport::auto_time_us it times as top_k (the
   // fastest of the shortlist, else the first choice, and the vendor's heuristic and best kernels; under a vendor_first
   // model the vendor's alone where one passed), else dispatch_us.
@@ -126,7 +129,7 @@ struct EvalReport {
   std::string arch;
   int timed_k = kTimedTopK;
   std::string shortlist;              // the shortlist rule evaluated: first | varied
-  double auto_time_us = kNaN;         // the auto strategy's threshold when evaluated (TILEPICK_AUTO_TIME_US)
+  double auto_time_us = kNaN;         // the auto strategy's threshold when evaluated (EvalOptions::policy)
   std::vector<ProblemEval> problems;
   std::vector<GroupEval> groups;
   std::size_t skipped = 0;            // problems with no ok non-vendor timing
@@ -146,6 +149,9 @@ struct EvalOptions {
   Repeats repeats = Repeats::fastest;
   Shortlist shortlist = Shortlist::varied;  // the rule that picks the k of top_k's own choices
   bool vendor_check = true;                 // the heuristic strategy checks a vendor-chosen kernel first
+  // auto's time_us and every preset's vendor_choice (scored with vendor auto, k = timed_k); unset: the environment's
+  // policy (TILEPICK_POLICY) where it is an auto one, else the auto preset with its vendor_choice.
+  std::optional<Policy> policy;
 };
 EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& records, const ArchSpec& arch,
                     const std::map<std::string, std::string>& tags, const EvalOptions& options = {});

@@ -96,6 +96,14 @@ def test_errors(lib):
         o.auto_time_us = float("nan")
         assert lib.tp_plan_create(p, C.byref(o), C.byref(plan)) == INVALID_ARGUMENT
         assert "options.auto_time_us is NaN" in last_error(lib)
+        o = options(lib, offline_arch="h200", policy=b"auto:k=zero")
+        assert lib.tp_plan_create(p, C.byref(o), C.byref(plan)) == PARSE_ERROR
+        assert "policy 'auto:k=zero': k='zero' is not an integer >= 1" in last_error(lib)
+        o = options(lib, offline_arch="h200", policy=b"heuristic:vendor=off")
+        assert o.strategy == 5 and o.policy == b"heuristic:vendor=off"
+        assert lib.tp_plan_create(p, C.byref(o), C.byref(plan)) == OK
+        lib.tp_plan_destroy(plan)
+        plan = C.c_void_p()
         o = options(lib, offline_arch="no_such_gpu")
         assert lib.tp_plan_create(p, C.byref(o), C.byref(plan)) == NOT_FOUND and plan.value is None
     finally:

@@ -89,6 +89,19 @@ def test_offline_plan_picks_the_cli_top1(problem):
     assert plan.problem in repr(plan) and "offline" in repr(plan)
 
 
+def test_a_policy_string_plans_as_the_shorthand_does():
+    by_policy = tilepick.plan(CONV, arch="h200", policy="heuristic:vendor=off")
+    by_strategy = tilepick.plan(CONV, arch="h200", strategy="heuristic", vendor="off")
+    assert by_policy.kernel == by_strategy.kernel
+    assert by_policy.info["policy"] == by_strategy.info["policy"] == "heuristic:vendor=off"
+    assert tilepick.plan(CONV, arch="h200", policy="auto:time_us=50").info["policy"] == "auto:time_us=50"
+    with pytest.raises(ValueError, match="policy 'auto:k=0': k='0' is not an integer >= 1"):
+        tilepick.plan(CONV, arch="h200", policy="auto:k=0")
+    with pytest.raises(ValueError, match="give the policy alone"):
+        tilepick.plan(CONV, arch="h200", policy="auto", strategy="heuristic")
+    assert tilepick.check(CONV, arch="h200", policy="heuristic")["ok"] is True
+
+
 def test_offline_auto_plan_is_the_heuristic_plan_and_checks_its_threshold():
     auto = tilepick.plan(CONV, arch="h200", auto_time_us=0.0)  # offline: never timed, whatever the threshold
     heuristic = tilepick.plan(CONV, arch="h200", strategy="heuristic")
