@@ -10,7 +10,7 @@
 #            x 1 sampled config of the default pool each, and x 4 sm90 trial configs where legal
 #   sanitize compute-sanitizer memcheck / racecheck / synccheck on 5 problems (fp8 per-tensor, fp8 block scales), 1 sampled config each (or SAN_CONFIGS)
 #   ncu      Nsight Compute (--clock-control none) of NCU_CONFIG and of cuBLASLt on NCU_PROBLEM; ncu_ours_sass.csv.gz:
-#            per SASS instruction of ours, executed count and warp-stall samples by reason
+#            per SASS instruction of ours, executed count and warp-stall samples by reason (bench/ncu_stalls.py sums them)
 #   sass     HGMMA / UTMALDG / setmaxnreg counts in one compiled sm90 kernel (cuobjdump)
 #   conv     the trial space data/spaces/trial/conv_sm90.json: verify data/problems/sm90_conv_check.txt (CONV_CHECK;
 #            convolutions by TMA im2col, every direction) with fixed configs, compute-sanitizer on the problems of
