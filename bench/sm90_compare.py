@@ -4,8 +4,8 @@ for convolutions) from `tilepick sweep` record files of one run.
 For every problem: the fastest verified config of the families, the vendor's heuristic pick and the best of its
 algorithms (each timed; `vendor=...:exhaustive` and the like), TFLOPS, % of the arch's dense peak and
 speed-up = vendor best time / sm90 time (fp8 problems against cuBLASLt fp8, % of the fp8 peak);
-then the geomean speed-up, overall and per class (GEMM layout, dtype and epilogue; conv direction, grouping, batch). Each row's
-`tilepick verify --time` command replays our kernel.
+then the geomean speed-up, overall and per class (GEMM layout, dtype and epilogue, then by K and by our time; conv
+direction, grouping, batch). Each row's `tilepick verify --time` command replays our kernel.
 
 With --copy-gbs (the measured device copy rate, bench/copy_bandwidth.cu), rows also show the records' GB/s
 (the problem's minimum bytes, GemmProblem / ConvProblem::min_bytes, per second) and that as a share of the
@@ -114,6 +114,19 @@ def main():
             for k in sorted(by_class):
                 v = by_class[k]
                 print(f"  {k:40} {math.exp(sum(v) / len(v)):.3f} on {len(v)} (min {math.exp(min(v)):.3f})")
+        # GEMMs by the K of the problem and by our time: where each tile's fixed cost or a partial wave shows.
+        by_k, by_time = defaultdict(list), defaultdict(list)
+        for p, (t, c, tf, _) in ours.items():
+            vb = min(best.get(p, math.inf), heur.get(p, math.inf))
+            k = next((w[1:] for w in p.split() if w[0] == "k" and w[1:].isdigit()), None)
+            if vb == math.inf or not p.startswith("gemm") or k is None:
+                continue
+            by_k[int(k)].append(math.log(vb / t))
+            by_time["< 20 us" if t < 20 else "20-100 us" if t < 100 else ">= 100 us"].append(math.log(vb / t))
+        for name, groups in (("K", by_k), ("our time", by_time)):
+            if len(groups) > 1:
+                print(f"  by {name}: " + ", ".join(f"{k} {math.exp(sum(v) / len(v)):.3f} ({len(v)})"
+                                                  for k, v in sorted(groups.items(), key=lambda kv: str(kv[0]).rjust(9))))
     for p in sorted(ours, key=lambda s: (len(s), s)):
         print(f"replay: tilepick verify --time -p '{p}' -c '{ours[p][1]}'")
 
