@@ -151,7 +151,7 @@ struct EvalOptions {
   bool vendor_check = true;                 // the heuristic strategy checks a vendor-chosen kernel first
   // auto's time_us and every preset's vendor_choice (scored with vendor auto, k = timed_k); unset: the environment's
   // policy (TILEPICK_POLICY) where it is an auto one, else the auto preset with its vendor_choice.
-  std::optional<Policy> policy;
+  std::optional<Policy> policy = std::nullopt;
 };
 EvalReport evaluate(const Selector& selector, const std::vector<sweep::Record>& records, const ArchSpec& arch,
                     const std::map<std::string, std::string>& tags, const EvalOptions& options = {});
