@@ -10,7 +10,8 @@
 #            x 1 sampled config of the default pool each, and x 4 sm90 trial configs where legal
 #   sanitize compute-sanitizer memcheck / racecheck / synccheck on 5 problems (fp8 per-tensor, fp8 block scales), 1 sampled config each (or SAN_CONFIGS)
 #   ncu      Nsight Compute (--clock-control none) of NCU_CONFIG and of cuBLASLt on NCU_PROBLEM; ncu_ours_sass.csv.gz:
-#            per SASS instruction of ours, executed count and warp-stall samples by reason (bench/ncu_stalls.py sums them)
+#            per SASS instruction of ours, executed count and warp-stall samples by reason; ncu_stalls.txt: their
+#            sums by kernel region and the top instructions (bench/ncu_stalls.py)
 #   sass     HGMMA / UTMALDG / setmaxnreg counts in one compiled sm90 kernel (cuobjdump)
 #   conv     the trial space data/spaces/trial/conv_sm90.json: verify data/problems/sm90_conv_check.txt (CONV_CHECK;
 #            convolutions by TMA im2col, every direction) with fixed configs, compute-sanitizer on the problems of
@@ -28,8 +29,9 @@
 #            PERF_PAIRS) with the cuBLASLt
 #            rows of the same run; bench/sm90_compare.py table
 # STEPS selects steps (default "verify sanitize sass perf"; random on request). Results in $OUT/results.tgz.
-# Pairs files (PERF_PAIRS, CONV_PAIRS; plain or .gz): scripts/device_aside.sh moves bench/results out of the copied
-# tree, so copy a results folder's pairs.txt.gz into .device-in/ (git-ignored) and carry that folder.
+# Pairs files (PERF_PAIRS, CONV_PAIRS; plain or .gz; bench/winner_pairs.py makes one from a problem set and earlier
+# records): scripts/device_aside.sh moves bench/results out of the copied tree, so copy a results folder's
+# pairs.txt.gz into .device-in/ (git-ignored) and carry that folder.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_session.sh
@@ -160,6 +162,7 @@ for step in ${STEPS:-verify sanitize sass perf}; do
       # Per SASS instruction: executed count and warp-stall samples by reason (where the kernel waits).
       ncu -i "$W/ncu_ours.ncu-rep" --page source --print-source sass --csv >"$W/ncu_ours_sass.csv" 2>&1
       gzip -f "$W/ncu_ours_sass.csv"; rm -f "$W/ncu_ours.ncu-rep"
+      python3 bench/ncu_stalls.py "$W/ncu_ours_sass.csv.gz" > "$W/ncu_stalls.txt" 2>&1; head -3 "$W/ncu_stalls.txt"
       timeout 200 ncu --clock-control none --set full -k 'regex:^(?!tp_)' -c 1 $T vendor check -p "$P" >"$W/ncu_vendor.txt" 2>&1
       echo "ncu vendor rc=$?"
       grep -E "^  [a-zA-Z_].*\(|Duration|Tensor|Issue Slots Busy|Warp Cycles Per Issued|No Eligible|Registers Per|Stall|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy" \

@@ -178,8 +178,7 @@ std::vector<std::string> texts(const std::vector<Ranked>& r) {
 }
 
 Expected before(Strategy strategy, const Selector& sel, const Problem& p, const ArchSpec& arch, bool online,
-                bool vendor_can) {
-  const VendorMode mode = VendorMode::automatic;
+                bool vendor_can) {  // vendor auto
   Expected e{strategy == Strategy::automatic ? Strategy::heuristic : strategy, {}};
   Selection s = e.run == Strategy::top_k ? sel.shortlist(p, arch, 4) : sel.select(p, arch, e.run == Strategy::exhaustive ? 0 : 5);
   if (e.run == Strategy::exhaustive && s.pruned) s.top = sel.rank_configs(p, arch, Registry::default_registry().lookup_configs(p, arch), 0);

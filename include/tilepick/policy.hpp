@@ -128,7 +128,6 @@ struct Timing {
   bool check_vendor = false;           // ... after its output check; the ranking's first where it fails
   double estimate_us = std::numeric_limits<double>::quiet_NaN();  // the first choice's estimate where time_us applied
   std::string note;                    // where time_us applied: the estimate and what followed
-  bool timed() const { return run == Strategy::top_k || run == Strategy::exhaustive || run == Strategy::race; }
 };
 
 // The one decision: ranks the problem as the policy needs (Selector::select, shortlist, or the whole legal pool) and

@@ -579,6 +579,19 @@ struct Sm90StreamK : Sm90SkSchedule {
   }
 };
 
+// Work unit `unit` (slice-major: unit = slice x tiles_total + tile, so neighbouring blocks share a slice of K):
+// its tile, slice and k-tiles [kt0, kt1). Without split-K no division: between tiles the consumers' tensor cores
+// would wait for it.
+struct Sm90Unit {
+  int tile, slice, kt0, kt1;
+};
+__device__ __forceinline__ Sm90Unit sm90_unit(const GemmSm90Params& p, int ktiles, int unit) {
+  if (p.splitk == 1) return {unit, 0, 0, ktiles};
+  const int slice = unit / p.tiles_total;
+  return {unit - slice * p.tiles_total, slice, int((long long)ktiles * slice / p.splitk),
+          int((long long)ktiles * (slice + 1) / p.splitk)};
+}
+
 // A CTA's work as (tile, k-tiles [kt0, kt1), slice) pieces, in order: its units (every clusters-th,
 // slice-major), or under stream-K its data-parallel tiles and then its share of the split ones (Sm90StreamK).
 template <class Cfg, class F>
@@ -588,12 +601,8 @@ __device__ __forceinline__ void sm90_for_each_work(const GemmSm90Params& p, int 
     sk.for_each_piece(cluster, clusters, ktiles, [&](int tile, int kt0, int kt1) { f(tile, kt0, kt1, 0); });
   } else {
     for (int unit = cluster; unit < p.tiles_total * p.splitk; unit += clusters) {
-      int tile = unit, slice = 0, kt0 = 0, kt1 = ktiles;
-      if (p.splitk > 1) {  // no divisions between tiles otherwise (the consumers' tensor cores would wait for them)
-        slice = unit / p.tiles_total, tile = unit - slice * p.tiles_total;
-        kt0 = int((long long)ktiles * slice / p.splitk), kt1 = int((long long)ktiles * (slice + 1) / p.splitk);
-      }
-      f(tile, kt0, kt1, slice);
+      const Sm90Unit u = sm90_unit(p, ktiles, unit);
+      f(u.tile, u.kt0, u.kt1, u.slice);
     }
   }
 }
@@ -735,14 +744,10 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   const int ktiles = (p.k + S::BK - 1) / S::BK;
   const u32 rank = S::CS > 1 ? cluster_cta_rank() : 0;
   const int cluster = blockIdx.x / S::CS, clusters = gridDim.x / S::CS;
-  // Work units: slice-major (unit = slice x tiles_total + tile), so neighbouring blocks share a slice
-  // of K; slice s covers k-tiles [k_begin(s), k_begin(s + 1)).
-  const int units = p.tiles_total * p.splitk;
-  auto k_begin = [&](int slice) { return p.splitk == 1 ? slice * ktiles : int((long long)ktiles * slice / p.splitk); };
+  const int units = p.tiles_total * p.splitk;  // work units (sm90_unit)
   auto unit_ktiles = [&](int unit) {
-    if (p.splitk == 1) return ktiles;
-    const int slice = unit / p.tiles_total;
-    return k_begin(slice + 1) - k_begin(slice);
+    const Sm90Unit u = sm90_unit(p, ktiles, unit);
+    return u.kt1 - u.kt0;
   };
 
   if (wg == 0) {  // ---- producer warpgroup
@@ -876,8 +881,8 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
     if (cons == 1 && unit < units) it += unit_ktiles(unit), unit += clusters;
     for (; unit < units; unit += 2 * clusters, ++turn) {
       if (cons == 1 || turn > 0) mbar_wait(order + 8 * cons, (turn - (cons == 0)) & 1);
-      const int slice = p.splitk == 1 ? 0 : unit / p.tiles_total;
-      run(unit - slice * p.tiles_total, k_begin(slice), k_begin(slice + 1), slice);
+      const Sm90Unit u = sm90_unit(p, ktiles, unit);
+      run(u.tile, u.kt0, u.kt1, u.slice);
       if (unit + clusters < units) it += unit_ktiles(unit + clusters);  // the partner's tile
     }
   } else {
