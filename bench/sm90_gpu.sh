@@ -2,7 +2,7 @@
 # fam=sm90 GEMM on the lent GPU (device tool; carry .deps), one call:
 #   verify   data/problems/sm90_check.txt x sampled sm90 configs against the fp64 CPU reference
 #            (random normal inputs, poisoned outputs); CHECK_N configs per problem (default 8), then fixed
-#            split-K and ping-pong configs on every problem
+#            split-K, stream-K, ping-pong and tile_n 96 / 160 / 224 configs on every problem
 #   random   data/problems/verify_random_sm90.txt (520 random sm90 GEMMs) x 1 sampled config each
 #   block    fp8 with block scales: data/problems/sm90_check_fp8_block.txt x fixed configs (BLOCK_TIMEOUT s, default 300),
 #            then x BLOCK_SAMPLED (default 6, 0: none) sampled ones
@@ -74,7 +74,12 @@ for step in ${STEPS:-verify sanitize sass perf}; do
         -c "fam=sm90 tile=64x128x64 warps=1x1 stages=6 splitk=2 skmode=serial swz=8 epi=direct" \
         -c "fam=sm90 tile=128x192x64 warps=2x1 stages=5 swz=8 cluster=2x1 epi=smem" \
         -c "fam=sm90 tile=64x192x64 warps=1x2 stages=5 swz=8 epi=direct" \
-        -c "fam=sm90 tile=64x128x128 warps=1x1 stages=5 splitk=3 skmode=parallel" --csv "$W/verify_fixed.csv" >"$W/verify_fixed.txt" 2>&1
+        -c "fam=sm90 tile=64x128x128 warps=1x1 stages=5 splitk=3 skmode=parallel" \
+        -c "fam=sm90 tile=128x160x64 warps=2x1 stages=5 swz=8 epi=smem" -c "fam=sm90 tile=128x224x64 warps=2x1 stages=4 cluster=2x1 epi=smem" \
+        -c "fam=sm90 tile=64x160x64 warps=1x1 stages=5 cluster=1x2 epi=direct" -c "fam=sm90 tile=128x96x64 warps=1x2 stages=6 epi=smem" \
+        -c "fam=sm90 tile=128x96x64 warps=2x1 stages=5 splitk=3 skmode=serial swz=8 epi=smem" \
+        -c "fam=sm90 tile=128x160x128 warps=2x1 stages=4 swz=8 cluster=1x2 epi=smem" -c "fam=sm90 tile=128x224x128 warps=2x1 stages=4 epi=smem" \
+        --csv "$W/verify_fixed.csv" >"$W/verify_fixed.txt" 2>&1
       echo "verify split-K + ping-pong rc=$?: $(tail -1 "$W/verify_fixed.txt")"; grep -A2 '^FAIL' "$W/verify_fixed.txt" | head -20 ;;
     block)  # fp8 block scales (scale=block): the check set x fixed block-legal configs (cooperative, clusters,
       # one consumer, stream-K, parallel split-K, both epilogues), then a sample of the space

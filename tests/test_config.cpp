@@ -174,9 +174,9 @@ TEST(ConfigParse, ValueOutsideDomain) {
 }
 
 TEST(ConfigParse, NonPowerOfTwo) {
-  auto e = parse_error_of("fam=sm80 tile=96x128x32");
-  EXPECT_EQ(e.token(), "tile=96x128x32");
-  EXPECT_HAS(e.what(), "'96'");
+  auto e = parse_error_of("fam=sm80 tile=80x128x32");
+  EXPECT_EQ(e.token(), "tile=80x128x32");
+  EXPECT_HAS(e.what(), "'80'");
   EXPECT_HAS(e.what(), "powers of two");
   e = parse_error_of("fam=dw cpt=3");
   EXPECT_EQ(e.token(), "cpt=3");
@@ -247,9 +247,9 @@ TEST(ConfigParse, ParallelSplitKNeedsSplitK) {
 TEST(ConfigValidate, CodeBuiltConfigs) {
   KernelConfig c;
   EXPECT_FALSE(config_error(c));
-  c.tile_m = 96;
+  c.tile_m = 80;
   ASSERT_TRUE(config_error(c));
-  EXPECT_HAS(*config_error(c), "tile_m=96");
+  EXPECT_HAS(*config_error(c), "tile_m=80");
   EXPECT_THROW(validate(c), ParseError);
   c = KernelConfig{};
   c.family = 2;

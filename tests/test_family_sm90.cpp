@@ -110,8 +110,8 @@ TEST(Sm90Plan, RefusesWhatLegalityRefuses) {
   EXPECT_THROW(make_plan(col, staged), Unsupported);
 }
 
-// tile_n 192 is sm90's (wgmma N = 192): the config grammar takes multiples of 64 besides powers of
-// two, sm80 refuses them, and a cluster sharing an N-major B needs whole 64-row halves.
+// tile_n beyond powers of two is sm90's (wgmma N a multiple of 32): the config grammar takes multiples of 32,
+// sm80 refuses them, and a cluster sharing an N-major B needs whole 64-row halves.
 TEST(LegalityRule, Sm90TileN192) {
   const Problem rcr = parse_problem("gemm rcr m3072 n768 k2048 bf16"), rrr = parse_problem("gemm rrr m3072 n768 k2048 bf16");
   EXPECT_TRUE(legal(rcr, parse_config("fam=sm90 tile=128x192x64 warps=2x1 stages=4 epi=smem"), h100()).ok);
@@ -120,9 +120,32 @@ TEST(LegalityRule, Sm90TileN192) {
   EXPECT_TRUE(legal(rcr, parse_config("fam=sm90 tile=128x192x64 warps=2x1 stages=4 cluster=2x1"), h100()).ok);
   EXPECT_EQ(legal(rrr, parse_config("fam=sm90 tile=128x192x64 warps=2x1 stages=4 cluster=2x1"), h100()).rule, "cluster");
   EXPECT_EQ(legal(rcr, parse_config("fam=sm80 tile=128x192x32 warps=2x2 stages=3"), h100()).rule, "tile");
-  EXPECT_THROW(parse_config("fam=sm90 tile=128x96x64"), ParseError);
+  EXPECT_THROW(parse_config("fam=sm90 tile=128x80x64"), ParseError);
   const KernelPlan plan = make_plan(rcr, resolve(parse_config("fam=sm90 tile=128x192x64 warps=2x1 stages=4 epi=smem"), rcr));
   EXPECT_NE(plan.kernels.at(0).code.find("tile_n = 192"), std::string::npos);
+  EXPECT_NE(plan.kernels.at(0).code.find("epi_block = 128"), std::string::npos);
+}
+
+// tile_n 96, 160 and 224 (finer steps against partial last waves): GEMMs with a K-major B only (N-major B and
+// the convolutions' loads come in 64-row blocks); a 16-bit D whose tile rows are no multiple of 128 bytes is
+// staged in 64-byte column blocks (the TMA store's box, 64-byte swizzle), an f32 D in 128-byte ones.
+TEST(LegalityRule, Sm90TileNMultipleOf32) {
+  const Problem rcr = parse_problem("gemm rcr m3072 n768 k2048 bf16"), rrr = parse_problem("gemm rrr m3072 n768 k2048 bf16");
+  const Problem fp8 = parse_problem("gemm rcr m3072 n768 k2048 e4m3:e4m3:bf16 ep=bias");
+  const Problem conv = parse_problem("fwd mb8 ic64 ih28 iw28 oc128 kh3 kw3 ph1 pw1 bf16");
+  const KernelConfig c160 = parse_config("fam=sm90 tile=128x160x64 warps=2x1 stages=5 epi=smem");
+  EXPECT_TRUE(legal(rcr, c160, h100()).ok);
+  EXPECT_EQ(legal(rrr, c160, h100()).rule, "tile_n");
+  EXPECT_EQ(legal(conv, c160, h100()).rule, "tile_n");
+  EXPECT_TRUE(legal(fp8, parse_config("fam=sm90 tile=128x224x128 warps=2x1 stages=4 cluster=2x1 epi=smem"), h100()).ok);
+  EXPECT_TRUE(legal(fp8, parse_config("fam=sm90 tile=128x96x128 warps=1x2 stages=6 epi=smem"), h100()).ok);
+  EXPECT_EQ(legal(rcr, parse_config("fam=sm90 tile=256x160x64 warps=2x1 stages=4"), h100()).rule, "registers");
+  EXPECT_EQ(sm90_staging(c160, 2).block_bytes, 64);
+  EXPECT_EQ(sm90_staging(c160, 4).block_bytes, 128);
+  EXPECT_EQ(sm90_staging(parse_config("fam=sm90 tile=128x128x64 warps=2x1 stages=4 epi=smem"), 2).block_bytes, 128);
+  const KernelPlan plan = make_plan(rcr, resolve(c160, rcr));
+  EXPECT_NE(plan.kernels.at(0).code.find("tile_n = 160"), std::string::npos);
+  EXPECT_NE(plan.kernels.at(0).code.find("epi_block = 64"), std::string::npos);
 }
 
 // fp8 block scales: two partial accumulator sets per consumer, so 64 rows per consumer and tile_n 64 / 128, no

@@ -49,8 +49,8 @@ const std::string kDwConv = "fwd g64 mb1 ic64 ih56 iw56 oc64 kh3 kw3 sh1 sw1 ph1
 
 TEST(LegalityRule, Config) {
   KernelConfig c;
-  c.tile_m = 96;
-  EXPECT_TRUE(violates(legal(parse_problem(kGemm), c, arch("a100_sxm")), "config", {"tile_m=96"}));
+  c.tile_m = 80;
+  EXPECT_TRUE(violates(legal(parse_problem(kGemm), c, arch("a100_sxm")), "config", {"tile_m=80"}));
   c.tile_m = 128;
   EXPECT_TRUE(ok(legal(parse_problem(kGemm), c, arch("a100_sxm"))));
 }

@@ -204,8 +204,8 @@ TEST(SpaceParse, ValueOutsideDomain) {
   EXPECT_HAS(e.what(), "field 'tile_m'");
   EXPECT_HAS(e.what(), "'512'");
   j = base_space();
-  j["fields"]["tile_m"] = {96};
-  EXPECT_HAS(space_error(j).what(), "'96'");
+  j["fields"]["tile_m"] = {80};
+  EXPECT_HAS(space_error(j).what(), "'80'");
   j = base_space();
   j["fields"]["skmode"] = {"serial", "atomic"};
   EXPECT_HAS(space_error(j).what(), "'atomic'");

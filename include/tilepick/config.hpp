@@ -57,7 +57,7 @@ struct FieldDesc {
   int min, max;            // integer domain of each component (inclusive)
   bool pow2;               // integer components must be powers of two (0 allowed if min == 0)
   unsigned families;       // bit (1 << Family) for each family that uses the field
-  int or_multiple_of = 0;  // with pow2: multiples of this are valid too (tile: 64, for sm90's N = 192)
+  int or_multiple_of = 0;  // with pow2: multiples of this are valid too (tile: 32, for sm90's N = 96, 160, 192, 224)
 };
 // Whether v is in f's integer domain.
 bool in_domain(const FieldDesc& f, int v);

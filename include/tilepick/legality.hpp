@@ -49,11 +49,13 @@ Verdict legal(const Problem& p, const KernelConfig& c, const ArchSpec& arch);
 int sm90_smem_bytes(const KernelConfig& c, int out_bytes, bool block_scale = false);
 // epi=smem staging of a fam=sm90 GEMM: the whole output tile (tile_n columns, 1 buffer) when it fits
 // beside the pipeline in kSm90SmemPerBlock; else two buffers of the widest part of the columns that
-// fits, taking turns; else one buffer of one 128-byte column block. {0, 0} for epi=direct.
+// fits, taking turns; else one buffer of one column block. Column blocks (the TMA store's box) are 128 bytes
+// wide, or 64 where tile_n columns are no multiple of 128 bytes. cols = buffers = 0 for epi=direct.
 inline constexpr int kSm90SmemPerBlock = 232448;  // sm_90's opt-in limit, H100 and H200 alike
 struct Sm90Staging {
   int cols;
   int buffers;
+  int block_bytes;
 };
 Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes, bool block_scale = false);
 // fam=sm90 convolutions that are not a plain GEMM (ConvProblem::pointwise_gemm) run by TMA im2col: one

@@ -47,6 +47,7 @@
 // Stream-K (Cfg::stream_k, skmode=serial): whole waves data-parallel, the last partial wave split by K (Sm90StreamK).
 //
 // Cfg: tile_m, tile_n, stages, consumers, pingpong, cluster_m, cluster_n, raster, swizzle, epi_smem, epi_cols, epi_bufs,
+// epi_block (bytes of a staged column block: 128, or 64 where tile_n is no multiple of 128 bytes of D),
 // splitk (parallel split-K on), stream_k, a_mn, b_mn, c_colmajor, conv (0: GEMM; 2, 3: a convolution of that many
 // spatial dims, Sm90Im2col), conv_dir (0 fwd, 1 bwd_data, 2 bwd_weight), phase_store (strided bwd_data),
 // has_beta, has_bias, act, TC, in_type (WgmmaIn), block_scale (fp8 block scales, sm90_block_scaled_mainloop).
@@ -133,7 +134,7 @@ __device__ __forceinline__ float sm90_value(const GemmSm90Params& p, float acc, 
 // the loads. The epilogue's thread needs pairs j * 4 + lane % 4 for column groups j of 8.
 template <class Cfg> struct Sm90Bias {
   typedef typename Cfg::TC TC;
-  static constexpr int PAIRS = Cfg::has_bias ? Cfg::tile_n / 64 : 0;  // pairs per lane
+  static constexpr int PAIRS = Cfg::has_bias ? (Cfg::tile_n + 63) / 64 : 0;  // pairs per lane
   u32 v[PAIRS > 0 ? PAIRS : 1][2];  // the bits of columns n and n + 1 (16-bit values in the low half)
 
   __device__ __forceinline__ void load(const GemmSm90Params& p, int n0) {
@@ -193,9 +194,10 @@ template <> struct Sm90StagedPair<float> {
 // on while the consumer starts its next tile. The warpgroup's staging area (`stage`: rows x
 // Cfg::epi_cols of TC holding the whole tile_n, or, when shared memory is short, two buffers of
 // epi_cols columns (part p is written while part p - 1 is stored) or one (reused once its store has
-// read it)) is split into column blocks of 128 bytes, each rows x 128 bytes with the
-// 128-byte swizzle that map_d's boxes use (16-byte chunk c of row r at c ^ (r % 8): the 8 rows a
-// warp writes at once hit distinct banks). Rows or columns past D are dropped by the TMA store.
+// read it)) is split into column blocks of Cfg::epi_block bytes, each rows x epi_block bytes with the
+// swizzle that map_d's boxes use (16-byte chunk c of row r at c ^ (r % 8) for 128 bytes, c ^ (r / 2 % 4)
+// for 64: the 8 rows a warp writes at once hit distinct banks). Rows or columns past D are dropped by
+// the TMA store.
 template <class Cfg>
 __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
                                                   const float (&acc)[Sm90Shape<Cfg>::MI][Cfg::tile_n / 2],
@@ -203,7 +205,8 @@ __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
                                                   int cons) {
   typedef typename Cfg::TC TC;
   typedef Sm90Shape<Cfg> S;
-  constexpr int E = sizeof(TC), SUB = 128 / E;  // columns per block
+  constexpr int E = sizeof(TC), BB = Cfg::epi_block, SUB = BB / E;  // bytes and columns per block
+  static_assert(BB == 128 || (BB == 64 && !Cfg::phase_store), "staged blocks of 128 bytes, or 64 (GEMM only)");
   const int t = threadIdx.x % 128, warp = t / 32, lane = t % 32;
   const long long base = batch * p.batch_stride_c;
   constexpr int COLS = Cfg::epi_cols;
@@ -244,7 +247,8 @@ __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = mi * 64 + warp * 16 + (lane >> 2) + h * 8;
-          const u32 addr = buf + (scol / SUB) * (S::WM * 128) + r * 128 + ((((cb >> 4) ^ (r & 7))) << 4) + (cb & 15);
+          const int chunk = (cb >> 4) ^ (BB == 128 ? r & 7 : (r >> 1) & 3);
+          const u32 addr = buf + (scol / SUB) * (S::WM * BB) + r * BB + (chunk << 4) + (cb & 15);
           v[jj][mi][h].store(addr);
         }
     }
@@ -273,7 +277,7 @@ __device__ __forceinline__ void sm90_store_staged(const GemmSm90Params& p,
     if (t == 0) {
 #pragma unroll
       for (int b = 0; b < COLS / SUB; ++b)
-        tma_store_3d(&p.map_d, buf + b * (S::WM * 128), n0 + part * COLS + b * SUB, row0, batch);
+        tma_store_3d(&p.map_d, buf + b * (S::WM * BB), n0 + part * COLS + b * SUB, row0, batch);
       bulk_commit();
     }
   }

@@ -27,7 +27,7 @@ const FieldDesc kFields[] = {
     {"fam", "kernel family: sm80 (mma.sync implicit GEMM), sm90 (wgmma), dw (depthwise direct)",
      FieldKind::enumeration, 1, {&KC::family, kNone, kNone}, {"fam"}, kFamilyNames, 0, 2, false, kAll},
     {"tile", "block tile M x N x K of the GEMM view", FieldKind::integer, 3,
-     {&KC::tile_m, &KC::tile_n, &KC::tile_k}, {"tile_m", "tile_n", "tile_k"}, {}, 16, 256, true, kIgemm, 64},
+     {&KC::tile_m, &KC::tile_n, &KC::tile_k}, {"tile_m", "tile_n", "tile_k"}, {}, 16, 256, true, kIgemm, 32},
     {"warps", "warp layout M x N (warp tile = tile / warps); sm90: consumer warpgroups, M (sharing each tile) x N (tiles in turn: 2 = ping-pong)", FieldKind::integer, 2,
      {&KC::warps_m, &KC::warps_n, kNone}, {"warps_m", "warps_n"}, {}, 1, 8, true, kIgemm},
     {"stages", "shared-memory pipeline stages", FieldKind::integer, 1, {&KC::stages, kNone, kNone},

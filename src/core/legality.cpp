@@ -187,8 +187,8 @@ Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
   if (rows != 64 && rows != 128)
     return no("warp_tile", "fam=sm90: each consumer warpgroup owns tile_m / warps_m = " + std::to_string(rows) +
                                " rows; wgmma needs 64 or 128");
-  if (c.tile_n < 64 || c.tile_n % 64 != 0 || c.tile_n > 256)
-    return no("tile_n", "fam=sm90 runs tile_n 64, 128, 192 or 256 (wgmma N)");
+  if (c.tile_n < 64 || c.tile_n % 32 != 0 || c.tile_n > 256)
+    return no("tile_n", "fam=sm90 runs tile_n a multiple of 32 in [64, 256] (wgmma N)");
   if (rows * c.tile_n / 128 > 128)
     return no("registers", "fam=sm90: " + std::to_string(rows * c.tile_n / 128) +
                                " accumulators per consumer thread exceed 128 (ptxas holds consumers to the "
@@ -227,18 +227,19 @@ int sm90_pipeline_bytes(const KernelConfig& c, bool block_scale) {
 }  // namespace
 
 Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes, bool block_scale) {
-  if (c.epi != static_cast<int>(EpiVariant::smem)) return {0, 0};
+  const int block_bytes = c.tile_n * out_bytes % 128 == 0 ? 128 : 64;
+  if (c.epi != static_cast<int>(EpiVariant::smem)) return {0, 0, block_bytes};
   const int pipeline = sm90_pipeline_bytes(c, block_scale);
   const int rows = c.tile_m * c.warps_n;  // a ping-pong pair stages two tiles
   auto fits = [&](int cols, int buffers) { return pipeline + buffers * rows * cols * out_bytes <= kSm90SmemPerBlock; };
-  if (fits(c.tile_n, 1)) return {c.tile_n, 1};
+  if (fits(c.tile_n, 1)) return {c.tile_n, 1, block_bytes};
   // Two buffers of a part of the columns, taking turns (kernels/gemm/sm90.cuh, sm90_store_staged);
-  // else one buffer of one 128-byte column block, reused once its TMA store has read it.
-  // Parts are whole 128-byte column blocks that divide tile_n.
-  const int block = std::min(c.tile_n, std::max(1, 128 / out_bytes));
+  // else one buffer of one column block, reused once its TMA store has read it.
+  // Parts are whole column blocks that divide tile_n.
+  const int block = std::min(c.tile_n, std::max(1, block_bytes / out_bytes));
   for (int cols = c.tile_n - block; cols >= block; cols -= block)
-    if (c.tile_n % cols == 0 && fits(cols, 2)) return {cols, 2};
-  return {block, 1};  // may not fit either: the smem rule refuses the config then
+    if (c.tile_n % cols == 0 && cols % block == 0 && fits(cols, 2)) return {cols, 2, block_bytes};
+  return {block, 1, block_bytes};  // may not fit either: the smem rule refuses the config then
 }
 
 int sm90_smem_bytes(const KernelConfig& c, int out_bytes, bool block_scale) {
@@ -258,7 +259,7 @@ Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) 
       if (!arch.mma_sync) return no("family_arch", "fam=sm80 needs mma.sync (sm_80+)");
       if (c.epi == static_cast<int>(EpiVariant::smem)) return no("epi", "fam=sm80 implements epi=direct only");
       if ((c.tile_m & (c.tile_m - 1)) || (c.tile_n & (c.tile_n - 1)) || (c.tile_k & (c.tile_k - 1)))
-        return no("tile", "fam=sm80 tiles are powers of two (192 is sm90's)");
+        return no("tile", "fam=sm80 tiles are powers of two (96, 160, 192 and 224 are sm90's)");
       if (is_fp8(input)) return no("dtype", "fp8 inputs need fam=sm90 with fp8 tensor cores");
       int wm = c.tile_m / c.warps_m, wn = c.tile_n / c.warps_n;
       if (wm < 16 || wn < 16 || c.tile_m % c.warps_m || c.tile_n % c.warps_n)
@@ -536,6 +537,11 @@ Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
                " is not a multiple of 16 bytes (fam=sm80 serves it)";
       });
   const bool a_mn = g.layout_a == MatLayout::col, b_mn = g.layout_b == MatLayout::row;
+  if (c.tile_n % 64 != 0 && (b_mn || !gemm_))
+    return fail<kExplain>("tile_n", [&] {
+      return "fam=sm90 tile_n " + std::to_string(c.tile_n) + " (not a multiple of 64) runs GEMMs with a K-major B "
+             "(layout x c x): an N-major B and the convolutions' loads come in 64-row blocks";
+    });
   if (g.a == DType::f32 && (a_mn || b_mn))
     return fail<kExplain>("layout", [] {
       return "fam=sm90 reads f32 inputs as tf32, which wgmma takes K-major only (layout r c x); fam=sm80 serves the others";

@@ -36,9 +36,10 @@ tp::TensorMap to_param(const CUtensorMap& map) {
 }
 
 // A 3-D tensor (dims innermost first, dims[0] contiguous, strides of dims 1 and 2 in elements) as a tensor
-// map with boxes of `box`, 128-byte swizzled; reads out of bounds give zeros, writes out of bounds are dropped.
+// map with boxes of `box`, swizzled in spans of `swizzle` bytes (128 or 64); reads out of bounds give zeros,
+// writes out of bounds are dropped.
 tp::TensorMap tiled_map(const void* ptr, DType t, const std::int64_t (&dims)[3], const std::int64_t (&strides)[2],
-                        const int (&box)[3], const char* which) {
+                        const int (&box)[3], const char* which, int swizzle = 128) {
   const auto& d = cuda::detail::require_driver("fam=sm90 tensor map");
   if (!d.tensor_map_encode_tiled) throw Error(Status::cuda_error, "fam=sm90: the driver has no cuTensorMapEncodeTiled");
   const std::int64_t e = size_bytes(t);
@@ -49,7 +50,8 @@ tp::TensorMap tiled_map(const void* ptr, DType t, const std::int64_t (&dims)[3],
   for (int i = 0; i < 2; ++i) gstrides[i] = static_cast<cuuint64_t>(strides[i] * e);
   CUtensorMap map;
   cuda::detail::check(d.tensor_map_encode_tiled(&map, map_dtype(t), 3, const_cast<void*>(ptr), gdims, gstrides, gbox,
-                                                elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                                elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                                swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
                                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
                       "cuTensorMapEncodeTiled", std::string("fam=sm90 operand ") + which);
   return to_param(map);
@@ -57,8 +59,9 @@ tp::TensorMap tiled_map(const void* ptr, DType t, const std::int64_t (&dims)[3],
 
 // A row-major 3-D tensor (cols contiguous, rows `ld` elements apart, `batch` of them) in boxes of box_cols x box_rows.
 tp::TensorMap rowmajor_map(const void* ptr, DType t, std::int64_t cols, std::int64_t rows, std::int64_t batch,
-                           std::int64_t ld, std::int64_t batch_stride, int box_cols, int box_rows, const char* which) {
-  return tiled_map(ptr, t, {cols, rows, batch}, {ld, batch_stride}, {box_cols, box_rows, 1}, which);
+                           std::int64_t ld, std::int64_t batch_stride, int box_cols, int box_rows, const char* which,
+                           int swizzle = 128) {
+  return tiled_map(ptr, t, {cols, rows, batch}, {ld, batch_stride}, {box_cols, box_rows, 1}, which, swizzle);
 }
 
 // The tensor an im2col walk reads (NHWC or NDHWC) as a TMA im2col map: `pixels` pixels a load, 128 bytes of
@@ -124,6 +127,8 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   if (staged && !c_row) throw Unsupported("fam=sm90 epi=smem stores row-major D only: '" + to_string(p) + "'");
   const Sm90Staging staging = sm90_staging(c, size_bytes(p.c), p.scale == GemmScale::block);
   cfg.b("epi_smem", staged).i("epi_cols", staged ? staging.cols : c.tile_n).i("epi_bufs", staging.buffers);
+  const int epi_block = staging.block_bytes;  // bytes of a staged column block (map_d's box)
+  cfg.i("epi_block", epi_block);
   const bool a_mn = p.layout_a == MatLayout::col, b_mn = p.layout_b == MatLayout::row;  // M/N-major operands
   if ((is_fp8(p.a) || p.a == DType::f32) && (a_mn || b_mn))
     throw Unsupported("fam=sm90: 8-bit and tf32 wgmma read K-major A and B only: '" + to_string(p) + "'");
@@ -241,7 +246,7 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   // Split-K: the reduction kernel sums the slices in order and applies the epilogue.
   std::optional<GemmSplitkReduce> reduce;
   if (split) reduce.emplace(plan, p, c);
-  plan.launches = [views, walks, main, prob, conv_prob, box_m, box_n, box_k, cs, staged, phased, rows_per_consumer, a_mn, b_mn,
+  plan.launches = [views, walks, main, prob, conv_prob, box_m, box_n, box_k, cs, staged, epi_block, phased, rows_per_consumer, a_mn, b_mn,
                    reduce, stream_k, sk_flag_bytes](const Operands& o) {
     // The maps the launches share, once per call; a convolution's im2col map once per walk its launches use.
     tp::TensorMap map_a{}, map_b{}, map_d{};
@@ -272,11 +277,11 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
       map_b = b_mn ? rowmajor_map(o.b, prob.b, prob.n, prob.k, prob.batch, prob.n, prob.k * prob.n, 64, 64, "B")
                    : rowmajor_map(o.b, prob.b, prob.k, prob.n, prob.batch, prob.k, prob.k * prob.n, box_k, box_n, "B");
     }
-    // D row-major as (N, M, batch), boxes of 128 bytes of columns x the rows of one consumer (stride phases
-    // scatter their rows without it).
+    // D row-major as (N, M, batch), boxes of one staged column block (epi_block bytes) x the rows of one consumer
+    // (stride phases scatter their rows without it).
     if (staged && !phased)
-      map_d = rowmajor_map(o.d, prob.c, prob.n, prob.m, prob.batch, prob.n, prob.m * prob.n, 128 / size_bytes(prob.c),
-                           rows_per_consumer, "D");
+      map_d = rowmajor_map(o.d, prob.c, prob.n, prob.m, prob.batch, prob.n, prob.m * prob.n,
+                           epi_block / static_cast<int>(size_bytes(prob.c)), rows_per_consumer, "D", epi_block);
     std::vector<Launch> out;
     for (const View& v : views) {
       tp::GemmSm90Params g = v.base;
