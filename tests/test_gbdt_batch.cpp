@@ -82,12 +82,16 @@ std::string random_forest(std::mt19937_64& rng, int trees, bool numeric_only = f
   return m.str();
 }
 
-// Column c of the rows: kind 0 constant, 1 constant NaN, 2 varying, 3 varying with NaN and zero-band values.
+// Column c of the rows: kind 0 constant, 1 constant NaN, 2 varying, 3 varying with NaN and zero-band values,
+// 4 constant as LightGBM reads it but not in its bits (zeros of the zero band; NaNs of other payloads).
 double value(std::mt19937_64& rng, int kind, double constant) {
   const double vals[] = {-3, -1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2, 3, 5, 40, 1e-36, -1e-36, -0.0};
   switch (kind) {
     case 0: return constant;
     case 1: return std::nan("");
+    case 4:
+      if (std::isnan(constant)) return std::nan(rng() % 2 ? "1" : "2");
+      return std::fabs(constant) < 1e-30 ? vals[12 + rng() % 3] : constant;  // 1e-36, -1e-36, -0.0 read as 0
     case 2: return vals[rng() % 12];
     default: return rng() % 4 == 0 ? std::nan("") : vals[rng() % 15];
   }
@@ -119,7 +123,7 @@ TEST(GbdtBatch, MatchesPredictRowBitForBit) {
     const std::size_t n = 1 + rng() % 150;  // up to three groups of 64
     std::vector<int> kind(kFeatures);
     std::vector<double> constant(kFeatures);
-    for (int f = 0; f < kFeatures; ++f) kind[f] = static_cast<int>(rng() % 4), constant[f] = value(rng, 3, 0);
+    for (int f = 0; f < kFeatures; ++f) kind[f] = static_cast<int>(rng() % 5), constant[f] = value(rng, 3, 0);
     std::vector<double> rows(n * kFeatures);
     for (std::size_t i = 0; i < n; ++i)
       for (int f = 0; f < kFeatures; ++f) rows[i * kFeatures + f] = value(rng, kind[f], constant[f]);

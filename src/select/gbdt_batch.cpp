@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -52,6 +51,7 @@ std::size_t append_tree(GbdtForest& f, const std::vector<std::int32_t>& col_of, 
   const std::int32_t version = general || (missing == 2 && !(n.decision & 2)) ? kPlain : missing == 2 ? 1 : 0;
   const auto width = static_cast<std::int32_t>(f.columns.size());
   f.nodes.push_back({n.threshold, 0, version * width + col_of[static_cast<std::size_t>(n.feature)]});
+  f.read[static_cast<std::size_t>(f.nodes.back().slot)] = 1;
   if (general) {
     f.nodes.back().value = static_cast<double>(f.general.size());
     f.general.push_back({tree_index, static_cast<std::uint32_t>(node)});
@@ -62,11 +62,20 @@ std::size_t append_tree(GbdtForest& f, const std::vector<std::int32_t>& col_of, 
   return 1 + std::max(left, append_tree(f, col_of, tree, tree_index, n.right));
 }
 
+// A varying slot of the group's values: its column and what a NaN reads as in its version.
+struct Fill {
+  std::size_t slot, column;
+  double nan_as;
+};
+
 // One call's rows: which slots are constant over the batch (and their value), and one group's
 // varying values slot by slot (x[slot * group size + r]).
 struct Workspace {
-  std::vector<std::uint8_t> constant;  // per slot
-  std::vector<double> value;           // per slot: the constant value
+  std::vector<std::uint8_t> column_constant;  // per column
+  std::vector<double> first;                  // per column: row 0's value
+  std::vector<std::uint8_t> constant;         // per slot
+  std::vector<double> value;                  // per slot: the constant value
+  std::vector<Fill> fills;  // the slots that are not constant and that some node reads
   std::vector<double> x;
   std::vector<GbdtPending> stack;  // the right subtrees still to walk: at most one per level
 };
@@ -135,34 +144,59 @@ void eval_group(const Context& c, Workspace& ws, std::size_t g, double* out) {
   for (std::size_t r = 0; r < g; ++r) out[r] = sum[r];
 }
 
-// Fills ws.x group by group (the varying slots) and evaluates each group; at(i, j): row i, column j.
+// Fills ws.x group by group (the varying slots that some node reads, row by row) and evaluates each group;
+// at(i, j): row i, column j. The slots of rows past the group's end keep old values: no mask selects them.
 template <std::size_t kGroup, class Mask, class At>
 void predict_groups(const Context& c, Workspace& ws, const At& at, std::size_t n_rows, double* out) {
   const std::size_t width = c.forest.columns.size();
   ws.x.resize(3 * width * kGroup);
+  ws.fills.clear();
+  for (std::size_t slot = 0; slot < 3 * width; ++slot)
+    if (!ws.constant[slot] && c.forest.read[slot]) ws.fills.push_back({slot, slot % width, kNanAs[slot / width]});
   for (std::size_t base = 0; base < n_rows; base += kGroup) {
     const std::size_t g = std::min(kGroup, n_rows - base);
-    for (std::size_t j = 0; j < width; ++j) {
-      if (ws.constant[j]) continue;
-      for (std::size_t r = 0; r < kGroup; ++r) {
-        const double v = r < g ? at(base + r, j) : kNaN;
-        for (std::size_t version = 0; version < 3; ++version)
-          ws.x[((version * width + j) * kGroup) + r] = std::isnan(v) ? kNanAs[version] : v;
+    for (std::size_t r = 0; r < g; ++r)
+      for (const Fill& f : ws.fills) {
+        const double v = at(base + r, f.column);
+        ws.x[f.slot * kGroup + r] = std::isnan(v) ? f.nan_as : v;
       }
-    }
     eval_group<kGroup, Mask>(c, ws, g, out + base);
   }
 }
 
-bool same(double a, double b) { return std::isnan(a) ? std::isnan(b) : std::memcmp(&a, &b, sizeof a) == 0; }
+bool same(double a, double b) {
+  return std::isnan(a) ? std::isnan(b) : std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+}
 
 }  // namespace
 
-bool gbdt_constant_column(const double* rows, std::size_t n_rows, std::size_t n_cols, std::size_t column, double* first) {
-  *first = gbdt_zero_band(rows[column]);
-  for (std::size_t i = 1; i < n_rows; ++i)
-    if (!same(gbdt_zero_band(rows[i * n_cols + column]), *first)) return false;
-  return true;
+void gbdt_constant_columns(const double* rows, std::size_t n_rows, std::size_t n_cols, const std::vector<int>& columns,
+                           std::vector<std::uint8_t>& constant, std::vector<double>& first) {
+  const std::size_t width = columns.size();
+  constant.assign(width, 1);
+  first.resize(width);
+  thread_local std::vector<std::uint32_t> open;  // the columns still constant
+  open.resize(width);
+  for (std::size_t j = 0; j < width; ++j) {
+    first[j] = gbdt_zero_band(rows[columns[j]]);
+    open[j] = static_cast<std::uint32_t>(j);
+  }
+  std::size_t n_open = width;
+  for (std::size_t i = 1; i < n_rows && n_open > 0; ++i) {
+    const double* row = rows + i * n_cols;
+    std::size_t kept = 0;
+    for (std::size_t k = 0; k < n_open; ++k) {
+      const std::uint32_t j = open[k];
+      const auto c = static_cast<std::size_t>(columns[j]);
+      // equal bits are the common case; otherwise compare as LightGBM reads them
+      if (std::bit_cast<std::uint64_t>(row[c]) == std::bit_cast<std::uint64_t>(rows[c]) ||
+          same(gbdt_zero_band(row[c]), first[j]))
+        open[kept++] = j;
+      else
+        constant[j] = 0;
+    }
+    n_open = kept;
+  }
 }
 
 namespace {
@@ -181,6 +215,7 @@ std::shared_ptr<const GbdtForest> gbdt_build_forest(const std::vector<GbdtModel:
   f->columns = used_features;
   if (3 * f->columns.size() >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
     throw Unsupported("GBDT model with " + std::to_string(num_features) + " features: too many to evaluate");
+  f->read.assign(3 * f->columns.size(), 0);
   std::vector<std::int32_t> col_of(num_features, -1);
   for (std::size_t j = 0; j < used_features.size(); ++j)
     col_of[static_cast<std::size_t>(used_features[j])] = static_cast<std::int32_t>(j);
@@ -221,14 +256,12 @@ void GbdtModel::predict(const double* rows, std::size_t n_rows, std::size_t n_co
   ws.stack.resize(forest_->max_depth + 1);
   // LightGBM reads a dense row as sparse pairs: values inside the zero band become exact zeros.
   auto at = [&](std::size_t i, std::size_t j) { return gbdt_zero_band(rows[i * n_cols + static_cast<std::size_t>(columns[j])]); };
-  for (std::size_t j = 0; j < width; ++j) {
-    double first = 0;
-    const bool constant = gbdt_constant_column(rows, n_rows, n_cols, static_cast<std::size_t>(columns[j]), &first);
+  gbdt_constant_columns(rows, n_rows, n_cols, columns, ws.column_constant, ws.first);
+  for (std::size_t j = 0; j < width; ++j)
     for (std::size_t version = 0; version < 3; ++version) {
-      ws.constant[version * width + j] = constant;
-      ws.value[version * width + j] = std::isnan(first) ? kNanAs[version] : first;
+      ws.constant[version * width + j] = ws.column_constant[j];
+      ws.value[version * width + j] = std::isnan(ws.first[j]) ? kNanAs[version] : ws.first[j];
     }
-  }
   // Groups of 16 rows for small batches (the re-scoring of a student's top 16), of 64 for large ones
   // (fewer walks of each tree for the nodes on constant columns).
   if (n_rows <= 16) predict_groups<16, std::uint16_t>(c, ws, at, n_rows, out);

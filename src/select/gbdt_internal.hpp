@@ -38,9 +38,10 @@ inline void gbdt_branch(Mask left, Mask& rows, std::int32_t& i, std::int32_t rig
     ++i, rows = left;
   }
 }
-// Whether column `column` of the n row-major rows holds one (zero-banded) value, bit for bit (NaNs alike);
-// *first: that value of row 0.
-bool gbdt_constant_column(const double* rows, std::size_t n_rows, std::size_t n_cols, std::size_t column, double* first);
+// For each feature in `columns`: whether it holds one (zero-banded) value over the n row-major rows, bit for
+// bit (NaNs alike), and first[j], that value of row 0. One pass over the rows in memory order.
+void gbdt_constant_columns(const double* rows, std::size_t n_rows, std::size_t n_cols, const std::vector<int>& columns,
+                           std::vector<std::uint8_t>& constant, std::vector<double>& first);
 
 // The forest in evaluation form, built at load: 16-byte nodes, each tree in preorder (a node's left
 // child is the next node), leaves are nodes whose right child is themselves. The columns some split
@@ -86,6 +87,7 @@ struct GbdtForest {
     std::uint32_t tree, node;  // in GbdtModel's trees
   };
   std::vector<int> columns;  // feature of each column (GbdtModel::used_features)
+  std::vector<std::uint8_t> read;  // per slot: whether some node reads it
   std::vector<GbdtNode> nodes;
   std::vector<std::int32_t> roots;  // per tree
   std::size_t max_depth = 0;         // of the deepest tree

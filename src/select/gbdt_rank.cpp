@@ -62,7 +62,9 @@ Mask ranks_le(const std::uint8_t* rank, std::uint8_t j) {
 }
 
 struct Workspace {
-  std::vector<std::uint8_t> constant;  // per slot
+  std::vector<std::uint8_t> column_constant;  // per column
+  std::vector<double> first;                  // per column: row 0's value
+  std::vector<std::uint8_t> constant;         // per slot
   std::vector<std::uint8_t> crank;     // per segment and slot: the constant rank
   std::vector<std::uint8_t> x;         // one group's ranks, slot by slot
   std::vector<std::uint32_t> varying;  // the columns that are not constant
@@ -82,9 +84,12 @@ void eval_group(const GbdtRankForest& f, Workspace& ws, std::size_t seg, std::si
   const std::size_t trees = f.roots.size(), end = f.segments[seg].tree_end;
   const bool prefetch = f.nodes.size() > kPrefetchMinNodes;
   for (std::size_t t = f.segments[seg].tree_begin; t < end; ++t) {
-    if (prefetch && t + kPrefetchAhead + 1 < trees)
+    if (prefetch && t + kPrefetchAhead + 1 < trees) {
       for (std::int32_t p = f.roots[t + kPrefetchAhead]; p < f.roots[t + kPrefetchAhead + 1]; p += 16)
         __builtin_prefetch(nodes + p);
+      for (std::uint32_t p = f.leaf_base[t + kPrefetchAhead]; p < f.leaf_base[t + kPrefetchAhead + 1]; p += 8)
+        __builtin_prefetch(f.leaves.data() + p);
+    }
     const double* leaves = f.leaves.data() + f.leaf_base[t];
     std::size_t top = 0;
     std::int32_t i = f.roots[t];
@@ -210,15 +215,13 @@ void gbdt_predict_ranks(const GbdtForest& f, const double* rows, std::size_t n_r
   ws.constant.assign(slots, 0);
   ws.crank.assign(rf.segments.size() * slots, 0);
   ws.stack.resize(f.max_depth + 1);
-  for (std::size_t j = 0; j < width; ++j) {
-    double first = 0;
-    const bool constant = gbdt_constant_column(rows, n_rows, n_cols, static_cast<std::size_t>(columns[j]), &first);
+  gbdt_constant_columns(rows, n_rows, n_cols, columns, ws.column_constant, ws.first);
+  for (std::size_t j = 0; j < width; ++j)
     for (std::size_t version = 0; version < 3; ++version) {
-      ws.constant[version * width + j] = constant;
-      for (std::size_t seg = 0; seg < rf.segments.size(); ++seg)
-        ws.crank[seg * slots + version * width + j] = version_rank(rf.segments[seg].thresholds[j], first, version);
+      ws.constant[version * width + j] = ws.column_constant[j];
+      for (std::size_t seg = 0; seg < rf.segments.size() && ws.column_constant[j]; ++seg)
+        ws.crank[seg * slots + version * width + j] = version_rank(rf.segments[seg].thresholds[j], ws.first[j], version);
     }
-  }
   std::vector<std::uint32_t>& varying = ws.varying;
   varying.clear();
   for (std::size_t j = 0; j < width; ++j)
