@@ -24,9 +24,6 @@
 #            of the space's configs matching TF32_GREP (default: stages 3-5, swz 8) on the perf.* rows with
 #            cuBLASLt (FAST_TF32) of the same run
 #   bandwidth  the device copy rate (bench/copy_bandwidth.cu, nvcc); later compare tables show each GEMM's share of it
-#   ab       the pairs of PERF_PAIRS under the working tree's kernels, then under each kernel tree of AB_TREES (folders
-#            holding a kernels/ tree, e.g. `git archive COMMIT kernels | tar -x -C .device-in/COMMIT`), each sweep with the
-#            vendor's rows, the time split evenly; bench/sm90_ab.py ratios in ab.txt (the regression bisect of one call)
 #   perf     `tilepick sweep` of PERF_FILE (default data/problems/sm90_perf.txt) over the sm90 space
 #            (or SWEEP_ARGS, or the configs matching every regexp of PERF_GREP, or the pairs of the file
 #            PERF_PAIRS) with the cuBLASLt
@@ -175,15 +172,6 @@ for step in ${STEPS:-verify sanitize sass perf}; do
       echo "ncu vendor rc=$?"
       grep -E "^  [a-zA-Z_].*\(|Duration|Tensor|Issue Slots Busy|Warp Cycles Per Issued|No Eligible|Registers Per|Stall|Compute \(SM\) Throughput|Memory Throughput|Achieved Occupancy" \
         "$W/ncu_ours.txt" "$W/ncu_vendor.txt" | head -80 ;;
-    ab)
-      cp -r kernels "$W/head_kernels"; trees=(${AB_TREES:?ab: set AB_TREES}); share=$(( ($(left) - PERF_LEAVE) / (${#trees[@]} + 1) ))
-      timed_sweep ab_head $share --pairs "${PERF_PAIRS:?ab: set PERF_PAIRS}"; files=("$W/ab_head.csv.gz")
-      for t in "${trees[@]}"; do
-        rm -rf kernels; cp -r "$t/kernels" kernels; build_cli; timed_sweep "ab_$(basename "$t")" $share --pairs "$PERF_PAIRS"
-        files+=("$W/ab_$(basename "$t").csv.gz")
-      done
-      rm -rf kernels; cp -r "$W/head_kernels" kernels; rm -rf "$W/head_kernels"; build_cli
-      python3 bench/sm90_ab.py "${files[@]}" > "$W/ab.txt" 2>&1; cat "$W/ab.txt" | cut -c1-200 ;;
     perf)
       # PERF_GREP: only sm90 configs matching these extended regexps (all of them must match), each
       # paired with every problem of PERF_FILE; default: the whole space.

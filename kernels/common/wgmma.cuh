@@ -2,7 +2,7 @@
 // with K = 16 (16-bit inputs) or 32 (8-bit), both operands through matrix descriptors. Accumulator layout per warp w of the warpgroup and lane l
 // (g = l / 4, t = l % 4): d[j * 4 + r] holds row w * 16 + g + 8 * (r / 2), column j * 8 + 2 * t + r % 2.
 // TRANS_A / TRANS_B: 0 = K-major operand in shared memory, 1 = M/N-major (16-bit types only).
-// The register lists are spelled out per N (inline asm takes no loops); the macros keep them in one place.
+// The register lists are spelled out (inline asm takes no loops), built from blocks of 32 columns below.
 #pragma once
 #include "common/types.cuh"
 #include "common/wgmma_in.cuh"  // WgmmaIn: the input types

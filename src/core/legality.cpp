@@ -238,7 +238,7 @@ Sm90Staging sm90_staging(const KernelConfig& c, int out_bytes, bool block_scale)
   // Parts are whole column blocks that divide tile_n.
   const int block = std::min(c.tile_n, std::max(1, block_bytes / out_bytes));
   for (int cols = c.tile_n - block; cols >= block; cols -= block)
-    if (c.tile_n % cols == 0 && cols % block == 0 && fits(cols, 2)) return {cols, 2, block_bytes};
+    if (c.tile_n % cols == 0 && fits(cols, 2)) return {cols, 2, block_bytes};
   return {block, 1, block_bytes};  // may not fit either: the smem rule refuses the config then
 }
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Kernel trees side by side: sweep record files of the same (problem, config) pairs, one per kernel tree (the `ab`
-step of bench/sm90_gpu.sh), as time ratios against the first file: geomean per config and over all pairs, and the
+"""Kernel trees side by side: sweep record files of the same (problem, config) pairs, one per kernel tree (run.sh),
+as time ratios against the first file: geomean per config and over all pairs, and the
 pairs that moved most. The vendor rows of each file show how much the device itself drifted between the sweeps.
 
-  python3 bench/sm90_ab.py ab_head.csv.gz ab_38dd8ac.csv.gz
+  python3 experiments/2026-11-29-decode-regression/ab.py ab_head.csv.gz ab_38dd8ac.csv.gz
 """
 import argparse
 import math
@@ -12,7 +12,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from sm90_compare import read  # noqa: E402  (plain csv: runs on the lent machine, which has no pandas)
 
 
