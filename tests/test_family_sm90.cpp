@@ -126,7 +126,7 @@ TEST(LegalityRule, Sm90TileN192) {
   EXPECT_NE(plan.kernels.at(0).code.find("epi_block = 128"), std::string::npos);
 }
 
-// tile_n 96, 160 and 224 (finer steps against partial last waves): GEMMs with a K-major B only (N-major B and
+// tile_n 32, 96, 160 and 224 (small-N tiles, finer steps against partial last waves): GEMMs with a K-major B only (N-major B and
 // the convolutions' loads come in 64-row blocks); a 16-bit D whose tile rows are no multiple of 128 bytes is
 // staged in 64-byte column blocks (the TMA store's box, 64-byte swizzle), an f32 D in 128-byte ones.
 TEST(LegalityRule, Sm90TileNMultipleOf32) {
@@ -140,6 +140,11 @@ TEST(LegalityRule, Sm90TileNMultipleOf32) {
   EXPECT_TRUE(legal(fp8, parse_config("fam=sm90 tile=128x224x128 warps=2x1 stages=4 cluster=2x1 epi=smem"), h100()).ok);
   EXPECT_TRUE(legal(fp8, parse_config("fam=sm90 tile=128x96x128 warps=1x2 stages=6 epi=smem"), h100()).ok);
   EXPECT_EQ(legal(rcr, parse_config("fam=sm90 tile=256x160x64 warps=2x1 stages=4"), h100()).rule, "registers");
+  const KernelConfig c32 = parse_config("fam=sm90 tile=64x32x64 warps=1x1 stages=8 epi=smem");
+  EXPECT_TRUE(legal(rcr, c32, h100()).ok);
+  EXPECT_EQ(legal(rrr, c32, h100()).rule, "tile_n");
+  EXPECT_EQ(legal(rcr, parse_config("fam=sm90 tile=64x16x64 warps=1x1 stages=8"), h100()).rule, "tile_n");
+  EXPECT_EQ(sm90_staging(c32, 2).block_bytes, 64);
   EXPECT_EQ(sm90_staging(c160, 2).block_bytes, 64);
   EXPECT_EQ(sm90_staging(c160, 4).block_bytes, 128);
   EXPECT_EQ(sm90_staging(parse_config("fam=sm90 tile=128x128x64 warps=2x1 stages=4 epi=smem"), 2).block_bytes, 128);

@@ -100,7 +100,7 @@ TEST(LegalityRule, TileK) {
 }
 
 // fam=sm90: consumer warpgroups (warps) stacked along M or taking tiles in turn (ping-pong), each owning 64 or 128 rows, at most 128
-// accumulators per thread; wgmma N of at least 64.
+// accumulators per thread; wgmma N a multiple of 32 of at least 32.
 TEST(LegalityRule, Sm90Warpgroups) {
   EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=128x128x64 warps=2x2", "h100_sxm"), "warps", {"2x1", "ping-pong"}));
   // Ping-pong (warps=1x2): each consumer owns whole tiles, so the tile is one consumer's.
@@ -112,7 +112,7 @@ TEST(LegalityRule, Sm90Warpgroups) {
   EXPECT_TRUE(ok(check(kGemm, "fam=sm90 tile=256x64x64 warps=2x1", "h100_sxm")));
   EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=128x256x64 warps=1x1", "h100_sxm"), "registers", {"256 accumulators"}));
   EXPECT_TRUE(ok(check(kGemm, "fam=sm90 tile=128x256x64 warps=2x1", "h100_sxm")));
-  EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=64x32x64 warps=1x1", "h100_sxm"), "tile_n", {"64"}));
+  EXPECT_TRUE(violates(check(kGemm, "fam=sm90 tile=64x16x64 warps=1x1", "h100_sxm"), "tile_n", {"32"}));
   EXPECT_EQ(threads_per_block(parse_config("fam=sm90 tile=128x256x64 warps=2x1")), 384);  // + the producer
 }
 

@@ -114,8 +114,9 @@ void build(const BuildArgs& a) {
   std::size_t local_arrays = 0;  // a stack frame without spills: an array indexed at run time (often accumulators)
   for (const auto& k : compiled) {
     hits += k.from_cache;
-    // ptxas C7514: every wgmma waits for the one before it (accumulators read while one is in flight).
-    if (k.log.find("C7514") != std::string::npos) serialized.push_back(&k);
+    // ptxas C7514 / C7515: every wgmma waits for the one before it (accumulators read, or written by
+    // other instructions, while one is in flight).
+    if (k.log.find("C7514") != std::string::npos || k.log.find("C7515") != std::string::npos) serialized.push_back(&k);
     seconds.push_back(k.compile_seconds);
     if (!most_regs || k.registers > most_regs->registers) most_regs = &k;
     if (k.spill_stores > 0 || k.spill_loads > 0) spilling.push_back(&k);
@@ -135,10 +136,10 @@ void build(const BuildArgs& a) {
     std::cout << "  " << spilling[i]->name << ": " << spilling[i]->spill_stores << " bytes spill stores, "
               << spilling[i]->spill_loads << " bytes spill loads, " << spilling[i]->stack_bytes << " bytes stack\n";
   std::cout << "kernels with a stack frame but no spills (arrays in local memory): " << local_arrays << "\n";
-  std::cout << "kernels whose wgmma ptxas serialized (C7514): " << serialized.size() << "\n";
+  std::cout << "kernels whose wgmma ptxas serialized (C7514, C7515): " << serialized.size() << "\n";
   for (std::size_t i = 0; i < std::min<std::size_t>(serialized.size(), 10); ++i) std::cout << "  " << serialized[i]->name << "\n";
   if (a.strict && !serialized.empty())
-    throw Error(Status::internal, std::to_string(serialized.size()) + " kernels with serialized wgmma (ptxas C7514), e.g. " +
+    throw Error(Status::internal, std::to_string(serialized.size()) + " kernels with serialized wgmma (ptxas C7514 or C7515), e.g. " +
                 serialized.front()->name + " (its cache entry's meta.json holds the ptxas log)");
 }
 
@@ -178,7 +179,7 @@ void add_jit_commands(CLI::App& app) {
                 "instead of the pools, the selector's first K configs per problem (what dispatch runs and times "
                 "first): with TILEPICK_CACHE_DIR=PACK, a kernel pack for `tilepick cache import PACK`")
       ->check(CLI::NonNegativeNumber);
-  b->add_flag("--strict", args->strict, "fail when ptxas serialized any kernel's wgmma (warning C7514: a silent slowdown)");
+  b->add_flag("--strict", args->strict, "fail when ptxas serialized any kernel's wgmma (C7514 or C7515: a silent slowdown)");
   b->callback([args] { build(*args); });
   jit->add_subcommand("headers", "list the bundled kernels/ headers and their hash")->callback(headers);
 

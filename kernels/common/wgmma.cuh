@@ -43,6 +43,8 @@ namespace tp {
 #define TP_WGMMA_A7 \
   "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+#define TP_WGMMA_REGS_32 TP_WGMMA_R0
+#define TP_WGMMA_ACC_32 TP_WGMMA_A0
 #define TP_WGMMA_REGS_64 TP_WGMMA_R0 ", " TP_WGMMA_R1
 #define TP_WGMMA_ACC_64 TP_WGMMA_A0, TP_WGMMA_A1
 #define TP_WGMMA_REGS_96 TP_WGMMA_R0 ", " TP_WGMMA_R1 ", " TP_WGMMA_R2
@@ -83,6 +85,7 @@ namespace tp {
     else if constexpr (IN == kWgE5m2) TP_WGMMA_KMAJOR(N, 32, "e5m2", I_A, I_B, I_S);               \
     else TP_WGMMA_KMAJOR(N, 8, "tf32", I_A, I_B, I_S);                                              \
   }
+TP_WGMMA_DEFINE(32, 16, "16", "17", "18", "19", "20")
 TP_WGMMA_DEFINE(64, 32, "32", "33", "34", "35", "36")
 TP_WGMMA_DEFINE(96, 48, "48", "49", "50", "51", "52")
 TP_WGMMA_DEFINE(128, 64, "64", "65", "66", "67", "68")
@@ -92,11 +95,12 @@ TP_WGMMA_DEFINE(224, 112, "112", "113", "114", "115", "116")
 TP_WGMMA_DEFINE(256, 128, "128", "129", "130", "131", "132")
 #undef TP_WGMMA_DEFINE
 
-// D(64 x N) op= A x B (k16 for 16-bit inputs, k32 for 8-bit, k8 for tf32) for N a multiple of 32 in [64, 256]: the
+// D(64 x N) op= A x B (k16 for 16-bit inputs, k32 for 8-bit, k8 for tf32) for N a multiple of 32 in [32, 256]: the
 // one entry point the kernels call.
 template <int N, int IN, int TRANS_A, int TRANS_B>
 __device__ __forceinline__ void wgmma_m64(float (&d)[N / 2], u64 desc_a, u64 desc_b, int scale_d) {
-  static_assert(N % 32 == 0 && N >= 64 && N <= 256, "wgmma_m64: N must be a multiple of 32 in [64, 256]");
+  static_assert(N % 32 == 0 && N >= 32 && N <= 256, "wgmma_m64: N must be a multiple of 32 in [32, 256]");
+  if constexpr (N == 32) wgmma_m64n32<IN, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
   if constexpr (N == 64) wgmma_m64n64<IN, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
   if constexpr (N == 96) wgmma_m64n96<IN, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);
   if constexpr (N == 128) wgmma_m64n128<IN, TRANS_A, TRANS_B>(d, desc_a, desc_b, scale_d);

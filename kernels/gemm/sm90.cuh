@@ -585,12 +585,13 @@ struct Sm90StreamK : Sm90SkSchedule {
 
 // Work unit `unit` (slice-major: unit = slice x tiles_total + tile, so neighbouring blocks share a slice of K):
 // its tile, slice and k-tiles [kt0, kt1). Without split-K no division: between tiles the consumers' tensor cores
-// would wait for it.
+// would wait for it. A compile-time test, not p.splitk == 1: a run-time branch there makes ptxas serialize the
+// split-K kernels' wgmmas (C7515). p.splitk is 1 unless Cfg::splitk (stream-K does not come here).
 struct Sm90Unit {
   int tile, slice, kt0, kt1;
 };
-__device__ __forceinline__ Sm90Unit sm90_unit(const GemmSm90Params& p, int ktiles, int unit) {
-  if (p.splitk == 1) return {unit, 0, 0, ktiles};
+template <class Cfg> __device__ __forceinline__ Sm90Unit sm90_unit(const GemmSm90Params& p, int ktiles, int unit) {
+  if constexpr (!Cfg::splitk) return {unit, 0, 0, ktiles};
   const int slice = unit / p.tiles_total;
   return {unit - slice * p.tiles_total, slice, int((long long)ktiles * slice / p.splitk),
           int((long long)ktiles * (slice + 1) / p.splitk)};
@@ -605,7 +606,7 @@ __device__ __forceinline__ void sm90_for_each_work(const GemmSm90Params& p, int 
     sk.for_each_piece(cluster, clusters, ktiles, [&](int tile, int kt0, int kt1) { f(tile, kt0, kt1, 0); });
   } else {
     for (int unit = cluster; unit < p.tiles_total * p.splitk; unit += clusters) {
-      const Sm90Unit u = sm90_unit(p, ktiles, unit);
+      const Sm90Unit u = sm90_unit<Cfg>(p, ktiles, unit);
       f(u.tile, u.kt0, u.kt1, u.slice);
     }
   }
@@ -750,7 +751,7 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   const int cluster = blockIdx.x / S::CS, clusters = gridDim.x / S::CS;
   const int units = p.tiles_total * p.splitk;  // work units (sm90_unit)
   auto unit_ktiles = [&](int unit) {
-    const Sm90Unit u = sm90_unit(p, ktiles, unit);
+    const Sm90Unit u = sm90_unit<Cfg>(p, ktiles, unit);
     return u.kt1 - u.kt0;
   };
 
@@ -885,7 +886,7 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
     if (cons == 1 && unit < units) it += unit_ktiles(unit), unit += clusters;
     for (; unit < units; unit += 2 * clusters, ++turn) {
       if (cons == 1 || turn > 0) mbar_wait(order + 8 * cons, (turn - (cons == 0)) & 1);
-      const Sm90Unit u = sm90_unit(p, ktiles, unit);
+      const Sm90Unit u = sm90_unit<Cfg>(p, ktiles, unit);
       run(u.tile, u.kt0, u.kt1, u.slice);
       if (unit + clusters < units) it += unit_ktiles(unit + clusters);  // the partner's tile
     }

@@ -187,8 +187,8 @@ Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
   if (rows != 64 && rows != 128)
     return no("warp_tile", "fam=sm90: each consumer warpgroup owns tile_m / warps_m = " + std::to_string(rows) +
                                " rows; wgmma needs 64 or 128");
-  if (c.tile_n < 64 || c.tile_n % 32 != 0 || c.tile_n > 256)
-    return no("tile_n", "fam=sm90 runs tile_n a multiple of 32 in [64, 256] (wgmma N)");
+  if (c.tile_n < 32 || c.tile_n % 32 != 0 || c.tile_n > 256)
+    return no("tile_n", "fam=sm90 runs tile_n a multiple of 32 in [32, 256] (wgmma N)");
   if (rows * c.tile_n / 128 > 128)
     return no("registers", "fam=sm90: " + std::to_string(rows * c.tile_n / 128) +
                                " accumulators per consumer thread exceed 128 (ptxas holds consumers to the "
