@@ -159,9 +159,9 @@ TEST(ConfigParse, ValueOutsideDomain) {
   EXPECT_EQ(e.token(), "tile=512x128x32");
   EXPECT_HAS(e.what(), "'512' is not a valid tile");
   EXPECT_HAS(e.what(), "[16, 256]");
-  e = parse_error_of("fam=sm80 stages=9");
-  EXPECT_EQ(e.token(), "stages=9");
-  EXPECT_HAS(e.what(), "'9'");
+  e = parse_error_of("fam=sm80 stages=17");
+  EXPECT_EQ(e.token(), "stages=17");
+  EXPECT_HAS(e.what(), "'17'");
   e = parse_error_of("fam=sm80 skmode=atomic");
   EXPECT_HAS(e.what(), "serial|parallel");
   e = parse_error_of("fam=sm70");

@@ -153,6 +153,26 @@ TEST(LegalityRule, Sm90TileNMultipleOf32) {
   EXPECT_NE(plan.kernels.at(0).code.find("epi_block = 64"), std::string::npos);
 }
 
+// Short tiles (small M): tile_m 16 or 32 with one consumer, whose wgmmas compute 64 rows (those past the tile read the
+// stage's B rows and are dropped): K-major A (GEMMs), epi=direct, no stream-K, no cluster, tile_n >= 64 - tile_m;
+// a stage holds only the tile's A rows, so more stages fit.
+TEST(LegalityRule, Sm90ShortTiles) {
+  const Problem rcr = parse_problem("gemm rcr m4 n6144 k4096 bf16 ep=bias"), crr = parse_problem("gemm crr m8 n6144 k4096 bf16");
+  const Problem conv = parse_problem("fwd mb1 ic64 ih4 iw4 oc128 kh3 kw3 ph1 pw1 bf16");
+  const KernelConfig c16 = parse_config("fam=sm90 tile=16x128x64 warps=1x1 stages=12 splitk=2 skmode=parallel");
+  EXPECT_TRUE(legal(rcr, c16, h100()).ok);
+  EXPECT_EQ(legal(crr, c16, h100()).rule, "short_tile");
+  EXPECT_EQ(legal(conv, c16, h100()).rule, "short_tile");
+  for (const char* bad : {"fam=sm90 tile=16x128x64 warps=1x1 stages=8 epi=smem", "fam=sm90 tile=32x128x64 warps=1x1 stages=8 splitk=2 skmode=serial",
+                          "fam=sm90 tile=32x128x64 warps=1x1 stages=8 cluster=1x2", "fam=sm90 tile=16x32x64 warps=1x1 stages=8",
+                          "fam=sm90 tile=32x128x64 warps=2x1 stages=8"})
+    EXPECT_NE(legal(rcr, parse_config(bad), h100()).rule, "") << bad;
+  EXPECT_TRUE(legal(rcr, parse_config("fam=sm90 tile=32x32x64 warps=1x1 stages=16"), h100()).ok);
+  EXPECT_EQ(sm90_smem_bytes(c16, 2), 1024 + 12 * ((16 + 128) * 128 + 16) + 16);
+  const KernelPlan plan = make_plan(rcr, resolve(c16, rcr));
+  EXPECT_NE(plan.kernels.at(0).code.find("tile_m = 16"), std::string::npos);
+}
+
 // fp8 block scales: two partial accumulator sets per consumer, so 64 rows per consumer and tile_n 64 / 128, no
 // ping-pong (it hung on the GPU);
 // the kernel and its specialization know the mode; sm80 has no fp8 kernel at all.

@@ -66,13 +66,20 @@ template <class Cfg> struct Sm90Shape {
   static constexpr int WM = Cfg::pingpong ? Cfg::tile_m : Cfg::tile_m / Cfg::consumers;  // rows per consumer
   static constexpr int READERS = Cfg::pingpong ? 1 : Cfg::consumers;  // consumer warpgroups reading a stage
   static_assert(!Cfg::pingpong || Cfg::consumers == 2, "ping-pong runs two consumer warpgroups");
-  static constexpr int MI = WM / 64;                    // wgmma m64 blocks per consumer
+  // Short tiles (WM 16 or 32, one consumer: small-M GEMMs): the consumer's wgmmas still compute 64 rows; rows WM..63
+  // read the stage's B rows that follow A in shared memory, and the epilogue drops them.
+  static constexpr bool SHORT = WM < 64;
+  static constexpr int MI = SHORT ? 1 : WM / 64;        // wgmma m64 blocks per consumer
   static constexpr int A_BYTES = Cfg::tile_m * 128;
   static constexpr int B_BYTES = Cfg::tile_n * 128;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
   // Block scales (Cfg::block_scale): a scale slot per stage, after the barriers: tile_m of SA, one of SB, padded.
   static constexpr int SCALE_FLOATS = Cfg::block_scale ? Cfg::tile_m + 4 : 0;
-  static_assert(WM % 64 == 0 && MI >= 1 && MI <= 2, "consumer rows must be 64 or 128");
+  static_assert((SHORT ? (WM == 16 || WM == 32) && Cfg::consumers == 1 && !Cfg::epi_smem && !Cfg::stream_k &&
+                             Cfg::tile_n >= 64 - WM && !Cfg::a_mn
+                         : WM % 64 == 0 && MI <= 2),
+                "consumer rows must be 64 or 128, or 16 / 32 (short tiles: one consumer, K-major A, epi=direct, no "
+                "stream-K, B at least the 64 - WM rows the wgmma reads past A)");
   static constexpr int C_BYTES = sizeof(typename Cfg::TC);
   // epi=smem staging per consumer: epi_bufs buffers of epi_cols columns (src/core/legality.cpp, sm90_staging).
   static constexpr int EPI_BUFS = Cfg::epi_bufs > 1 ? Cfg::epi_bufs : 1;
@@ -296,8 +303,8 @@ __device__ __forceinline__ void sm90_store_partial(const GemmSm90Params& p,
   for (int mi = 0; mi < S::MI; ++mi)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int m = row0 + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
-      if (m >= p.m) continue;
+      const int r = mi * 64 + warp * 16 + (lane >> 2) + h * 8, m = row0 + r;
+      if (m >= p.m || (S::SHORT && r >= S::WM)) continue;
       const long long ro = Cfg::c_colmajor ? (long long)m : (long long)m * p.ldc;
 #pragma unroll
       for (int j = 0; j < Cfg::tile_n / 8; ++j) {
@@ -342,8 +349,8 @@ __device__ __forceinline__ void sm90_store(const GemmSm90Params& p, const float 
     for (int mi = 0; mi < S::MI; ++mi)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int m = row0 + mi * 64 + warp * 16 + (lane >> 2) + h * 8;
-        if (m >= p.m) continue;
+        const int r = mi * 64 + warp * 16 + (lane >> 2) + h * 8, m = row0 + r;
+        if (m >= p.m || (S::SHORT && r >= S::WM)) continue;  // short tiles: rows past WM are another tile's
         const long long ro =
             base + (Cfg::phase_store ? phase_row[mi][h] : Cfg::c_colmajor ? (long long)m : (long long)m * p.ldc);
         const float v0 = sm90_value<Cfg>(p, acc[mi][j * 4 + 2 * h], ro + n * cs, b0, true);

@@ -31,7 +31,7 @@ const FieldDesc kFields[] = {
     {"warps", "warp layout M x N (warp tile = tile / warps); sm90: consumer warpgroups, M (sharing each tile) x N (tiles in turn: 2 = ping-pong)", FieldKind::integer, 2,
      {&KC::warps_m, &KC::warps_n, kNone}, {"warps_m", "warps_n"}, {}, 1, 8, true, kIgemm},
     {"stages", "shared-memory pipeline stages", FieldKind::integer, 1, {&KC::stages, kNone, kNone},
-     {"stages"}, {}, 1, 8, false, kIgemm},
+     {"stages"}, {}, 1, 16, false, kIgemm},
     {"splitk", "slices of the reduction dimension", FieldKind::integer, 1, {&KC::splitk, kNone, kNone},
      {"splitk"}, {}, 1, 64, false, kAll},
     {"skmode", "split-K reduction: serial (in-kernel, ordered) or parallel (workspace + reduce kernel)",

@@ -184,9 +184,16 @@ Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
     return no("warps", "fam=sm90 runs 1 or 2 consumer warpgroups: warps=1x1, 2x1 (sharing a tile's rows) or 1x2 "
                        "(ping-pong: taking tiles in turns)");
   const int rows = c.tile_m / c.warps_m;
-  if (rows != 64 && rows != 128)
+  if (rows != 64 && rows != 128 && rows != 16 && rows != 32)
     return no("warp_tile", "fam=sm90: each consumer warpgroup owns tile_m / warps_m = " + std::to_string(rows) +
-                               " rows; wgmma needs 64 or 128");
+                               " rows; wgmma needs 64 or 128 (or 16 / 32: short tiles)");
+  // Short tiles (small M): the wgmma computes 64 rows, those past the tile's read the stage's B tile (at least
+  // 64 - tile_m rows of it) and are dropped by the register epilogue.
+  if (rows < 64 && (c.warps_m * c.warps_n != 1 || c.epi != static_cast<int>(EpiVariant::direct) ||
+                    (c.splitk > 1 && c.splitk_mode == static_cast<int>(SplitKMode::serial)) ||
+                    c.cluster_m * c.cluster_n != 1 || c.tile_n < 64 - rows))
+    return no("short_tile", "fam=sm90 short tiles (tile_m 16 or 32) run one consumer (warps=1x1), epi=direct, no "
+                            "stream-K, no cluster and tile_n >= 64 - tile_m");
   if (c.tile_n < 32 || c.tile_n % 32 != 0 || c.tile_n > 256)
     return no("tile_n", "fam=sm90 runs tile_n a multiple of 32 in [32, 256] (wgmma N)");
   if (rows * c.tile_n / 128 > 128)
@@ -537,6 +544,10 @@ Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
                " is not a multiple of 16 bytes (fam=sm80 serves it)";
       });
   const bool a_mn = g.layout_a == MatLayout::col, b_mn = g.layout_b == MatLayout::row;
+  if (c.tile_m < 64 && (a_mn || !gemm_))
+    return fail<kExplain>("short_tile", [&] {
+      return "fam=sm90 short tiles (tile_m " + std::to_string(c.tile_m) + ") run GEMMs with a K-major A (layout r x x)";
+    });
   if (c.tile_n % 64 != 0 && (b_mn || !gemm_))
     return fail<kExplain>("tile_n", [&] {
       return "fam=sm90 tile_n " + std::to_string(c.tile_n) + " (not a multiple of 64) runs GEMMs with a K-major B "
