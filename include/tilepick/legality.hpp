@@ -43,6 +43,9 @@ DType input_dtype(const Problem& p);
 // clusters); `input` sets the element size for the shared-memory budget.
 Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input);
 Verdict legal(const Problem& p, const KernelConfig& c, const ArchSpec& arch);
+// Rows a fam=sm90 consumer warpgroup owns (tile_m / warps_m): one or two wgmma m64 blocks, or a short tile of
+// 16 / 32 rows (small M: the wgmma computes 64, the epilogue keeps the tile's).
+constexpr bool sm90_consumer_rows_ok(int rows) { return rows == 64 || rows == 128 || rows == 16 || rows == 32; }
 // Dynamic shared memory of a fam=sm90 GEMM block: alignment slack + stages x (A + B tiles + barriers)
 // + with epi=smem the staged output columns (out_bytes per element) + with block scales (scale=block)
 // stages x the k-tile's scales (tile_m of A's, one of B's, padded to 16 bytes).

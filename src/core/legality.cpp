@@ -184,7 +184,7 @@ Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
     return no("warps", "fam=sm90 runs 1 or 2 consumer warpgroups: warps=1x1, 2x1 (sharing a tile's rows) or 1x2 "
                        "(ping-pong: taking tiles in turns)");
   const int rows = c.tile_m / c.warps_m;
-  if (rows != 64 && rows != 128 && rows != 16 && rows != 32)
+  if (!sm90_consumer_rows_ok(rows))
     return no("warp_tile", "fam=sm90: each consumer warpgroup owns tile_m / warps_m = " + std::to_string(rows) +
                                " rows; wgmma needs 64 or 128 (or 16 / 32: short tiles)");
   // Short tiles (small M): the wgmma computes 64 rows, those past the tile's read the stage's B tile (at least

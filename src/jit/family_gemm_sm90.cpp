@@ -117,7 +117,7 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
                       to_string(p) + "'");
   if (c.align_c == 0) throw Unsupported("fam=sm90 gemm: config alignment not resolved");
   const bool c_row = p.layout_c == MatLayout::row, beta = p.beta != 0.0;
-  if (c.tile_k * size_bytes(p.a) != 128 || c.warps_m * c.warps_n > 2 || (c.tile_m / c.warps_m != 64 && c.tile_m / c.warps_m != 128 && c.tile_m / c.warps_m != 32 && c.tile_m / c.warps_m != 16))
+  if (c.tile_k * size_bytes(p.a) != 128 || c.warps_m * c.warps_n > 2 || !sm90_consumer_rows_ok(c.tile_m / c.warps_m))
     throw Unsupported("fam=sm90: config '" + config_text + "' has no kernel (see legality)");
   CfgText cfg;
   cfg.i("tile_m", c.tile_m).i("tile_n", c.tile_n).i("stages", c.stages).i("consumers", c.warps_m * c.warps_n);
