@@ -91,7 +91,9 @@ for step in ${STEPS:-verify sanitize sass perf}; do
         -c "fam=sm90 tile=128x128x128 warps=2x1 stages=4 swz=8 cluster=2x1 epi=direct" -c "fam=sm90 tile=128x64x128 warps=2x1 stages=5 cluster=1x2 epi=smem" \
         -c "fam=sm90 tile=64x128x128 warps=1x1 stages=5 epi=smem" -c "fam=sm90 tile=64x64x128 warps=1x1 stages=6 epi=direct" \
         -c "fam=sm90 tile=128x128x128 warps=2x1 stages=4 splitk=2 skmode=serial swz=8 epi=smem" \
-        -c "fam=sm90 tile=64x128x128 warps=1x1 stages=5 splitk=3 skmode=parallel" --csv "$W/verify_block.csv" >"$W/verify_block.txt" 2>&1
+        -c "fam=sm90 tile=64x128x128 warps=1x1 stages=5 splitk=3 skmode=parallel" -c "fam=sm90 tile=128x192x128 warps=2x1 stages=4 swz=8 epi=smem" \
+        -c "fam=sm90 tile=128x192x128 warps=2x1 stages=4 swz=8 cluster=2x1 epi=direct" -c "fam=sm90 tile=64x192x128 warps=1x1 stages=5 splitk=2 skmode=serial epi=smem" \
+        --csv "$W/verify_block.csv" >"$W/verify_block.txt" 2>&1
       echo "verify block rc=$?: $(tail -1 "$W/verify_block.txt")"; grep -A2 '^FAIL' "$W/verify_block.txt" | head -20
       if [ "$BLOCK_SAMPLED" -gt 0 ]; then
         timeout 200 $T verify -f data/problems/sm90_check_fp8_block.txt --family sm90 -n "$BLOCK_SAMPLED" --seed 5 \

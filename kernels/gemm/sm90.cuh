@@ -619,7 +619,7 @@ __device__ __forceinline__ void sm90_for_each_work(const GemmSm90Params& p, int 
   }
 }
 
-// C k-tiles from kt (pipeline step it) of sm90_block_scaled_mainloop: the two partials take turns; kt and it move on.
+// C k-tiles from kt (pipeline step it) of sm90_block_scaled_pair_loop: the two partials take turns; kt and it move on.
 template <int C, class Issue, class Promote, int R>
 __device__ __forceinline__ void sm90_block_scaled_chunk(Issue& issue, Promote& promote, float (&part0)[R], float (&part1)[R],
                                                         int& kt, int& it) {
@@ -633,11 +633,11 @@ __device__ __forceinline__ void sm90_block_scaled_chunk(Issue& issue, Promote& p
 }
 
 // Cfg::block_scale (fp8, tilepick::GemmScale::block): warp 1 of the producer warpgroup copies each k-tile's
-// scales by cp.async into its stage's scale slot (SA of the tile's tile_m rows, then SB of its 128-column
-// block); each lane's copies arrive on the stage's full barrier when they land (32 arrivals beside the TMA
-// thread's), so the consumers read the scales from shared memory as they read the operands, and the copies of
-// several stages are in flight at once. Rows past M and a tile past N take the last scales (their outputs are
-// dropped).
+// scales by cp.async into its stage's scale slot (SA of the tile's tile_m rows, then SB of the two 128-column
+// blocks the tile's columns start in: a tile_n of 192 spans two); each lane's copies arrive on the stage's full
+// barrier when they land (32 arrivals beside the TMA thread's), so the consumers read the scales from shared
+// memory as they read the operands, and the copies of several stages are in flight at once. Rows past M and
+// blocks past N take the last scales (their outputs are dropped).
 template <class Cfg>
 __device__ __forceinline__ void sm90_block_scale_producer(const GemmSm90Params& p, int ktiles, int cluster, int clusters,
                                                           u32 rank, u32 slots, u32 full, u32 empty) {
@@ -649,7 +649,8 @@ __device__ __forceinline__ void sm90_block_scale_producer(const GemmSm90Params& 
     int batch, m0, n0;
     sm90_tile_coords<Cfg>(p, tile, rank, batch, m0, n0);
     const float* sa = p.scale_a + (long long)batch * p.kblocks * p.m;
-    const float* sb = p.scale_b + ((long long)batch * nblocks + min(n0 / 128, nblocks - 1)) * p.kblocks;
+    // lanes 0 and 1: SB of the tile's first and second column block
+    const float* sb = p.scale_b + ((long long)batch * nblocks + min(n0 / 128 + (lane & 1), nblocks - 1)) * p.kblocks;
     for (int kt = kt0; kt < kt1; ++kt, ++it) {
       const int s = it % ST;
       mbar_wait(empty + 8 * s, ((it / ST) & 1) ^ 1);
@@ -657,29 +658,90 @@ __device__ __forceinline__ void sm90_block_scale_producer(const GemmSm90Params& 
 #pragma unroll
       for (int j = 0; j < Cfg::tile_m / 32; ++j)
         cp_async<4>(slot + 4 * (lane + 32 * j), sa + (long long)kt * p.m + min(m0 + lane + 32 * j, p.m - 1), true);
-      if (lane == 0) cp_async<4>(slot + 4 * Cfg::tile_m, sb + kt, true);
+      if (lane < 2) cp_async<4>(slot + 4 * (Cfg::tile_m + lane), sb + kt, true);
       cp_async_mbar_arrive_noinc(full + 8 * s);
     }
   });
   asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
+// The promotion factors of one k-tile for this thread's rows r and r + 8, per 64-column segment q of the tile:
+// SA[kb][row] x SB[block][kb], where segment q lies in the tile's first column block or the next one
+// (n0 / 64 odd: the tile starts half-way into a block, so segment 1 is in the next one).
+template <class Cfg> struct Sm90BlockFactors {
+  static constexpr int SEGS = Cfg::tile_n / 64;
+  float f[SEGS][2];
+  __device__ __forceinline__ void read(const float* slot, int r, bool half) {
+    const float a0 = slot[r], a1 = slot[r + 8], b0 = slot[Cfg::tile_m], b1 = slot[Cfg::tile_m + 1];
+#pragma unroll
+    for (int q = 0; q < SEGS; ++q) {
+      // block offset (half + q) / 2: 0 for q = 0, `half` for q = 1, 1 for q = 2
+      const float b = q == 0 ? b0 : q == 1 ? (half ? b1 : b0) : b1;
+      f[q][0] = a0 * b, f[q][1] = a1 * b;
+    }
+  }
+  // acc += part x factors (accumulator i: column group i / 4 of 8, row r for i % 4 < 2, else r + 8)
+  template <int R> __device__ __forceinline__ void promote(float (&acc)[R], const float (&part)[R]) const {
+#pragma unroll
+    for (int i = 0; i < R; ++i) acc[i] += part[i] * f[(i / 4) / 8][(i % 4) < 2 ? 0 : 1];
+  }
+};
+
 // Cfg::block_scale: each k-tile is one 128-K block of scales. Its wgmmas sum into a partial (the tensor
-// cores' fast accumulation, restarted every block), which is then added to the fp32 accumulators times
-// SA[kb][row] x SB[n0 / 128][kb] (DeepSeek-V3's promotion: full fp32 sums across blocks), the factors read
-// from the stage's scale slot (sm90_block_scale_producer). Two partials take turns: k-tile kt + 1's wgmmas are
-// issued before kt's partial is promoted, so the tensor cores do not wait for the promotion (but at the end
-// of a chunk, see below). A stage is released once its wgmmas completed.
-// Legality: 64 rows per consumer (MI = 1), tile_n 64 or 128 (64 + 2 x 64 accumulators a thread).
+// cores' fast accumulation, restarted every block), which is then added to the fp32 accumulators times the
+// block's factors (Sm90BlockFactors; DeepSeek-V3's promotion: full fp32 sums across blocks), read from the
+// stage's scale slot (sm90_block_scale_producer). A stage is released once its wgmmas completed.
+// Legality: 64 rows per consumer (MI = 1), tile_n 64, 128 or 192.
+//   tile_n <= 128 (sm90_block_scaled_pair_loop): two partials take turns (64 + 2 x 64 registers a thread).
+//   tile_n 192 (sm90_block_scaled_single_loop): one partial (96 + 96 registers).
+template <class Cfg> struct Sm90BlockScaled {
+  static constexpr bool PAIRED = Cfg::tile_n <= 128;
+};
+
+// One partial: each k-tile's factors are read, its wgmmas issued and awaited, its stage released and the partial
+// promoted; with nothing in flight between k-tiles the loop needs no unrolling. The tensor cores wait for the
+// promotion unless the other consumer's wgmmas fill that time.
 template <class Cfg, class Release>
-__device__ __forceinline__ void sm90_block_scaled_mainloop(float (&acc)[1][Cfg::tile_n / 2], u32 base, u32 full,
-                                                           const float* slots, int row0, int kt0, int kt1, int& it,
-                                                           bool signal, Release&& release) {
+__device__ __forceinline__ void sm90_block_scaled_single_loop(float (&acc)[1][Cfg::tile_n / 2], u32 base, u32 full,
+                                                              const float* slots, int row0, bool half, int kt0, int kt1,
+                                                              int& it, bool signal, Release&& release) {
   typedef Sm90Shape<Cfg> S;
   constexpr int ST = Cfg::stages, BN = Cfg::tile_n;
-  static_assert(S::MI == 1 && (BN == 64 || BN == 128), "block scales: 64 rows per consumer, tile_n 64 or 128");
   const int t = threadIdx.x % 128, r = row0 + (t / 32) * 16 + (t % 32) / 4;  // this thread's rows r and r + 8
-  float f0 = 0.f, f1 = 0.f;  // the latest issued k-tile's factors of rows r and r + 8
+  float part[BN / 2];
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) part[i] = 0.f;
+  for (int kt = kt0; kt < kt1; ++kt, ++it) {
+    const int s = it % ST;
+    mbar_wait(full + 8 * s, (it / ST) & 1);
+    Sm90BlockFactors<Cfg> fac;
+    fac.read(slots + s * S::SCALE_FLOATS, r, half);
+    const u32 sa_smem = base + s * S::STAGE_BYTES + row0 * 128, sb_smem = base + s * S::STAGE_BYTES + S::A_BYTES;
+    wgmma_fence_regs(part);
+    wgmma_fence();
+    const u64 da = smem_desc_k128(sa_smem), db = smem_desc_k128(sb_smem);
+#pragma unroll
+    for (int kk = 0; kk < S::KSTEPS; ++kk)
+      wgmma_m64<BN, Cfg::in_type, false, false>(part, da + desc_k_step<false>(kk), db + desc_k_step<false>(kk), kk > 0);
+    wgmma_commit();
+    wgmma_fence_regs(part);
+    wgmma_wait<0>();
+    wgmma_fence_regs(part);
+    if (signal) release(s);
+    fac.promote(acc[0], part);
+  }
+}
+
+// Two partials take turns: k-tile kt + 1's wgmmas are issued before kt's partial is promoted, so the tensor cores
+// do not wait for the promotion (but at the end of a chunk, see below).
+template <class Cfg, class Release>
+__device__ __forceinline__ void sm90_block_scaled_pair_loop(float (&acc)[1][Cfg::tile_n / 2], u32 base, u32 full,
+                                                            const float* slots, int row0, bool half, int kt0, int kt1,
+                                                            int& it, bool signal, Release&& release) {
+  typedef Sm90Shape<Cfg> S;
+  constexpr int ST = Cfg::stages, BN = Cfg::tile_n;
+  const int t = threadIdx.x % 128, r = row0 + (t / 32) * 16 + (t % 32) / 4;  // this thread's rows r and r + 8
+  Sm90BlockFactors<Cfg> fac;  // the latest issued k-tile's factors
   // Issues k-tile kt (pipeline step `step`) into `part` once its stage is full (every wgmma but the first
   // adds), then reads its factors from the stage's scale slot.
   auto issue = [&](float (&part)[BN / 2], int kt, int step) __attribute__((always_inline)) {
@@ -695,14 +757,12 @@ __device__ __forceinline__ void sm90_block_scaled_mainloop(float (&acc)[1][Cfg::
       wgmma_m64<BN, Cfg::in_type, false, false>(part, da + desc_k_step<false>(kk), db + desc_k_step<false>(kk), kk > 0);
     wgmma_commit();
     wgmma_fence_regs(part);
-    const float* slot = slots + s * S::SCALE_FLOATS;
-    const float b = slot[Cfg::tile_m];
-    f0 = slot[r] * b, f1 = slot[r + 8] * b;
+    fac.read(slots + s * S::SCALE_FLOATS, r, half);
   };
   // k-tile kt's wgmmas into `done` were issued as pipeline step `step` (the latest issue); `more`: issue
   // kt + 1's into `next` first. Then wait for kt's, release its stage, promote.
   auto promote = [&](float (&done)[BN / 2], float (&next)[BN / 2], int kt, int step, bool more) __attribute__((always_inline)) {
-    const float s0 = f0, s1 = f1;
+    const Sm90BlockFactors<Cfg> f = fac;
     if (more) {
       issue(next, kt + 1, step + 1);
       wgmma_wait<1>();
@@ -711,19 +771,33 @@ __device__ __forceinline__ void sm90_block_scaled_mainloop(float (&acc)[1][Cfg::
     }
     wgmma_fence_regs(done);
     if (signal) release(step % ST);
-#pragma unroll
-    for (int i = 0; i < BN / 2; ++i) acc[0][i] += done[i] * ((i % 4) < 2 ? s0 : s1);
+    f.promote(acc[0], done);
   };
   float part0[BN / 2], part1[BN / 2];  // overwritten by each block's first wgmma (scale-d 0)
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) part0[i] = part1[i] = 0.f;
   // k-tiles in chunks of 4, then one at a time, with no wgmma in flight between chunks: ptxas serializes
   // every wgmma (C7514) when a loop's back-edge or a branch's join carries one in flight while accumulators
-  // are read. The last promotion of a chunk waits for the tensor cores. (Chunks of 8 ran no faster, and
-  // each unrolled promotion costs compile time.)
+  // are read. The last promotion of a chunk waits for the tensor cores; consumer 1 starts with a chunk of 2, so
+  // that its chunk ends fall between consumer 0's and the other's wgmmas keep the tensor cores busy. (Chunks of
+  // 8 ran no faster, and each unrolled promotion costs compile time.)
   int kt = kt0;
+  if (row0 != 0 && kt + 2 <= kt1) sm90_block_scaled_chunk<2>(issue, promote, part0, part1, kt, it);
   while (kt + 4 <= kt1) sm90_block_scaled_chunk<4>(issue, promote, part0, part1, kt, it);
   while (kt < kt1) sm90_block_scaled_chunk<1>(issue, promote, part0, part1, kt, it);
+}
+
+template <class Cfg, class Release>
+__device__ __forceinline__ void sm90_block_scaled_mainloop(float (&acc)[1][Cfg::tile_n / 2], u32 base, u32 full,
+                                                           const float* slots, int row0, int n0, int kt0, int kt1,
+                                                           int& it, bool signal, Release&& release) {
+  static_assert(Sm90Shape<Cfg>::MI == 1 && Cfg::tile_n % 64 == 0 && Cfg::tile_n <= 192,
+                "block scales: 64 rows per consumer, tile_n 64, 128 or 192");
+  const bool half = Cfg::tile_n % 128 != 0 && ((n0 / 64) & 1);  // the tile starts half-way into a block of SB
+  if constexpr (Sm90BlockScaled<Cfg>::PAIRED)
+    sm90_block_scaled_pair_loop<Cfg>(acc, base, full, slots, row0, half, kt0, kt1, it, signal, release);
+  else
+    sm90_block_scaled_single_loop<Cfg>(acc, base, full, slots, row0, half, kt0, kt1, it, signal, release);
 }
 
 template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Params& p) {
@@ -841,7 +915,7 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
       for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.f;
     if constexpr (Cfg::block_scale) {
       locate();
-      sm90_block_scaled_mainloop<Cfg>(acc, base, full, scale_slots, row0, kt0, kt1, it, signal, release);
+      sm90_block_scaled_mainloop<Cfg>(acc, base, full, scale_slots, row0, n0, kt0, kt1, it, signal, release);
     } else {
       for (int kt = kt0; kt < kt1; ++kt, ++it) {
         const int s = it % ST, parity = (it / ST) & 1;
