@@ -173,7 +173,7 @@ TEST(LegalityRule, Sm90ShortTiles) {
   EXPECT_NE(plan.kernels.at(0).code.find("tile_m = 16"), std::string::npos);
 }
 
-// fp8 block scales: partial accumulator sets per consumer, so 64 rows per consumer and tile_n 64 / 128 / 192 (192
+// fp8 block scales: partial accumulator sets per consumer, so 64 rows per consumer and tile_n a multiple of 64 (192
 // starts half-way into a 128-column block of B's scales on odd tiles), no ping-pong (it hung on the GPU);
 // the kernel and its specialization know the mode; sm80 has no fp8 kernel at all.
 TEST(LegalityRule, Sm90BlockScale) {
@@ -183,7 +183,8 @@ TEST(LegalityRule, Sm90BlockScale) {
   for (const char* ok : {"fam=sm90 tile=128x128x128 warps=2x1 stages=4 epi=smem", "fam=sm90 tile=64x128x128 warps=1x1 stages=5",
                          "fam=sm90 tile=64x64x128 warps=1x1 stages=4", "fam=sm90 tile=128x64x128 warps=2x1 stages=4 cluster=2x1",
                          "fam=sm90 tile=128x128x128 warps=2x1 stages=4 splitk=2 skmode=serial",
-                         "fam=sm90 tile=128x192x128 warps=2x1 stages=4", "fam=sm90 tile=128x192x128 warps=2x1 stages=3 epi=smem"}) {
+                         "fam=sm90 tile=128x192x128 warps=2x1 stages=4", "fam=sm90 tile=128x192x128 warps=2x1 stages=3 epi=smem",
+                         "fam=sm90 tile=128x256x128 warps=2x1 stages=3"}) {
     SCOPED_TRACE(ok);
     EXPECT_EQ(rule(block, ok), "");
     const KernelPlan plan = make_plan(block, resolve(parse_config(ok), block));
@@ -193,7 +194,7 @@ TEST(LegalityRule, Sm90BlockScale) {
     EXPECT_NE(plain.kernels.at(0).code.find("block_scale = false"), std::string::npos);
     EXPECT_NE(plain.kernels.at(0).name, plan.kernels.at(0).name);
   }
-  for (const char* no : {"fam=sm90 tile=128x256x128 warps=2x1 stages=3", "fam=sm90 tile=128x128x128 warps=1x1 stages=4",
+  for (const char* no : {"fam=sm90 tile=128x96x128 warps=2x1 stages=3", "fam=sm90 tile=128x128x128 warps=1x1 stages=4",
                          "fam=sm90 tile=128x160x128 warps=2x1 stages=4", "fam=sm90 tile=128x128x128 warps=1x2 stages=3",
                          "fam=sm90 tile=64x128x128 warps=1x2 stages=5"}) {
     SCOPED_TRACE(no);

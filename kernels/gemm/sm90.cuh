@@ -666,8 +666,8 @@ __device__ __forceinline__ void sm90_block_scale_producer(const GemmSm90Params& 
 }
 
 // The promotion factors of one k-tile for this thread's rows r and r + 8, per 64-column segment q of the tile:
-// SA[kb][row] x SB[block][kb], where segment q lies in the tile's first column block or the next one
-// (n0 / 64 odd: the tile starts half-way into a block, so segment 1 is in the next one).
+// SA[kb][row] x SB[block][kb], where segment q lies in the tile's first column block or the next one: block
+// offset (half + q) / 2, with half set where the tile starts half-way into a block (tile_n 192, n0 / 64 odd).
 template <class Cfg> struct Sm90BlockFactors {
   static constexpr int SEGS = Cfg::tile_n / 64;
   float f[SEGS][2];
@@ -675,15 +675,14 @@ template <class Cfg> struct Sm90BlockFactors {
     const float a0 = slot[r], a1 = slot[r + 8], b0 = slot[Cfg::tile_m], b1 = slot[Cfg::tile_m + 1];
 #pragma unroll
     for (int q = 0; q < SEGS; ++q) {
-      // block offset (half + q) / 2: 0 for q = 0, `half` for q = 1, 1 for q = 2
       const float b = q == 0 ? b0 : q == 1 ? (half ? b1 : b0) : b1;
       f[q][0] = a0 * b, f[q][1] = a1 * b;
     }
   }
-  // acc += part x factors (accumulator i: column group i / 4 of 8, row r for i % 4 < 2, else r + 8)
-  template <int R> __device__ __forceinline__ void promote(float (&acc)[R], const float (&part)[R]) const {
+  // acc[AT + i] += part[i] x factors (accumulator j: column group j / 4 of 8, row r for j % 4 < 2, else r + 8)
+  template <int AT, int R, int P> __device__ __forceinline__ void promote(float (&acc)[R], const float (&part)[P]) const {
 #pragma unroll
-    for (int i = 0; i < R; ++i) acc[i] += part[i] * f[(i / 4) / 8][(i % 4) < 2 ? 0 : 1];
+    for (int i = 0; i < P; ++i) acc[AT + i] += part[i] * f[((AT + i) / 4) / 8][(i % 4) < 2 ? 0 : 1];
   }
 };
 
@@ -691,44 +690,56 @@ template <class Cfg> struct Sm90BlockFactors {
 // cores' fast accumulation, restarted every block), which is then added to the fp32 accumulators times the
 // block's factors (Sm90BlockFactors; DeepSeek-V3's promotion: full fp32 sums across blocks), read from the
 // stage's scale slot (sm90_block_scale_producer). A stage is released once its wgmmas completed.
-// Legality: 64 rows per consumer (MI = 1), tile_n 64, 128 or 192.
+// Legality: 64 rows per consumer (MI = 1), tile_n 64, 128, 192 or 256.
 //   tile_n <= 128 (sm90_block_scaled_pair_loop): two partials take turns (64 + 2 x 64 registers a thread).
-//   tile_n 192 (sm90_block_scaled_single_loop): one partial (96 + 96 registers).
+//   tile_n 192 / 256 (sm90_block_scaled_single_loop): one partial of 96 / 64 (256 in two 128-column parts).
 template <class Cfg> struct Sm90BlockScaled {
   static constexpr bool PAIRED = Cfg::tile_n <= 128;
+  static constexpr int PARTS = Cfg::tile_n == 256 ? 2 : 1;  // column parts of the single loop
 };
 
-// One partial: each k-tile's factors are read, its wgmmas issued and awaited, its stage released and the partial
-// promoted; with nothing in flight between k-tiles the loop needs no unrolling. The tensor cores wait for the
-// promotion unless the other consumer's wgmmas fill that time.
+// Part H of a k-tile in the single loop: columns [H PN, (H + 1) PN) of the tile (B's rows of them PN x 128 bytes
+// on in the stage) into `part`, awaited and promoted into those accumulators.
+template <class Cfg, int H, int R, int P>
+__device__ __forceinline__ void sm90_block_scaled_part(float (&acc)[R], float (&part)[P], u32 stage, int row0,
+                                                       const Sm90BlockFactors<Cfg>& fac) {
+  typedef Sm90Shape<Cfg> S;
+  constexpr int PN = 2 * P;
+  wgmma_fence_regs(part);
+  wgmma_fence();
+  const u64 da = smem_desc_k128(stage + row0 * 128), db = smem_desc_k128(stage + S::A_BYTES + H * PN * 128);
+#pragma unroll
+  for (int kk = 0; kk < S::KSTEPS; ++kk)
+    wgmma_m64<PN, Cfg::in_type, false, false>(part, da + desc_k_step<false>(kk), db + desc_k_step<false>(kk), kk > 0);
+  wgmma_commit();
+  wgmma_fence_regs(part);
+  wgmma_wait<0>();
+  wgmma_fence_regs(part);
+  fac.template promote<H * P>(acc, part);
+}
+
+// One partial: each k-tile's factors are read, then per column part its wgmmas issued and awaited and the
+// partial promoted; the stage is released after the last part. With nothing in flight between k-tiles the loop
+// needs no unrolling. The tensor cores wait for each promotion unless the other consumer's wgmmas fill that time.
 template <class Cfg, class Release>
 __device__ __forceinline__ void sm90_block_scaled_single_loop(float (&acc)[1][Cfg::tile_n / 2], u32 base, u32 full,
                                                               const float* slots, int row0, bool half, int kt0, int kt1,
                                                               int& it, bool signal, Release&& release) {
   typedef Sm90Shape<Cfg> S;
-  constexpr int ST = Cfg::stages, BN = Cfg::tile_n;
+  constexpr int ST = Cfg::stages, PN = Cfg::tile_n / Sm90BlockScaled<Cfg>::PARTS;  // columns per part
   const int t = threadIdx.x % 128, r = row0 + (t / 32) * 16 + (t % 32) / 4;  // this thread's rows r and r + 8
-  float part[BN / 2];
+  float part[PN / 2];
 #pragma unroll
-  for (int i = 0; i < BN / 2; ++i) part[i] = 0.f;
+  for (int i = 0; i < PN / 2; ++i) part[i] = 0.f;
   for (int kt = kt0; kt < kt1; ++kt, ++it) {
     const int s = it % ST;
     mbar_wait(full + 8 * s, (it / ST) & 1);
     Sm90BlockFactors<Cfg> fac;
     fac.read(slots + s * S::SCALE_FLOATS, r, half);
-    const u32 sa_smem = base + s * S::STAGE_BYTES + row0 * 128, sb_smem = base + s * S::STAGE_BYTES + S::A_BYTES;
-    wgmma_fence_regs(part);
-    wgmma_fence();
-    const u64 da = smem_desc_k128(sa_smem), db = smem_desc_k128(sb_smem);
-#pragma unroll
-    for (int kk = 0; kk < S::KSTEPS; ++kk)
-      wgmma_m64<BN, Cfg::in_type, false, false>(part, da + desc_k_step<false>(kk), db + desc_k_step<false>(kk), kk > 0);
-    wgmma_commit();
-    wgmma_fence_regs(part);
-    wgmma_wait<0>();
-    wgmma_fence_regs(part);
+    const u32 stage = base + s * S::STAGE_BYTES;
+    sm90_block_scaled_part<Cfg, 0>(acc[0], part, stage, row0, fac);
+    if constexpr (Sm90BlockScaled<Cfg>::PARTS == 2) sm90_block_scaled_part<Cfg, 1>(acc[0], part, stage, row0, fac);
     if (signal) release(s);
-    fac.promote(acc[0], part);
   }
 }
 
@@ -771,7 +782,7 @@ __device__ __forceinline__ void sm90_block_scaled_pair_loop(float (&acc)[1][Cfg:
     }
     wgmma_fence_regs(done);
     if (signal) release(step % ST);
-    f.promote(acc[0], done);
+    f.template promote<0>(acc[0], done);
   };
   float part0[BN / 2], part1[BN / 2];  // overwritten by each block's first wgmma (scale-d 0)
 #pragma unroll
@@ -791,8 +802,7 @@ template <class Cfg, class Release>
 __device__ __forceinline__ void sm90_block_scaled_mainloop(float (&acc)[1][Cfg::tile_n / 2], u32 base, u32 full,
                                                            const float* slots, int row0, int n0, int kt0, int kt1,
                                                            int& it, bool signal, Release&& release) {
-  static_assert(Sm90Shape<Cfg>::MI == 1 && Cfg::tile_n % 64 == 0 && Cfg::tile_n <= 192,
-                "block scales: 64 rows per consumer, tile_n 64, 128 or 192");
+  static_assert(Sm90Shape<Cfg>::MI == 1 && Cfg::tile_n % 64 == 0, "block scales: 64 rows per consumer, tile_n 64 to 256");
   const bool half = Cfg::tile_n % 128 != 0 && ((n0 / 64) & 1);  // the tile starts half-way into a block of SB
   if constexpr (Sm90BlockScaled<Cfg>::PAIRED)
     sm90_block_scaled_pair_loop<Cfg>(acc, base, full, slots, row0, half, kt0, kt1, it, signal, release);

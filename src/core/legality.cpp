@@ -590,11 +590,11 @@ Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
     return fail<kExplain>("index32", [&] { return "split-K partials of 2^31 or more elements need 64-bit indexing"; });
   // Block scales: each 128-K block's sums go to a partial accumulator set before they are scaled into the
   // accumulators (kernels/gemm/sm90.cuh, sm90_block_scaled_mainloop): 64 + 2 x 64 registers a thread at 64 x 128
-  // (two partials), 96 + 96 at 64 x 192 (one).
-  if (g.scale == GemmScale::block && (c.tile_m / c.warps_m != 64 || c.tile_n % 64 != 0 || c.tile_n > 192))
+  // (two partials), 96 + 96 at 64 x 192 and 128 + 64 at 64 x 256 (one, in two column parts).
+  if (g.scale == GemmScale::block && (c.tile_m / c.warps_m != 64 || c.tile_n % 64 != 0))
     return fail<kExplain>("block_scale", [&] {
       return "scale=block promotes every 128-K block through partial accumulator sets: 64 rows per consumer "
-             "warpgroup (tile_m / warps_m = 64) and tile_n 64, 128 or 192 (B's scales of at most two column blocks "
+             "warpgroup (tile_m / warps_m = 64) and tile_n a multiple of 64 (B's scales of at most two column blocks "
              "per tile), not " + std::to_string(c.tile_m / c.warps_m) + " rows x " + std::to_string(c.tile_n);
     });
   // Measured 2026-11-29 (H200, v23 and again v24 with two partial sets): block-scaled ping-pong hangs once both
