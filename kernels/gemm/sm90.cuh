@@ -789,11 +789,10 @@ __device__ __forceinline__ void sm90_block_scaled_pair_loop(float (&acc)[1][Cfg:
   for (int i = 0; i < BN / 2; ++i) part0[i] = part1[i] = 0.f;
   // k-tiles in chunks of 4, then one at a time, with no wgmma in flight between chunks: ptxas serializes
   // every wgmma (C7514) when a loop's back-edge or a branch's join carries one in flight while accumulators
-  // are read. The last promotion of a chunk waits for the tensor cores; consumer 1 starts with a chunk of 2, so
-  // that its chunk ends fall between consumer 0's and the other's wgmmas keep the tensor cores busy. (Chunks of
-  // 8 ran no faster, and each unrolled promotion costs compile time.)
+  // are read. The last promotion of a chunk waits for the tensor cores. (Chunks of 8 ran no faster, each unrolled
+  // promotion costs compile time, and starting consumer 1 with a chunk of 2, so that the two consumers' chunk ends
+  // fall apart, ran 4% slower: experiments/2026-12-06-block-scale-loops.)
   int kt = kt0;
-  if (row0 != 0 && kt + 2 <= kt1) sm90_block_scaled_chunk<2>(issue, promote, part0, part1, kt, it);
   while (kt + 4 <= kt1) sm90_block_scaled_chunk<4>(issue, promote, part0, part1, kt, it);
   while (kt < kt1) sm90_block_scaled_chunk<1>(issue, promote, part0, part1, kt, it);
 }
