@@ -698,11 +698,10 @@ template <class Cfg> struct Sm90BlockScaled {
   static constexpr int PARTS = Cfg::tile_n == 256 ? 2 : 1;  // column parts of the single loop
 };
 
-// Part H of a k-tile in the single loop: columns [H PN, (H + 1) PN) of the tile (B's rows of them PN x 128 bytes
-// on in the stage) into `part`, awaited and promoted into those accumulators.
-template <class Cfg, int H, int R, int P>
-__device__ __forceinline__ void sm90_block_scaled_part(float (&acc)[R], float (&part)[P], u32 stage, int row0,
-                                                       const Sm90BlockFactors<Cfg>& fac) {
+// Issues the wgmmas of one stage's k-tile into `part`: this consumer's 64 rows of A x columns [H PN, (H + 1) PN) of
+// the tile (B's rows of them PN x 128 bytes on in the stage), every wgmma but the first adding; then commits them.
+template <class Cfg, int H, int P>
+__device__ __forceinline__ void sm90_block_scaled_issue(float (&part)[P], u32 stage, int row0) {
   typedef Sm90Shape<Cfg> S;
   constexpr int PN = 2 * P;
   wgmma_fence_regs(part);
@@ -713,6 +712,13 @@ __device__ __forceinline__ void sm90_block_scaled_part(float (&acc)[R], float (&
     wgmma_m64<PN, Cfg::in_type, false, false>(part, da + desc_k_step<false>(kk), db + desc_k_step<false>(kk), kk > 0);
   wgmma_commit();
   wgmma_fence_regs(part);
+}
+
+// Part H of a k-tile in the single loop: issued, awaited and promoted into its columns' accumulators.
+template <class Cfg, int H, int R, int P>
+__device__ __forceinline__ void sm90_block_scaled_part(float (&acc)[R], float (&part)[P], u32 stage, int row0,
+                                                       const Sm90BlockFactors<Cfg>& fac) {
+  sm90_block_scaled_issue<Cfg, H>(part, stage, row0);
   wgmma_wait<0>();
   wgmma_fence_regs(part);
   fac.template promote<H * P>(acc, part);
@@ -758,16 +764,7 @@ __device__ __forceinline__ void sm90_block_scaled_pair_loop(float (&acc)[1][Cfg:
   auto issue = [&](float (&part)[BN / 2], int kt, int step) __attribute__((always_inline)) {
     const int s = step % ST;
     mbar_wait(full + 8 * s, (step / ST) & 1);
-    const u32 sa_smem = base + s * S::STAGE_BYTES + row0 * 128;  // row0: the consumer's first row in the tile
-    const u32 sb_smem = base + s * S::STAGE_BYTES + S::A_BYTES;
-    wgmma_fence_regs(part);
-    wgmma_fence();
-    const u64 da = smem_desc_k128(sa_smem), db = smem_desc_k128(sb_smem);
-#pragma unroll
-    for (int kk = 0; kk < S::KSTEPS; ++kk)
-      wgmma_m64<BN, Cfg::in_type, false, false>(part, da + desc_k_step<false>(kk), db + desc_k_step<false>(kk), kk > 0);
-    wgmma_commit();
-    wgmma_fence_regs(part);
+    sm90_block_scaled_issue<Cfg, 0>(part, base + s * S::STAGE_BYTES, row0);
     fac.read(slots + s * S::SCALE_FLOATS, r, half);
   };
   // k-tile kt's wgmmas into `done` were issued as pipeline step `step` (the latest issue); `more`: issue
