@@ -46,9 +46,12 @@ Verdict legal(const Problem& p, const KernelConfig& c, const ArchSpec& arch);
 // Rows a fam=sm90 consumer warpgroup owns (tile_m / warps_m): one or two wgmma m64 blocks, or a short tile of
 // 16 / 32 rows (small M: the wgmma computes 64, the epilogue keeps the tile's).
 constexpr bool sm90_consumer_rows_ok(int rows) { return rows == 64 || rows == 128 || rows == 16 || rows == 32; }
+// Tiles a fam=sm90 kernel with fp8 block scales (scale=block) has: 64 rows per consumer and tile_n a multiple of 64
+// (kernels/gemm/sm90.cuh, sm90_block_scaled_mainloop: two partial sets up to 128 columns, one beyond).
+constexpr bool sm90_block_scale_tile_ok(int consumer_rows, int tile_n) { return consumer_rows == 64 && tile_n % 64 == 0; }
 // Dynamic shared memory of a fam=sm90 GEMM block: alignment slack + stages x (A + B tiles + barriers)
 // + with epi=smem the staged output columns (out_bytes per element) + with block scales (scale=block)
-// stages x the k-tile's scales (tile_m of A's, one of B's, padded to 16 bytes).
+// stages x the k-tile's scales (tile_m of A's, two of B's, padded to 16 bytes).
 int sm90_smem_bytes(const KernelConfig& c, int out_bytes, bool block_scale = false);
 // epi=smem staging of a fam=sm90 GEMM: the whole output tile (tile_n columns, 1 buffer) when it fits
 // beside the pipeline in kSm90SmemPerBlock; else two buffers of the widest part of the columns that

@@ -73,7 +73,7 @@ template <class Cfg> struct Sm90Shape {
   static constexpr int A_BYTES = Cfg::tile_m * 128;
   static constexpr int B_BYTES = Cfg::tile_n * 128;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
-  // Block scales (Cfg::block_scale): a scale slot per stage, after the barriers: tile_m of SA, one of SB, padded.
+  // Block scales (Cfg::block_scale): a scale slot per stage, after the barriers: tile_m of SA, two of SB, padded.
   static constexpr int SCALE_FLOATS = Cfg::block_scale ? Cfg::tile_m + 4 : 0;
   static_assert((SHORT ? (WM == 16 || WM == 32) && Cfg::consumers == 1 && !Cfg::epi_smem && !Cfg::stream_k &&
                              Cfg::tile_n >= 64 - WM && !Cfg::a_mn

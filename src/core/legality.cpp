@@ -226,7 +226,7 @@ Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
 namespace {
 
 // 1024-byte alignment slack + stages x (A and B tiles of 128-byte rows + two mbarriers [+ the k-tile's block
-// scales: tile_m of A's and one of B's, 16-byte padded]) + the two ping-pong order mbarriers.
+// scales: tile_m of A's and two of B's, 16-byte padded]) + the two ping-pong order mbarriers.
 int sm90_pipeline_bytes(const KernelConfig& c, bool block_scale) {
   return 1024 + c.stages * ((c.tile_m + c.tile_n) * 128 + 16 + (block_scale ? (c.tile_m + 4) * 4 : 0)) + 16;
 }
@@ -591,7 +591,7 @@ Verdict ProblemLegality::check_sm90(const KernelConfig& c) const {
   // Block scales: each 128-K block's sums go to a partial accumulator set before they are scaled into the
   // accumulators (kernels/gemm/sm90.cuh, sm90_block_scaled_mainloop): 64 + 2 x 64 registers a thread at 64 x 128
   // (two partials), 96 + 96 at 64 x 192 and 128 + 64 at 64 x 256 (one, in two column parts).
-  if (g.scale == GemmScale::block && (c.tile_m / c.warps_m != 64 || c.tile_n % 64 != 0))
+  if (g.scale == GemmScale::block && !sm90_block_scale_tile_ok(c.tile_m / c.warps_m, c.tile_n))
     return fail<kExplain>("block_scale", [&] {
       return "scale=block promotes every 128-K block through partial accumulator sets: 64 rows per consumer "
              "warpgroup (tile_m / warps_m = 64) and tile_n a multiple of 64 (B's scales of at most two column blocks "

@@ -145,7 +145,7 @@ KernelPlan plan_sm90(const GemmProblem& p, const KernelConfig& c, const ConvProb
   cfg.b("c_colmajor", !c_row).b("has_beta", beta).b("has_bias", p.epilogue.bias).i("act", static_cast<int>(p.epilogue.act));
   cfg.i("in_type", wgmma_in_type(p.a)).type("TC", device_type(p.c)).i("conv", conv ? conv->ndim : 0);
   const bool block_scale = p.scale == GemmScale::block;
-  if (block_scale && (c.tile_m / c.warps_m != 64 || c.tile_n % 64 != 0 || c.warps_n == 2))
+  if (block_scale && (!sm90_block_scale_tile_ok(c.tile_m / c.warps_m, c.tile_n) || c.warps_n == 2))
     throw Unsupported("fam=sm90 scale=block: config '" + config_text + "' has no kernel (see legality)");
   cfg.b("block_scale", block_scale);
   cfg.i("conv_dir", conv ? static_cast<int>(conv->dir) : 0);
