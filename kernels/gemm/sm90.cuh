@@ -573,22 +573,19 @@ struct Sm90StreamK : Sm90SkSchedule {
       if (t == 0) flag_wait(flag(p, c2, cons), 1);
       sm90_consumer_sync(cons);
       const float4* w = slot<Cfg>(p, c2, cons);
-      // 16 float4 of the partial in flight at once (64 registers beside up to 128 accumulators), so a
-      // contributor costs one or two round trips to L2.
-      constexpr int QN = Cfg::tile_n / 8, Q = Sm90Shape<Cfg>::MI * QN, QC = Q < 16 ? Q : 16;
+      // The whole partial in flight at once (at most 16 float4: stream-K runs <= 64 accumulators a thread),
+      // so a contributor costs one round trip to L2, not several.
+      constexpr int Q = Sm90Shape<Cfg>::MI * (Cfg::tile_n / 8);
+      float4 v[Q];
 #pragma unroll
-      for (int q0 = 0; q0 < Q; q0 += QC) {
-        float4 v[QC];
+      for (int q = 0; q < Q; ++q) v[q] = __ldcg(w + q * 128 + t);
 #pragma unroll
-        for (int q = 0; q < QC; ++q)
-          if (q0 + q < Q) v[q] = __ldcg(w + (q0 + q) * 128 + t);
+      for (int mi = 0; mi < Sm90Shape<Cfg>::MI; ++mi)
 #pragma unroll
-        for (int q = 0; q < QC && q0 + q < Q; ++q) {  // indices, not a pointer: acc must stay in registers
-          const int mi = (q0 + q) / QN, j = (q0 + q) % QN;
-          const float4 x = v[q];
-          acc[mi][4 * j] += x.x, acc[mi][4 * j + 1] += x.y, acc[mi][4 * j + 2] += x.z, acc[mi][4 * j + 3] += x.w;
+        for (int q = 0; q < Cfg::tile_n / 8; ++q) {  // indices, not a pointer: acc must stay in registers
+          const float4 x = v[mi * (Cfg::tile_n / 8) + q];
+          acc[mi][4 * q] += x.x, acc[mi][4 * q + 1] += x.y, acc[mi][4 * q + 2] += x.z, acc[mi][4 * q + 3] += x.w;
         }
-      }
     }
   }
 };

@@ -209,9 +209,10 @@ Verdict sm90_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) {
   if (c.splitk > 1 && c.splitk_mode == static_cast<int>(SplitKMode::parallel) && c.epi != static_cast<int>(EpiVariant::direct))
     return no("splitk", "fam=sm90 parallel split-K (fp32 partials, then the reduce kernel) runs with epi=direct only");
   if (c.splitk > 1 && c.splitk_mode == static_cast<int>(SplitKMode::serial) &&
-      (c.cluster_m * c.cluster_n > 1 || c.warps_n > 1))
+      (c.cluster_m * c.cluster_n > 1 || c.warps_n > 1 || rows * c.tile_n / 128 > 64))
     return no("splitk", "fam=sm90 skmode=serial is stream-K (up to splitk CTAs per tile, reduced in the kernel): "
-                        "cluster=1x1 and no ping-pong (warps=1x1 or 2x1)");
+                        "cluster=1x1, no ping-pong (warps=1x1 or 2x1) and at most 64 accumulators per consumer "
+                        "thread (with 128 it ran 1.1-1.4x slower than unsplit: experiments/2026-12-06-wide-stream-k)");
   if (c.cluster_m * c.cluster_n > 2)
     return no("cluster", "fam=sm90 runs clusters of at most 2 CTAs (cluster=1x1, 2x1 or 1x2)");
   if (c.cluster_m * c.cluster_n > arch.max_cluster_size || (c.cluster_m * c.cluster_n > 1 && !arch.clusters))
