@@ -1,7 +1,7 @@
 # Sourced by the one-call GPU scripts (bench/*_gpu.sh): a time budget and a work folder that is
 # tarred into $OUT/results.tgz on exit (the device tool returns at most 8 files).
-#   START, left (seconds of BUDGET_S left, default 560), W (the work folder), build_all, build_cli, timed_sweep,
-#   setup_training
+#   START, left (seconds of BUDGET_S left, default 560), W (the work folder), build_all, build_cli, copy_rate,
+#   timed_sweep, setup_training
 START=$(date +%s)
 left() { echo $(( ${BUDGET_S:-560} - ($(date +%s) - START) )); }
 # $OUT should start empty, but lent machines have held other calls' files there: W starts empty regardless.
@@ -26,6 +26,12 @@ build_cli() {
   T=build-device/tilepick
   export TILEPICK_CACHE_DIR=/tmp/tp-jit
   nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$W/nvidia-smi.csv"
+}
+# The device copy rate, read + write (bench/copy_bandwidth.cu built with nvcc), into $W/copy_bandwidth.txt; prints
+# it and sets COPY_GBS.
+copy_rate() {
+  nvcc -O2 -o /tmp/copy_bandwidth bench/copy_bandwidth.cu && /tmp/copy_bandwidth > "$W/copy_bandwidth.txt" 2>&1
+  cat "$W/copy_bandwidth.txt"; COPY_GBS=$(awk '/^copy_gbs/ {print $2}' "$W/copy_bandwidth.txt")
 }
 # timed_sweep NAME SECONDS SWEEP_ARGS...: compile + measure within SECONDS (measuring stops 20 s early; the
 # compile phase does not count for --time-limit), records in $W/NAME.csv.gz, log in $W/NAME.log.

@@ -54,8 +54,7 @@ COPY_ARG=()
 for step in ${STEPS:-verify sanitize sass perf}; do
   case $step in
     bandwidth)
-      nvcc -O2 -o /tmp/copy_bandwidth bench/copy_bandwidth.cu && /tmp/copy_bandwidth > "$W/copy_bandwidth.txt" 2>&1
-      cat "$W/copy_bandwidth.txt"; COPY_ARG=(--copy-gbs "$(awk '/^copy_gbs/ {print $2}' "$W/copy_bandwidth.txt")") ;;
+      copy_rate; COPY_ARG=(--copy-gbs "$COPY_GBS") ;;
     verify)
       timeout 150 $T verify -f data/problems/sm90_check.txt --family sm90 -n "${CHECK_N:-8}" --csv "$W/verify.csv" >"$W/verify.txt" 2>&1
       echo "verify rc=$?: $(tail -1 "$W/verify.txt")"; grep -A2 '^FAIL' "$W/verify.txt" | head -30

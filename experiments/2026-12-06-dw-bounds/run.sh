@@ -10,5 +10,5 @@ cd "$(dirname "$0")/../.."
 HERE=experiments/2026-12-06-dw-bounds
 source bench/gpu_session.sh
 build_cli
-nvcc -O2 -o /tmp/copy_bandwidth bench/copy_bandwidth.cu && /tmp/copy_bandwidth > "$W/copy_bandwidth.txt" 2>&1; cat "$W/copy_bandwidth.txt"
+copy_rate
 timed_sweep layers $(( $(left) - 15 )) --pairs "$HERE/pairs.txt"

@@ -10,8 +10,7 @@ cd "$(dirname "$0")/../.."
 HERE=experiments/2026-12-06-launch-floor
 source bench/gpu_session.sh
 build_cli
-# The device copy rate (read + write), the other ceiling of these memory-bound layers.
-nvcc -O2 -o /tmp/copy_bandwidth bench/copy_bandwidth.cu && /tmp/copy_bandwidth > "$W/copy_bandwidth.txt" 2>&1; cat "$W/copy_bandwidth.txt"
+copy_rate  # the other ceiling of these memory-bound layers
 timed_sweep floor $(( $(left) - 20 )) --pairs "${PAIRS:-$HERE/pairs.txt}" --repeat "${REPEAT:-2}"
 python3 bench/sm90_compare.py "$W/floor.csv.gz" --family all > "$W/compare.txt" 2>&1
 grep -v '^replay' "$W/compare.txt" | cut -c1-150 | head -30
