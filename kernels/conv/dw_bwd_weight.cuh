@@ -6,7 +6,8 @@
 // filled with cp.async ahead of the compute. The block's sums go to the workspace as one fp32
 // partial per (c, tap)
 //   ws[part][c][tap], part = split * tiles_h * tiles_w + tile_row * tiles_w + tile_col,
-// and dw_bwd_weight_reduce adds the parts in a fixed order: deterministic, no atomics.
+// and dw_bwd_weight_reduce adds the parts in a fixed order: deterministic, no atomics. With one part
+// (Cfg::single: one split, one tile) the block writes dw[c][tap] itself and there is no reduce launch.
 //
 // dw_bwd_weight (filter extents known at compile time): thread = CPT channels x strips of PPT
 //   consecutive dy pixels x a group of filter rows, with all taps of those rows in registers; one
@@ -207,12 +208,15 @@ __device__ __forceinline__ void dw_bwd_weight(const DwParams& p) {
     __syncthreads();
   }
 
-  // Partial of this block: ws[part][c][tap] for c < C (contiguous over (c, tap)).
-  float* ws = static_cast<float*>(p.workspace) + (long long)tile.part * p.c * TAPS + (long long)tile.c0 * TAPS;
+  // Partial of this block: ws[part][c][tap] for c < C (contiguous over (c, tap)); with one part, dw itself.
+  const long long at = (long long)tile.part * p.c * TAPS + (long long)tile.c0 * TAPS;
   const int nc = min(TC, p.c - tile.c0);
   for (int e = threadIdx.x; e < nc * TAPS; e += Cfg::threads) {
     const int cc = e / TAPS, t = e - cc * TAPS;
-    ws[e] = s_red[t * TC + cc];
+    if constexpr (Cfg::single)
+      static_cast<T*>(p.dst)[at + e] = from_float<T>(s_red[t * TC + cc]);
+    else
+      static_cast<float*>(p.workspace)[at + e] = s_red[t * TC + cc];
   }
 }
 
@@ -259,7 +263,7 @@ __device__ __forceinline__ void dw_bwd_weight_taps(const DwParams& p) {
     }
   });
 
-  float* ws = static_cast<float*>(p.workspace) + (long long)tile.part * p.c * taps;
+  const long long at = (long long)tile.part * p.c * taps;
 #pragma unroll
   for (int k = 0; k < KT; ++k) {
     const int t = (tile.pass * KT + k) * P + pg;
@@ -267,7 +271,11 @@ __device__ __forceinline__ void dw_bwd_weight_taps(const DwParams& p) {
 #pragma unroll
     for (int i = 0; i < CPT; ++i) {
       const int ch = tile.c0 + lc * CPT + i;
-      if (ch < p.c) ws[(long long)ch * taps + t] = acc[k][i];
+      if (ch >= p.c) continue;
+      if constexpr (Cfg::single)
+        static_cast<T*>(p.dst)[at + (long long)ch * taps + t] = from_float<T>(acc[k][i]);
+      else
+        static_cast<float*>(p.workspace)[at + (long long)ch * taps + t] = acc[k][i];
     }
   }
 }

@@ -7,7 +7,8 @@
 //   bwd_weight               dw_bwd_weight     all taps in registers (filter in {1,3,5,7}^3, filter rows
 //                                              split over fgroups threads), else dw_bwd_weight_taps;
 //                                              fp32 partials per (split, tile) in the workspace
-//                            + dw_bwd_weight_reduce   ordered sum of the partials (deterministic)
+//                            + dw_bwd_weight_reduce   ordered sum of the partials (deterministic);
+//                                              with one part (one split, one tile) the kernel writes dw itself
 // Baked into the program (the specialization): direction, kernel, dtype, spatial rank, filter extents
 // when in {1,3,5,7} (else runtime), W stride/dilation when <= 2 and the W filter extent is baked,
 // staging vector width (from C), epilogue, pipeline depth. Everything else is runtime.
@@ -79,6 +80,7 @@ struct Spec {
   bool bias = false;
   int stages = 1;              // bwd_weight: slices in the cp.async ring
   int fgroups = 1;             // dw_bwd_weight: filter-row groups sharing the strips
+  bool single = false;         // bwd_weight with one part: dw written by the kernel, no workspace, no reduce
 
   // Canonical text of everything baked in besides the config.
   std::string text(const ConvProblem& p) const {
@@ -88,7 +90,7 @@ struct Spec {
     s += " filter=" + std::to_string(fz) + "x" + std::to_string(fy) + "x" + std::to_string(fx) +
          " wstep=" + std::to_string(sw) + "x" + std::to_string(dw) + " vec=" + std::to_string(vec);
     if (p.dir == ConvDir::fwd) s += " ep=" + to_string(p.epilogue);
-    if (p.dir == ConvDir::bwd_weight) s += " stages=" + std::to_string(stages);
+    if (p.dir == ConvDir::bwd_weight) s += " stages=" + std::to_string(stages) + (single ? " single" : "");
     if (kernel == Kernel::bwd_weight_regs) s += " fgroups=" + std::to_string(fgroups);
     return s;
   }
@@ -118,6 +120,7 @@ KernelSource make_source(const ConvProblem& p, const KernelConfig& c, const Spec
     cfg += "  static constexpr int stages = " + std::to_string(s.stages) +
            ", taps_per_thread = " + std::to_string(kTapsPerThread) + ", fgroups = " + std::to_string(s.fgroups) +
            ";\n";
+    cfg += std::string("  static constexpr bool single = ") + (s.single ? "true" : "false") + ";\n";
   }
   cfg += "};\n";
   k.code = "#include \"conv/dw.cuh\"\n" + cfg + "extern \"C\" __global__ void __launch_bounds__(" +
@@ -274,8 +277,8 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
       smem = std::max(s.stages * stage, regs ? taps * TC * 4 : 0);
       g.reduce_blocks = ceil_div(p.c * taps, 32);
       blocks = i64{q.tiles_c} * q.tiles_h * q.tiles_w * q.passes * q.splits;
-      workspace = align16(i64{q.parts} * p.c * taps * 4);
-      workspace = (workspace + 255) / 256 * 256;
+      s.single = q.parts == 1;  // each (c, tap) summed by one block: it writes dw, no second launch
+      workspace = s.single ? 0 : (align16(i64{q.parts} * p.c * taps * 4) + 255) / 256 * 256;
       break;
     }
   }
@@ -295,7 +298,8 @@ KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c) {
   KernelPlan plan;
   plan.kernels.push_back(make_source(p, c, g.s, dir_tag, g.threads));
   plan.workspace_bytes = static_cast<std::size_t>(g.workspace);
-  if (p.dir == ConvDir::bwd_weight) {
+  const bool reduce = p.dir == ConvDir::bwd_weight && !g.s.single;
+  if (reduce) {
     Spec r = g.s;
     r.kernel = Kernel::bwd_weight_reduce;
     plan.kernels.push_back(make_source(p, c, r, "bwd_weight_reduce", kReduceThreads));
@@ -308,12 +312,12 @@ KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c) {
   const int vec_bytes = g.s.vec * g.s.bytes, cpt_bytes = c.dw_cpt * g.s.bytes;
   const ConvDir dir = p.dir;
   const bool bias = g.s.bias;
-  plan.launches = [q, grid, smem_bytes, threads, reduce_blocks, vec_bytes, cpt_bytes, dir, bias](const Operands& o) {
+  plan.launches = [q, grid, smem_bytes, threads, reduce_blocks, vec_bytes, cpt_bytes, dir, bias, reduce](const Operands& o) {
     tp::DwParams a = q;
     a.src = o.a, a.src2 = o.b, a.bias = o.bias, a.dst = o.d, a.workspace = o.workspace;
     if (!a.src || !a.src2 || !a.dst) throw Unsupported("fam=dw: operands a, b and d must be set");
     if (bias && !a.bias) throw Unsupported("fam=dw: the epilogue has a bias but Operands::bias is null");
-    if (dir == ConvDir::bwd_weight && !a.workspace) throw Unsupported("fam=dw: bwd_weight needs the workspace");
+    if (reduce && !a.workspace) throw Unsupported("fam=dw: bwd_weight needs the workspace");
     // Staged tensors are read in vectors of vec elements, results written in vectors of cpt.
     check_aligned(a.src, vec_bytes, "input");
     check_aligned(dir == ConvDir::bwd_weight ? a.src2 : a.dst, dir == ConvDir::bwd_weight ? vec_bytes : cpt_bytes,
@@ -327,7 +331,7 @@ KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c) {
     ls[0].smem_bytes = smem_bytes;
     ls[0].params.resize(sizeof a);
     std::memcpy(ls[0].params.data(), &a, sizeof a);
-    if (dir == ConvDir::bwd_weight) {
+    if (reduce) {
       Launch r;
       r.kernel = 1;
       r.grid[0] = static_cast<unsigned>(reduce_blocks);
