@@ -131,8 +131,11 @@ __device__ __forceinline__ void fwd_compute(const DwParams& p, const typename Cf
 }  // namespace dw
 
 // y[n][od][oh][ow][c] = act(bias[c] + sum_{z,y,x} x[n][od*sd-pd+z*dd][oh*sh-ph+y*dh][ow*sw-pw+x*dw][c] * w[c][z][y][x])
-// Block = one tile: (c tile fastest, then tile col, tile row, od, n). Stages the input box (cp.async)
-// and the filter, then each thread computes its CPT channels x PPT columns of one row.
+// Block = p.iters consecutive spatial tiles (tile col fastest, then tile row, od, n) of one channel tile
+// (blockIdx.x % tiles_c). Stages the filter once; with one tile it stages the input box (cp.async) and
+// computes; with more, two box buffers take turns: the next tile's box is in flight while this one's is
+// computed, so the block keeps loads going through its compute (a single tile leaves that overlap to the
+// other blocks on the SM). Each thread computes its CPT channels x PPT columns of one row.
 template <class Cfg>
 __device__ __forceinline__ void dw_fwd(const DwParams& p) {
   using namespace dw;
@@ -143,16 +146,30 @@ __device__ __forceinline__ void dw_fwd(const DwParams& p) {
   const int FY = Cfg::fy ? Cfg::fy : p.filter[1];
   const int FX = Cfg::fx ? Cfg::fx : p.filter[2];
   const int taps = FZ * FY * FX;
-  float* s_w = reinterpret_cast<float*>(smem);                                                // [taps][TC]
-  T* s_x = reinterpret_cast<T*>(smem + align16(taps * TC * int(sizeof(float))));  // [FZ][SR][SC][TC]
-  const int c0 = (blockIdx.x % p.tiles_c) * TC, t = blockIdx.x / p.tiles_c;
+  float* s_w = reinterpret_cast<float*>(smem);                                    // [taps][TC]
+  unsigned char* s_box = smem + align16(taps * TC * int(sizeof(float)));          // [2][FZ][SR][SC][TC]
+  const int box_bytes = align16(p.halo[0] * p.halo[1] * p.halo[2] * TC * int(sizeof(T)));
+  auto s_x = [&](int i) { return reinterpret_cast<T*>(s_box + (i & 1) * box_bytes); };
+  const int c0 = (blockIdx.x % p.tiles_c) * TC;
+  const int tiles = p.tiles_w * p.tiles_h * p.out[0] * p.n;
+  const int t0 = blockIdx.x / p.tiles_c * p.iters, t1 = min(t0 + p.iters, tiles);
 
-  fwd_stage<Cfg>(p, s_x, t, c0);
+  fwd_stage<Cfg>(p, s_x(0), t0, c0);
   copy_commit();
   stage_filter<T, TC, Cfg::threads, Cfg::flip>(s_w, static_cast<const T*>(p.src2), p.c, c0, taps);
-  copy_wait<0>();
-  __syncthreads();
-  fwd_compute<Cfg>(p, s_x, s_w, t, c0);
+  for (int t = t0; t < t1; ++t) {
+    const bool next = t + 1 < t1;
+    if (next) {
+      fwd_stage<Cfg>(p, s_x(t - t0 + 1), t + 1, c0);  // into the buffer the previous tile was computed from
+      copy_commit();
+      copy_wait<1>();
+    } else {
+      copy_wait<0>();
+    }
+    __syncthreads();
+    fwd_compute<Cfg>(p, s_x(t - t0), s_w, t, c0);
+    if (next) __syncthreads();  // every thread is done with this buffer before it is staged again
+  }
 }
 
 // dx[n][d][h][w][c] = sum over taps with (h + ph - y*dh) % sh == 0 (and likewise d, w) of

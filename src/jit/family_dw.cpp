@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -149,6 +150,17 @@ int to_sint(i64 v, const char* what) {
   return static_cast<int>(v);
 }
 
+// dw_fwd: spatial tiles per block (the next tile's box loads while this one computes). Doubled while the
+// grid keeps kPipelineMinBlocks blocks and two boxes fit kPipelineSmem, up to kPipelineMaxTiles.
+// TILEPICK_DW_PIPE="min_blocks,max_tiles" overrides the two for the study (experiments/2026-12-06-dw-pipeline).
+i64 fwd_tiles_per_block(i64 tile_blocks, i64 pipelined_smem) {
+  i64 min_blocks = 1024, max_tiles = 8;
+  if (const char* e = std::getenv("TILEPICK_DW_PIPE")) std::sscanf(e, "%ld,%ld", &min_blocks, &max_tiles);
+  i64 t = 1;
+  while (2 * t <= max_tiles && pipelined_smem <= 64 * 1024 && ceil_div(tile_blocks, 2 * t) >= min_blocks) t *= 2;
+  return t;
+}
+
 // Everything derived from (problem, config): the specialization, the runtime params (pointers unset),
 // the grid, the dynamic shared memory and the workspace. Throws Unsupported.
 struct Geometry {
@@ -222,8 +234,10 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
         }
         q.tiles_h = to_int(ceil_div(dst[1], TH), "tiles"), q.tiles_w = to_int(ceil_div(dst[2], TW), "tiles");
         const i64 box = align16(i64{q.halo[0]} * q.halo[1] * q.halo[2] * TC * bytes);
-        blocks = i64{q.tiles_c} * q.tiles_h * q.tiles_w * p.n * dst[0];
-        smem = align16(taps * TC * 4) + box;
+        const i64 tiles = i64{q.tiles_h} * q.tiles_w * p.n * dst[0], filter = align16(taps * TC * 4);
+        q.iters = static_cast<int>(fwd_tiles_per_block(tiles * q.tiles_c, filter + 2 * box));
+        blocks = i64{q.tiles_c} * ceil_div(tiles, q.iters);
+        smem = filter + box * (q.iters > 1 ? 2 : 1);
       } else {
         // Strided bwd_data: one stride phase (qh, qw) per block; halo = the largest over the phases.
         s.kernel = Kernel::bwd_data_phase;
