@@ -139,8 +139,8 @@ TEST(FamilyDw, PlansForEveryLegalRegistryConfig) {
         EXPECT_GE(static_cast<std::int64_t>(q.tiles_h) * c.dw_tile_h * sh, o[1]);
         EXPECT_GE(static_cast<std::int64_t>(q.tiles_w) * c.dw_tile_w * sw, o[2]);
         const std::int64_t tiles = static_cast<std::int64_t>(q.tiles_h) * q.tiles_w * sh * sw * p.n * o[0];
-        // The direct kernel takes q.iters spatial tiles a block (a power of two, at most 8); the phase kernel one.
-        const std::int64_t per_block = phased ? 1 : q.iters;
+        // A block takes q.iters tiles (a power of two, at most 8).
+        const std::int64_t per_block = q.iters;
         pipelined += per_block > 1;
         EXPECT_TRUE(per_block == 1 || per_block == 2 || per_block == 4 || per_block == 8) << per_block;
         EXPECT_EQ(static_cast<std::int64_t>(l.grid[0]), q.tiles_c * ((tiles + per_block - 1) / per_block));

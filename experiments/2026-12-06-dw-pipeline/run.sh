@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# dw_fwd taking several spatial tiles a block, the next tile's box loading while this one computes
+# dw_fwd and dw_bwd_data taking several tiles a block, the next tile's box loading while this one computes
 # (src/jit/family_dw.cpp fwd_tiles_per_block; TILEPICK_DW_PIPE="min_blocks,max_tiles" overrides its rule), and
 # bwd_weight with one part writing dw itself (../2026-12-06-dw-single-part). One device call (carry .deps .commit):
 #   verify check.txt with every plan pipelined (TILEPICK_DW_PIPE=1,8) and native.txt with the default rule,
 #   racecheck + memcheck of pipelined plans, the single-part checks; then pairs.txt (the batch-32 / batch-8
-#   depthwise fwd and unit-stride bwd_data layers of ../2026-12-06-dw-bounds with their 3 best configs) swept with
+#   depthwise fwd and bwd_data layers of ../2026-12-06-dw-bounds with their 3 best configs) swept with
 #   the rule off, the default, and two others, off again last (heat drift), cuDNN's rows in the first sweep:
 #   BUDGET_S=540 bash experiments/2026-12-06-dw-pipeline/run.sh
 set -uo pipefail
@@ -27,7 +27,8 @@ P1="fam=dw splitk=1 dwtile=8x32x16 ppt=16 cpt=4"
 for tool in racecheck memcheck; do
   TILEPICK_DW_PIPE=1,8 timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 $T verify \
     -p "fwd g40 mb3 ic40 ih19 iw23 oc40 kh3 kw3 sh1 sw1 ph1 pw1 bf16 ep=bias+relu" \
-    -p "bwd_data g24 mb2 ic24 ih13 iw11 oc24 kh7 kw7 sh1 sw1 ph3 pw3 f32" -c "$P1" -c "$S1" >"$W/$tool.txt" 2>&1
+    -p "bwd_data g24 mb2 ic24 ih13 iw11 oc24 kh7 kw7 sh1 sw1 ph3 pw3 f32" \
+    -p "bwd_data g40 mb3 ic40 ih19 iw23 oc40 kh3 kw3 sh2 sw2 ph1 pw1 bf16" -c "$P1" -c "$S1" >"$W/$tool.txt" 2>&1
   echo "$tool exit $?: $(grep -m1 'ERROR SUMMARY\|RACECHECK SUMMARY' "$W/$tool.txt")"
 done
 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $T verify -f $SP/check.txt -c "$S1" >"$W/memcheck_single.txt" 2>&1
