@@ -131,6 +131,7 @@ TEST(FamilyDw, PlansForEveryLegalRegistryConfig) {
         EXPECT_EQ(ls[1].block[0], 256u);
         EXPECT_EQ(static_cast<std::int64_t>(ls[1].grid[0]) * 32 >= p.c * p.filter[0] * p.filter[1] * p.filter[2], true);
         EXPECT_EQ(ls[1].params, l.params);
+        EXPECT_TRUE(ls[1].overlap_previous);  // the reduce waits for the partials kernel itself
       } else {
         // The blocks tile the output (y, or dx) completely.
         const auto& o = p.dir == ConvDir::fwd ? out : p.in;

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # dw_fwd and dw_bwd_data taking several tiles a block, the next tile's box loading while this one computes
-# (src/jit/family_dw.cpp fwd_tiles_per_block; TILEPICK_DW_PIPE="min_blocks,max_tiles" overrides its rule), and
-# bwd_weight with one part writing dw itself (../2026-12-06-dw-single-part). One device call (carry .deps .commit):
+# (src/jit/family_dw.cpp tiles_per_block; TILEPICK_DW_PIPE="min_blocks,max_tiles" overrides its rule), and
+# bwd_weight with one part writing dw itself (../2026-12-06-dw-single-part), the reduce launch overlapped. One device call (carry .deps .commit):
 #   verify check.txt with every plan pipelined (TILEPICK_DW_PIPE=1,8) and native.txt with the default rule,
 #   racecheck + memcheck of pipelined plans, the single-part checks; then pairs.txt (the batch-32 / batch-8
 #   depthwise fwd and bwd_data layers of ../2026-12-06-dw-bounds with their 3 best configs) swept with
-#   the rule off, the default, and two others, off again last (heat drift), cuDNN's rows in the first sweep:
-#   BUDGET_S=540 bash experiments/2026-12-06-dw-pipeline/run.sh
+#   the rule off, the default, off again (heat drift), then min_blocks 264, cuDNN's rows in the first sweep;
+#   wgrad_pairs.txt (every depthwise bwd_weight layer, best 3 configs) with the reduce launch overlapped
+#   (griddepcontrol) and not (TILEPICK_DW_NO_OVERLAP), in turns, as time allows:
+#   BUDGET_S=570 bash experiments/2026-12-06-dw-pipeline/run.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 HERE=experiments/2026-12-06-dw-pipeline
@@ -33,9 +35,11 @@ for tool in racecheck memcheck; do
 done
 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $T verify -f $SP/check.txt -c "$S1" >"$W/memcheck_single.txt" 2>&1
 echo "memcheck single exit $?: $(grep -m1 'ERROR SUMMARY' "$W/memcheck_single.txt")"
-TILEPICK_DW_PIPE=1000000000,1 timed_sweep off 90 --pairs $HERE/pairs.txt
-timed_sweep on 60 --pairs $HERE/pairs.txt --no-vendor
-TILEPICK_DW_PIPE=264,8 timed_sweep on264 60 --pairs $HERE/pairs.txt --no-vendor
-TILEPICK_DW_PIPE=1000000000,1 timed_sweep off2 60 --pairs $HERE/pairs.txt --no-vendor
-TILEPICK_DW_PIPE=528,4 timed_sweep on528 60 --pairs $HERE/pairs.txt --no-vendor
-timed_sweep single $(( $(left) - 10 )) --pairs $SP/before_pairs.txt
+cap() { local l=$(( $(left) - 15 )); echo $(( $1 < l ? $1 : l )); }  # seconds for the next sweep
+TILEPICK_DW_PIPE=1000000000,1 TILEPICK_DW_NO_OVERLAP=1 timed_sweep off $(cap 90) --pairs $HERE/pairs.txt
+timed_sweep on $(cap 50) --pairs $HERE/pairs.txt --no-vendor
+TILEPICK_DW_NO_OVERLAP=1 timed_sweep wgrad_off $(cap 70) --pairs $HERE/wgrad_pairs.txt
+timed_sweep wgrad_on $(cap 45) --pairs $HERE/wgrad_pairs.txt --no-vendor
+TILEPICK_DW_PIPE=1000000000,1 TILEPICK_DW_NO_OVERLAP=1 timed_sweep off2 $(cap 50) --pairs $HERE/pairs.txt --no-vendor
+TILEPICK_DW_PIPE=264,8 timed_sweep on264 $(cap 50) --pairs $HERE/pairs.txt --no-vendor
+TILEPICK_DW_NO_OVERLAP=1 timed_sweep wgrad_off2 $(cap 45) --pairs $HERE/wgrad_pairs.txt --no-vendor

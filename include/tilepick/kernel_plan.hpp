@@ -52,8 +52,9 @@ struct Launch {
   std::vector<unsigned char> params;     // the kernel's single by-value parameter struct
   // Bytes of the workspace to zero before this launch (serial split-K counters); 0 = none.
   std::size_t zero_workspace_bytes = 0;
-  // Independent of the plan's previous launch (disjoint outputs, no workspace): it may start while that one runs
-  // (programmatic stream serialization; the previous kernel signals griddepcontrol.launch_dependents).
+  // May start while the plan's previous launch runs (programmatic stream serialization; the previous kernel
+  // signals griddepcontrol.launch_dependents): independent of it (disjoint outputs, no workspace), or a kernel
+  // that runs griddepcontrol.wait before it reads what the previous one wrote.
   bool overlap_previous = false;
 };
 

@@ -355,6 +355,9 @@ KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c) {
       r.grid[0] = static_cast<unsigned>(reduce_blocks);
       r.block[0] = kReduceThreads;
       r.params = ls[0].params;
+      // It waits for the partials kernel itself (griddepcontrol.wait): its launch may overlap that kernel's last
+      // wave. TILEPICK_DW_NO_OVERLAP turns that off for the study (experiments/2026-12-06-dw-pipeline).
+      r.overlap_previous = !std::getenv("TILEPICK_DW_NO_OVERLAP");
       ls.push_back(std::move(r));
     }
     return ls;
