@@ -69,7 +69,7 @@ tp::DwParams params_of(const Launch& l) {
 }  // namespace
 
 TEST(FamilyDw, PlansForEveryLegalRegistryConfig) {
-  int plans = 0, refused = 0, single = 0, pipelined = 0;
+  int plans = 0, refused = 0, single = 0;
   for (const char* text : kProblems) {
     SCOPED_TRACE(text);
     const ConvProblem p = parse_conv(text);
@@ -139,19 +139,14 @@ TEST(FamilyDw, PlansForEveryLegalRegistryConfig) {
         const std::int64_t sh = phased ? p.stride[1] : 1, sw = phased ? p.stride[2] : 1;
         EXPECT_GE(static_cast<std::int64_t>(q.tiles_h) * c.dw_tile_h * sh, o[1]);
         EXPECT_GE(static_cast<std::int64_t>(q.tiles_w) * c.dw_tile_w * sw, o[2]);
-        const std::int64_t tiles = static_cast<std::int64_t>(q.tiles_h) * q.tiles_w * sh * sw * p.n * o[0];
-        // A block takes q.iters tiles (a power of two, at most 8).
-        const std::int64_t per_block = q.iters;
-        pipelined += per_block > 1;
-        EXPECT_TRUE(per_block == 1 || per_block == 2 || per_block == 4 || per_block == 8) << per_block;
-        EXPECT_EQ(static_cast<std::int64_t>(l.grid[0]), q.tiles_c * ((tiles + per_block - 1) / per_block));
+        EXPECT_EQ(static_cast<std::int64_t>(l.grid[0]),
+                  static_cast<std::int64_t>(q.tiles_c) * q.tiles_h * q.tiles_w * sh * sw * p.n * o[0]);
         EXPECT_EQ(l.zero_workspace_bytes, 0u);
       }
     }
   }
   EXPECT_GT(plans, 1000);
   EXPECT_GT(single, 0);  // some bwd_weight plans have one part
-  EXPECT_GT(pipelined, 0);  // and some direct plans take several tiles a block
   EXPECT_LT(refused * 20, plans);  // the gap stays small on the default space
 }
 

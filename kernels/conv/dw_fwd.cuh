@@ -1,12 +1,11 @@
 // Depthwise convolution, forward (and unit-stride backward-data as a forward pass with the filter
-// rotated), and backward-data for any stride, one stride phase per tile.
+// rotated), and backward-data for any stride, one stride phase per block.
 //
 // Cfg (generated per program): T; tile_h, tile_w, tile_c, ppt, cpt, threads; vec (staging vector,
 // elements); fz, fy, fx (filter extents, 0 = runtime); sw, dw (W stride and dilation, 0 = runtime);
 // act, bias, flip.
 //
-// Tile: TH output rows x TW cols x TC channels of one (n, od) slice; a block computes p.iters of them
-// (the host's tiles_per_block), with the next one's input box loading while it computes this one.
+// Block: one output tile of TH rows x TW cols x TC channels of one (n, od) slice.
 // Thread: CPT channels (lc) x PPT consecutive output columns of one row (r, col0).
 //   threads = (TH * TW / PPT) * (TC / CPT), channel lanes fastest (coalesced along channels).
 #pragma once
@@ -132,11 +131,8 @@ __device__ __forceinline__ void fwd_compute(const DwParams& p, const typename Cf
 }  // namespace dw
 
 // y[n][od][oh][ow][c] = act(bias[c] + sum_{z,y,x} x[n][od*sd-pd+z*dd][oh*sh-ph+y*dh][ow*sw-pw+x*dw][c] * w[c][z][y][x])
-// Block = p.iters consecutive spatial tiles (tile col fastest, then tile row, od, n) of one channel tile
-// (blockIdx.x % tiles_c). Stages the filter once; with one tile it stages the input box (cp.async) and
-// computes; with more, two box buffers take turns: the next tile's box is in flight while this one's is
-// computed, so the block keeps loads going through its compute (a single tile leaves that overlap to the
-// other blocks on the SM). Each thread computes its CPT channels x PPT columns of one row.
+// Block = one tile: (c tile fastest, then tile col, tile row, od, n). Stages the input box (cp.async)
+// and the filter, then each thread computes its CPT channels x PPT columns of one row.
 template <class Cfg>
 __device__ __forceinline__ void dw_fwd(const DwParams& p) {
   using namespace dw;
@@ -147,71 +143,23 @@ __device__ __forceinline__ void dw_fwd(const DwParams& p) {
   const int FY = Cfg::fy ? Cfg::fy : p.filter[1];
   const int FX = Cfg::fx ? Cfg::fx : p.filter[2];
   const int taps = FZ * FY * FX;
-  float* s_w = reinterpret_cast<float*>(smem);                                    // [taps][TC]
-  unsigned char* s_box = smem + align16(taps * TC * int(sizeof(float)));          // [2][FZ][SR][SC][TC]
-  const int box_bytes = align16(p.halo[0] * p.halo[1] * p.halo[2] * TC * int(sizeof(T)));
-  auto s_x = [&](int i) { return reinterpret_cast<T*>(s_box + (i & 1) * box_bytes); };
-  const int c0 = (blockIdx.x % p.tiles_c) * TC;
-  const int tiles = p.tiles_w * p.tiles_h * p.out[0] * p.n;
-  const int t0 = blockIdx.x / p.tiles_c * p.iters, t1 = min(t0 + p.iters, tiles);
+  float* s_w = reinterpret_cast<float*>(smem);                                                // [taps][TC]
+  T* s_x = reinterpret_cast<T*>(smem + align16(taps * TC * int(sizeof(float))));  // [FZ][SR][SC][TC]
+  const int c0 = (blockIdx.x % p.tiles_c) * TC, t = blockIdx.x / p.tiles_c;
 
-  fwd_stage<Cfg>(p, s_x(0), t0, c0);
+  fwd_stage<Cfg>(p, s_x, t, c0);
   copy_commit();
   stage_filter<T, TC, Cfg::threads, Cfg::flip>(s_w, static_cast<const T*>(p.src2), p.c, c0, taps);
-  for (int t = t0; t < t1; ++t) {
-    const bool next = t + 1 < t1;
-    if (next) {
-      fwd_stage<Cfg>(p, s_x(t - t0 + 1), t + 1, c0);  // into the buffer the previous tile was computed from
-      copy_commit();
-      copy_wait<1>();
-    } else {
-      copy_wait<0>();
-    }
-    __syncthreads();
-    fwd_compute<Cfg>(p, s_x(t - t0), s_w, t, c0);
-    if (next) __syncthreads();  // every thread is done with this buffer before it is staged again
-  }
+  copy_wait<0>();
+  __syncthreads();
+  fwd_compute<Cfg>(p, s_x, s_w, t, c0);
 }
 
 // dx[n][d][h][w][c] = sum over taps with (h + ph - y*dh) % sh == 0 (and likewise d, w) of
 //   dy[n][(d+pd-z*dd)/sd][(h+ph-y*dh)/sh][(w+pw-x*dw)/sw][c] * w[c][z][y][x]
-// A unit is one tile of one stride phase (qh, qw) = (h % sh, w % sw): within it the valid taps are the same
-// for every pixel and the dy rows/cols they read are consecutive, so it stages one dy box and runs a dense
-// correlation over the phase's pixels h = qh + sh * a, w = qw + sw * b.
-namespace dw {
-
-struct PhaseUnit {
-  int b0, a0;          // phase column and row of the tile
-  int qh, qw, d, n;    // stride phase, dx depth, image
-  int omin_h, omin_w;  // dy offsets of the box (the smallest tap offset, at y = FY-1 / x = FX-1)
-};
-
-// Unit u (tile col fastest, then tile row, phase, d, n).
-__device__ __forceinline__ PhaseUnit phase_unit(const DwParams& p, int u, int TH, int TW, int FY, int FX) {
-  PhaseUnit r;
-  r.b0 = (u % p.tiles_w) * TW;
-  u /= p.tiles_w;
-  r.a0 = (u % p.tiles_h) * TH;
-  u /= p.tiles_h;
-  const int phases = p.stride[1] * p.stride[2];
-  r.qh = (u % phases) / p.stride[2], r.qw = (u % phases) % p.stride[2];
-  u /= phases;
-  r.d = u % p.out[0], r.n = u / p.out[0];
-  r.omin_h = floor_div(r.qh + p.pad[1] - (FY - 1) * p.dilation[1], p.stride[1]);
-  r.omin_w = floor_div(r.qw + p.pad[2] - (FX - 1) * p.dilation[2], p.stride[2]);
-  return r;
-}
-
-// dy depth read by tap z for dx depth d, or -1.
-__device__ __forceinline__ int phase_slice(const DwParams& p, int d, int z) {
-  const int t = d + p.pad[0] - z * p.dilation[0];
-  return t % p.stride[0] == 0 && t >= 0 ? t / p.stride[0] : -1;
-}
-
-}  // namespace dw
-
-// Block = p.iters consecutive units of one channel tile (blockIdx.x % tiles_c), two dy box buffers taking
-// turns as in dw_fwd; the filter is staged once.
+// Blocks own one stride phase (qh, qw) = (h % sh, w % sw): within it the valid taps are the same for
+// every pixel and the dy rows/cols they read are consecutive, so the block stages one dy box and
+// runs a dense correlation over the phase's pixels h = qh + sh * a, w = qw + sw * b.
 template <class Cfg>
 __device__ __forceinline__ void dw_bwd_data(const DwParams& p) {
   using namespace dw;
@@ -219,78 +167,77 @@ __device__ __forceinline__ void dw_bwd_data(const DwParams& p) {
   constexpr int TH = Cfg::tile_h, TW = Cfg::tile_w, TC = Cfg::tile_c, PPT = Cfg::ppt, CPT = Cfg::cpt;
   constexpr int LC = TC / CPT, GW = TW / PPT;
   extern __shared__ __align__(16) unsigned char smem[];
+
+  int b = blockIdx.x;  // (c tile, tile col, tile row, phase, d, n)
+  const int c0 = (b % p.tiles_c) * TC;
+  b /= p.tiles_c;
+  const int b0 = (b % p.tiles_w) * TW;  // phase column of the tile
+  b /= p.tiles_w;
+  const int a0 = (b % p.tiles_h) * TH;  // phase row of the tile
+  b /= p.tiles_h;
+  const int phases = p.stride[1] * p.stride[2];
+  const int qh = (b % phases) / p.stride[2], qw = (b % phases) % p.stride[2];
+  b /= phases;
+  const int d = b % p.out[0], n = b / p.out[0];
+
   const int FZ = Cfg::fz ? Cfg::fz : p.filter[0];
   const int FY = Cfg::fy ? Cfg::fy : p.filter[1];
   const int FX = Cfg::fx ? Cfg::fx : p.filter[2];
-  const int sh = p.stride[1], sw = p.stride[2];
+  const int sd = p.stride[0], sh = p.stride[1], sw = p.stride[2];
   const int SR = p.halo[1], SC = p.halo[2];
-  const int taps = FZ * FY * FX;
-  float* s_w = reinterpret_cast<float*>(smem);                            // [taps][TC]
-  unsigned char* s_box = smem + align16(taps * TC * int(sizeof(float)));  // [2][FZ][SR][SC][TC]: slice z = tap z
-  const int box_bytes = align16(FZ * SR * SC * TC * int(sizeof(T)));
-  auto s_dy = [&](int i) { return reinterpret_cast<T*>(s_box + (i & 1) * box_bytes); };
-  const int c0 = (blockIdx.x % p.tiles_c) * TC;
-  const int units = p.tiles_w * p.tiles_h * sh * sw * p.out[0] * p.n;
-  const int u0 = blockIdx.x / p.tiles_c * p.iters, u1 = min(u0 + p.iters, units);
-  auto stage = [&](int u, T* dst) {
-    const PhaseUnit t = phase_unit(p, u, TH, TW, FY, FX);
-    stage_box<T, TC, Cfg::vec, Cfg::threads>(dst, static_cast<const T*>(p.src), p.in, p.c, t.n, FZ,
-                                             [&](int z) { return phase_slice(p, t.d, z); }, t.a0 + t.omin_h, SR,
-                                             t.b0 + t.omin_w, SC, c0);
-    copy_commit();
-  };
+  // dy row of tap y for phase row a: a + (qh + ph - y*dh) / sh; the smallest offset is at y = FY-1.
+  const int omin_h = floor_div(qh + p.pad[1] - (FY - 1) * p.dilation[1], sh);
+  const int omin_w = floor_div(qw + p.pad[2] - (FX - 1) * p.dilation[2], sw);
+  T* s_dy = reinterpret_cast<T*>(smem);  // [FZ][SR][SC][TC]: dy box, slice z = tap z
+  float* s_w = reinterpret_cast<float*>(smem + align16(FZ * SR * SC * TC * int(sizeof(T))));  // [taps][TC]
 
-  stage(u0, s_dy(0));
-  stage_filter<T, TC, Cfg::threads, false>(s_w, static_cast<const T*>(p.src2), p.c, c0, taps);
+  auto dy_slice = [&](int z) {  // dy depth read by tap z, or -1
+    const int t = d + p.pad[0] - z * p.dilation[0];
+    return t % sd == 0 && t >= 0 ? t / sd : -1;
+  };
+  stage_box<T, TC, Cfg::vec, Cfg::threads>(s_dy, static_cast<const T*>(p.src), p.in, p.c, n, FZ, dy_slice,
+                                           a0 + omin_h, SR, b0 + omin_w, SC, c0);
+  copy_commit();
+  stage_filter<T, TC, Cfg::threads, false>(s_w, static_cast<const T*>(p.src2), p.c, c0, FZ * FY * FX);
+  copy_wait<0>();
+  __syncthreads();
+
   const int lc = threadIdx.x % LC, pg = threadIdx.x / LC;
   const int r = pg / GW, col0 = (pg % GW) * PPT;
-  for (int u = u0; u < u1; ++u) {
-    const bool next = u + 1 < u1;
-    if (next) {
-      stage(u + 1, s_dy(u - u0 + 1));  // into the buffer the previous unit was computed from
-      copy_wait<1>();
-    } else {
-      copy_wait<0>();
-    }
-    __syncthreads();
-    const PhaseUnit t = phase_unit(p, u, TH, TW, FY, FX);
-    const T* box = s_dy(u - u0);
-    float acc[PPT][CPT] = {};
-    for (int fz = 0; fz < FZ; ++fz) {
-      const int z = phase_slice(p, t.d, fz);
-      if (z < 0 || z >= p.in[0]) continue;
+  float acc[PPT][CPT] = {};
+  for (int fz = 0; fz < FZ; ++fz) {
+    const int z = dy_slice(fz);
+    if (z < 0 || z >= p.in[0]) continue;
 #pragma unroll 1
-      for (int fy = 0; fy < FY; ++fy) {
-        const int v = t.qh + p.pad[1] - fy * p.dilation[1];
-        if (v % sh != 0) continue;
-        const T* s_row = box + ((fz * SR + r + v / sh - t.omin_h) * SC) * TC + lc * CPT;
+    for (int fy = 0; fy < FY; ++fy) {
+      const int u = qh + p.pad[1] - fy * p.dilation[1];
+      if (u % sh != 0) continue;
+      const T* s_row = s_dy + ((fz * SR + r + u / sh - omin_h) * SC) * TC + lc * CPT;
 #pragma unroll
-        for (int fx = 0; fx < FX; ++fx) {
-          const int o = t.qw + p.pad[2] - fx * p.dilation[2];
-          if (o % sw != 0) continue;
-          const T* s_col = s_row + (col0 + o / sw - t.omin_w) * TC;
-          float w[CPT];
-          load_f32(s_w + ((fz * FY + fy) * FX + fx) * TC + lc * CPT, w);
+      for (int fx = 0; fx < FX; ++fx) {
+        const int v = qw + p.pad[2] - fx * p.dilation[2];
+        if (v % sw != 0) continue;
+        const T* s_col = s_row + (col0 + v / sw - omin_w) * TC;
+        float w[CPT];
+        load_f32(s_w + ((fz * FY + fy) * FX + fx) * TC + lc * CPT, w);
 #pragma unroll
-          for (int j = 0; j < PPT; ++j) {
-            float x[CPT];
-            load_f(s_col + j * TC, x);
+        for (int j = 0; j < PPT; ++j) {
+          float x[CPT];
+          load_f(s_col + j * TC, x);
 #pragma unroll
-            for (int i = 0; i < CPT; ++i) acc[j][i] = fmaf(x[i], w[i], acc[j][i]);
-          }
+          for (int i = 0; i < CPT; ++i) acc[j][i] = fmaf(x[i], w[i], acc[j][i]);
         }
       }
     }
-    const int h = t.qh + sh * (t.a0 + r), ch = c0 + lc * CPT;
-    if (h < p.out[1] && ch < p.c) {
-      T* dx = static_cast<T*>(p.dst) + (((t.n * p.out[0] + t.d) * p.out[1] + h) * p.out[2]) * p.c + ch;
+  }
+
+  const int h = qh + sh * (a0 + r), ch = c0 + lc * CPT;
+  if (h >= p.out[1] || ch >= p.c) return;
+  T* dx = static_cast<T*>(p.dst) + (((n * p.out[0] + d) * p.out[1] + h) * p.out[2]) * p.c + ch;
 #pragma unroll
-      for (int j = 0; j < PPT; ++j) {
-        const int w = t.qw + sw * (t.b0 + col0 + j);
-        if (w < p.out[2]) store_f(dx + w * p.c, acc[j]);
-      }
-    }
-    if (next) __syncthreads();  // every thread is done with this buffer before it is staged again
+  for (int j = 0; j < PPT; ++j) {
+    const int w = qw + sw * (b0 + col0 + j);
+    if (w < p.out[2]) store_f(dx + w * p.c, acc[j]);
   }
 }
 

@@ -33,7 +33,7 @@ struct DwParams {
   int halo[3];       // staged src box per block: (slices, rows, cols); sizes the shared memory
   int tiles_h, tiles_w, tiles_c;  // blocks along output rows, output cols, channels
   int splits;        // bwd_weight: blocks along the (n, od) reduction
-  int iters;         // bwd_weight: (n, od) slices per split; dw_fwd, dw_bwd_data: tiles per block
+  int iters;         // bwd_weight: (n, od) slices per split
   int passes;        // bwd_weight tap-owner kernel: blocks along the taps
   int parts;         // bwd_weight: partial sums per (c, tap) = splits * tiles_h * tiles_w
 };

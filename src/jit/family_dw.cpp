@@ -3,8 +3,7 @@
 // Kernels (kernels/conv/dw*.cuh), picked from the problem:
 //   fwd                      dw_fwd            direct, input box with halo in shared memory
 //   bwd_data, unit stride    dw_fwd (flip)     the same kernel on dy with the filter rotated
-//   bwd_data, any stride     dw_bwd_data       one stride phase per tile
-//   (both take q.iters tiles a block where the grid stays large, two boxes in turn: tiles_per_block)
+//   bwd_data, any stride     dw_bwd_data       one stride phase per block
 //   bwd_weight               dw_bwd_weight     all taps in registers (filter in {1,3,5,7}^3, filter rows
 //                                              split over fgroups threads), else dw_bwd_weight_taps;
 //                                              fp32 partials per (split, tile) in the workspace
@@ -16,7 +15,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -151,17 +149,6 @@ int to_sint(i64 v, const char* what) {
   return static_cast<int>(v);
 }
 
-// dw_fwd and dw_bwd_data: tiles per block (the next tile's box loads while this one computes). Doubled while the
-// grid keeps kPipelineMinBlocks blocks and two boxes fit kPipelineSmem, up to kPipelineMaxTiles.
-// TILEPICK_DW_PIPE="min_blocks,max_tiles" overrides the two for the study (experiments/2026-12-06-dw-pipeline).
-i64 tiles_per_block(i64 tile_blocks, i64 pipelined_smem) {
-  i64 min_blocks = 1024, max_tiles = 8;
-  if (const char* e = std::getenv("TILEPICK_DW_PIPE")) std::sscanf(e, "%ld,%ld", &min_blocks, &max_tiles);
-  i64 t = 1;
-  while (2 * t <= max_tiles && pipelined_smem <= 64 * 1024 && ceil_div(tile_blocks, 2 * t) >= min_blocks) t *= 2;
-  return t;
-}
-
 // Everything derived from (problem, config): the specialization, the runtime params (pointers unset),
 // the grid, the dynamic shared memory and the workspace. Throws Unsupported.
 struct Geometry {
@@ -235,12 +222,10 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
         }
         q.tiles_h = to_int(ceil_div(dst[1], TH), "tiles"), q.tiles_w = to_int(ceil_div(dst[2], TW), "tiles");
         const i64 box = align16(i64{q.halo[0]} * q.halo[1] * q.halo[2] * TC * bytes);
-        const i64 tiles = i64{q.tiles_h} * q.tiles_w * p.n * dst[0], filter = align16(taps * TC * 4);
-        q.iters = static_cast<int>(tiles_per_block(tiles * q.tiles_c, filter + 2 * box));
-        blocks = i64{q.tiles_c} * ceil_div(tiles, q.iters);
-        smem = filter + box * (q.iters > 1 ? 2 : 1);
+        blocks = i64{q.tiles_c} * q.tiles_h * q.tiles_w * p.n * dst[0];
+        smem = align16(taps * TC * 4) + box;
       } else {
-        // Strided bwd_data: one stride phase (qh, qw) per unit; halo = the largest over the phases.
+        // Strided bwd_data: one stride phase (qh, qw) per block; halo = the largest over the phases.
         s.kernel = Kernel::bwd_data_phase;
         for (int i = 0; i < 3; ++i) q.in[i] = to_int(out[i], "dy extent"), q.out[i] = to_int(in[i], "dx extent");
         const int tile[3] = {1, TH, TW};
@@ -254,11 +239,8 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
         }
         q.tiles_h = to_int(ceil_div(ceil_div(in[1], p.stride[1]), TH), "tiles");
         q.tiles_w = to_int(ceil_div(ceil_div(in[2], p.stride[2]), TW), "tiles");
-        const i64 units = i64{q.tiles_h} * q.tiles_w * p.stride[1] * p.stride[2] * p.n * in[0];
-        const i64 box = align16(i64{q.halo[0]} * q.halo[1] * q.halo[2] * TC * bytes), filter = align16(taps * TC * 4);
-        q.iters = static_cast<int>(tiles_per_block(units * q.tiles_c, filter + 2 * box));
-        blocks = i64{q.tiles_c} * ceil_div(units, q.iters);
-        smem = filter + box * (q.iters > 1 ? 2 : 1);
+        blocks = i64{q.tiles_c} * q.tiles_h * q.tiles_w * p.stride[1] * p.stride[2] * p.n * in[0];
+        smem = align16(i64{q.halo[0]} * q.halo[1] * q.halo[2] * TC * bytes) + taps * TC * 4;
       }
       break;
     }
@@ -355,9 +337,8 @@ KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c) {
       r.grid[0] = static_cast<unsigned>(reduce_blocks);
       r.block[0] = kReduceThreads;
       r.params = ls[0].params;
-      // It waits for the partials kernel itself (griddepcontrol.wait): its launch may overlap that kernel's last
-      // wave. TILEPICK_DW_NO_OVERLAP turns that off for the study (experiments/2026-12-06-dw-pipeline).
-      r.overlap_previous = !std::getenv("TILEPICK_DW_NO_OVERLAP");
+      r.overlap_previous = true;  // it waits for the partials kernel itself (griddepcontrol.wait): its launch may
+                                  // overlap that kernel's last wave
       ls.push_back(std::move(r));
     }
     return ls;
