@@ -89,8 +89,9 @@ TEST(FamilyDw, PlansForEveryLegalRegistryConfig) {
       }
       ++plans;
       // bwd_weight: the partials kernel and the reduce, unless one part (one split, one tile) covers the sums.
-      const tp::DwParams q0 = params_of(plan.launches(fake_operands(p))[0]);
-      const bool one_part = p.dir == ConvDir::bwd_weight && q0.parts == 1;
+      const auto ls = plan.launches(fake_operands(p));
+      ASSERT_FALSE(ls.empty());
+      const bool one_part = p.dir == ConvDir::bwd_weight && params_of(ls[0]).parts == 1;
       single += one_part;
       const std::size_t nk = p.dir == ConvDir::bwd_weight && !one_part ? 2 : 1;
       ASSERT_EQ(plan.kernels.size(), nk);
@@ -103,7 +104,6 @@ TEST(FamilyDw, PlansForEveryLegalRegistryConfig) {
       EXPECT_EQ(plan.kernels[0].name.rfind("tp_dw_" + std::string(to_string(p.dir)) + "_", 0), 0u);
       EXPECT_EQ(plan.workspace_bytes > 0, p.dir == ConvDir::bwd_weight && !one_part);  // the fp32 partials
 
-      const auto ls = plan.launches(fake_operands(p));
       ASSERT_EQ(ls.size(), nk);
       const Launch& l = ls[0];
       EXPECT_EQ(l.block[0], static_cast<unsigned>(threads_per_block(c)));

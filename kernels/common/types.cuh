@@ -1,4 +1,4 @@
-// Element types as raw bits, conversions through PTX, and the epilogue activations.
+// Element types as raw bits, conversions through PTX, the epilogue activations, and programmatic dependent launch.
 // Device-only and NVRTC-clean: no host headers, no cuda_fp16.h (it is heavy and not always present).
 #pragma once
 
@@ -68,6 +68,20 @@ template <int A, bool FAST = false> __device__ __forceinline__ float activate(fl
   if (A == act_sigmoid) return FAST ? 0.5f + 0.5f * tanh_approx(0.5f * x) : 1.f / (1.f + expf(-x));
   if (A == act_tanh) return th(x);
   return x;
+}
+
+// Programmatic dependent launch (a launch with Launch::overlap_previous): allow_dependent_launch() lets the next
+// grid start once every block of this one ran it; wait_for_previous_grid() waits until the previous grid completed
+// and its writes are visible. No-ops without a dependent launch, and before sm_90.
+__device__ __forceinline__ void allow_dependent_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wait_for_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
 }
 
 }  // namespace tp

@@ -21,21 +21,6 @@
 namespace tp {
 namespace dw {
 
-// The reduce launch may start while the partials kernel runs (programmatic dependent launch,
-// Launch::overlap_previous): the partials kernel lets it launch once all its blocks started, and the
-// reduce waits for the partials kernel to complete and flush before it reads the workspace. Both are
-// no-ops without a dependent launch; sm_90 and later only.
-__device__ __forceinline__ void allow_dependent_launch() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void wait_for_previous_grid() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-
 // Block coordinates and staging shared by both bwd_weight kernels.
 template <class Cfg>
 struct BwdWeightTile {
@@ -151,7 +136,7 @@ __device__ __forceinline__ void filter_row_grad(float (&acc)[Cfg::fx][Cfg::cpt],
 template <class Cfg>
 __device__ __forceinline__ void dw_bwd_weight(const DwParams& p) {
   using namespace dw;
-  if constexpr (!Cfg::single) allow_dependent_launch();
+  allow_dependent_launch();  // the reduce launch (if any) may start; it waits for this grid itself
   typedef typename Cfg::T T;
   constexpr int TW = Cfg::tile_w, TC = Cfg::tile_c, PPT = Cfg::ppt, CPT = Cfg::cpt;
   constexpr int LC = TC / CPT, GW = TW / PPT, P = Cfg::threads / LC;
@@ -240,7 +225,7 @@ __device__ __forceinline__ void dw_bwd_weight(const DwParams& p) {
 template <class Cfg>
 __device__ __forceinline__ void dw_bwd_weight_taps(const DwParams& p) {
   using namespace dw;
-  if constexpr (!Cfg::single) allow_dependent_launch();
+  allow_dependent_launch();
   typedef typename Cfg::T T;
   constexpr int TH = Cfg::tile_h, TW = Cfg::tile_w, TC = Cfg::tile_c, CPT = Cfg::cpt;
   constexpr int LC = TC / CPT, P = Cfg::threads / LC, KT = Cfg::taps_per_thread;
@@ -302,7 +287,7 @@ __device__ __forceinline__ void dw_bwd_weight_taps(const DwParams& p) {
 template <class Cfg>
 __device__ __forceinline__ void dw_bwd_weight_reduce(const DwParams& p) {
   typedef typename Cfg::T T;
-  dw::wait_for_previous_grid();
+  wait_for_previous_grid();  // the partials kernel's workspace, before reading it
   __shared__ float s_sum[8][32];
   const long long total = (long long)p.c * p.filter[0] * p.filter[1] * p.filter[2];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;

@@ -231,9 +231,7 @@ template <class Cfg> __device__ __forceinline__ void conv_sm80(const ConvParams&
 
   // Stride phases of bwd_data (Cfg::overlap): the launches write disjoint dx pixels, so the next one may start now;
   // each waits at its end for the one before it, so the last phase's end is the whole plan's. sm_90 and later.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if constexpr (Cfg::overlap) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
+  if constexpr (Cfg::overlap) allow_dependent_launch();
   // Block -> (group, tile_m, tile_n, split-K slice).
   const int tiles = p.tiles_m * p.tiles_n;
   const int g = blockIdx.x / tiles;
@@ -271,9 +269,7 @@ template <class Cfg> __device__ __forceinline__ void conv_sm80(const ConvParams&
     const WeightRowsLoader<T, Cfg::ndim, TN, TK, Cfg::align_b, S::THREADS, Cfg::pack> lb(p, g, n0);
     sm80_mainloop<Cfg>(la, lb, kt0, kt1, acc, smem);
     sm80_finish<Cfg>(acc, OutDx<Cfg::ndim>{p, g}, m0, n0, e, smem);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if constexpr (Cfg::overlap) asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+    if constexpr (Cfg::overlap) wait_for_previous_grid();
   } else {  // dw[g][k][tap][c] = sum_pixel dy[pixel][g][k] x[pixel + tap][g][c]
     const PlainLoader<T, false, TM, TK, Cfg::align_a, S::THREADS> la(static_cast<const T*>(p.a) + g * p.k, p.g * p.k,
                                                                     p.gm, p.gk, m0);

@@ -821,7 +821,7 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
   const int wg = threadIdx.x / 128;
   // Strided bwd_data: the stride phases' launches write disjoint dx pixels; the next one may start now
   // (its CTAs start once all of this grid's have started: this grid's CTAs never wait for it).
-  if constexpr (Cfg::phase_store) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if constexpr (Cfg::phase_store) allow_dependent_launch();
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < ST; ++s) {
@@ -886,7 +886,7 @@ template <class Cfg> __device__ __forceinline__ void gemm_sm90(const GemmSm90Par
         for (int i = 0; i < ST; ++i, ++it) mbar_wait(empty + 8 * (it % ST), ((it / ST) & 1) ^ 1);
       // A stride phase that started early ends after the one before it: the last phase's end is the whole
       // plan's (a no-op for a launch without programmatic dependence).
-      if constexpr (Cfg::phase_store) asm volatile("griddepcontrol.wait;" ::: "memory");
+      if constexpr (Cfg::phase_store) wait_for_previous_grid();
     }
     return;
   }
