@@ -15,7 +15,24 @@
 //   dw_bwd_weight_reduce     workspace -> dw, summing the parts in a fixed order (deterministic)
 #pragma once
 
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define TP_DW_FN __host__ __device__ constexpr
+#else
+#define TP_DW_FN constexpr
+#endif
+
 namespace tp {
+
+// Row pitch, in pixels, of a box staged in shared memory whose rows hold `cols` pixels of
+// `pixel_bytes` each. A warp's threads read pixels of several rows at once; where the pitch is a
+// multiple of 64 or 128 bytes those rows fall on the same banks. The smallest pitch >= cols that is
+// one pixel more than a multiple of 128 bytes puts consecutive rows on consecutive banks. Pixels of
+// 128 bytes or more span all banks: no padding.
+TP_DW_FN int dw_row_pitch(int cols, int pixel_bytes) {
+  if (pixel_bytes >= 128 || 128 % pixel_bytes != 0) return cols;
+  const int m = 128 / pixel_bytes;  // pixels per 128 bytes
+  return cols + ((1 - cols) % m + m) % m;
+}
 
 struct DwParams {
   const void* src;   // input read with a halo (x, or dy for bwd_data)
@@ -30,7 +47,9 @@ struct DwParams {
   int stride[3];
   int pad[3];
   int dilation[3];
-  int halo[3];       // staged src box per block: (slices, rows, cols); sizes the shared memory
+  int halo[3];       // staged src box per block: (slices, rows, cols)
+  int pitch;         // pixels between two rows of the staged src box (>= halo[2]; dw_row_pitch)
+  int dy_pitch;      // bwd_weight: pixels between two rows of the staged dy tile (>= tile_w)
   int tiles_h, tiles_w, tiles_c;  // blocks along output rows, output cols, channels
   int splits;        // bwd_weight: blocks along the (n, od) reduction
   int iters;         // bwd_weight: (n, od) slices per split
@@ -38,6 +57,6 @@ struct DwParams {
   int parts;         // bwd_weight: partial sums per (c, tap) = splits * tiles_h * tiles_w
 };
 
-static_assert(sizeof(DwParams) == 160, "DwParams layout is shared by host and device");
+static_assert(sizeof(DwParams) == 168, "DwParams layout is shared by host and device");
 
 }  // namespace tp

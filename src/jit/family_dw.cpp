@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -149,6 +150,16 @@ int to_sint(i64 v, const char* what) {
   return static_cast<int>(v);
 }
 
+// Shared-memory row pitch of a staged box (kernels/conv/dw_params.cuh). TILEPICK_DW_NO_PAD=1 stages
+// rows unpadded: an A/B switch of experiments/2026-12-07-dw-row-pitch, removed once measured.
+int row_pitch(int cols, int pixel_bytes) {
+  static const bool no_pad = [] {
+    const char* v = std::getenv("TILEPICK_DW_NO_PAD");
+    return v && *v == '1';
+  }();
+  return no_pad ? cols : tp::dw_row_pitch(cols, pixel_bytes);
+}
+
 // Everything derived from (problem, config): the specialization, the runtime params (pointers unset),
 // the grid, the dynamic shared memory and the workspace. Throws Unsupported.
 struct Geometry {
@@ -221,7 +232,8 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
           if (!s.sw || !s.dw) s.sw = s.dw = 0;
         }
         q.tiles_h = to_int(ceil_div(dst[1], TH), "tiles"), q.tiles_w = to_int(ceil_div(dst[2], TW), "tiles");
-        const i64 box = align16(i64{q.halo[0]} * q.halo[1] * q.halo[2] * TC * bytes);
+        q.pitch = row_pitch(q.halo[2], TC * bytes);
+        const i64 box = align16(i64{q.halo[0]} * q.halo[1] * q.pitch * TC * bytes);
         blocks = i64{q.tiles_c} * q.tiles_h * q.tiles_w * p.n * dst[0];
         smem = align16(taps * TC * 4) + box;
       } else {
@@ -240,7 +252,8 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
         q.tiles_h = to_int(ceil_div(ceil_div(in[1], p.stride[1]), TH), "tiles");
         q.tiles_w = to_int(ceil_div(ceil_div(in[2], p.stride[2]), TW), "tiles");
         blocks = i64{q.tiles_c} * q.tiles_h * q.tiles_w * p.stride[1] * p.stride[2] * p.n * in[0];
-        smem = align16(i64{q.halo[0]} * q.halo[1] * q.halo[2] * TC * bytes) + taps * TC * 4;
+        q.pitch = row_pitch(q.halo[2], TC * bytes);
+        smem = align16(i64{q.halo[0]} * q.halo[1] * q.pitch * TC * bytes) + taps * TC * 4;
       }
       break;
     }
@@ -272,7 +285,9 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
         q.passes = to_int(ceil_div(taps, per_pass), "passes");
       }
       // A ring of up to 4 slices in flight while the buffers stay small. Strips padded as in the kernel.
-      const i64 stage = align16(i64{q.halo[0]} * q.halo[1] * q.halo[2] * TC * bytes) + align16(i64{TH} * TW * TC * bytes);
+      q.pitch = row_pitch(q.halo[2], TC * bytes), q.dy_pitch = row_pitch(TW, TC * bytes);
+      const i64 stage = align16(i64{q.halo[0]} * q.halo[1] * q.pitch * TC * bytes) +
+                        align16(i64{TH} * q.dy_pitch * TC * bytes);
       s.stages = static_cast<int>(std::clamp<i64>(std::min<i64>(kStageBytes / stage, q.iters), 1, 4));
       smem = std::max(s.stages * stage, regs ? taps * TC * 4 : 0);
       g.reduce_blocks = ceil_div(p.c * taps, 32);
