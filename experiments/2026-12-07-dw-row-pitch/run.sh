@@ -4,7 +4,8 @@
 #   verify check.txt (every direction, 2-D and 3-D, odd sizes; 10 sampled configs a problem) padded and unpadded,
 #   racecheck + memcheck of padded plans; Nsight Compute's shared-load wavefronts and bank conflicts of two batch-32
 #   3x3 pairs both ways; then pairs.txt (every depthwise layer of ../2026-12-06-dw-bounds with its 3 best configs)
-#   swept unpadded, padded, unpadded, padded (heat drift), then cuDNN on problems.txt (their problems):
+#   swept unpadded, padded, cuDNN on problems.txt (their problems), the bwd_weight pairs (wgrad_pairs.txt) padded
+#   with a slice ring of at most 24 KB (TILEPICK_DW_STAGE_BYTES; default 64 KB), unpadded and padded again (drift):
 #   BUDGET_S=570 bash experiments/2026-12-07-dw-row-pitch/run.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -38,8 +39,9 @@ for mode in pad nopad; do
 done
 unset TILEPICK_DW_NO_PAD
 cap() { local l=$(( $(left) - 15 )); echo $(( $1 < l ? $1 : l )); }  # seconds for the next sweep
-TILEPICK_DW_NO_PAD=1 timed_sweep nopad $(cap 90) --pairs $HERE/pairs.txt --no-vendor
+TILEPICK_DW_NO_PAD=1 timed_sweep nopad $(cap 80) --pairs $HERE/pairs.txt --no-vendor
 timed_sweep pad $(cap 60) --pairs $HERE/pairs.txt --no-vendor
-TILEPICK_DW_NO_PAD=1 timed_sweep nopad2 $(cap 60) --pairs $HERE/pairs.txt --no-vendor
-timed_sweep pad2 $(cap 60) --pairs $HERE/pairs.txt --no-vendor
-timed_sweep vendor $(cap 90) -f $HERE/problems.txt --vendor-only
+timed_sweep vendor $(cap 80) -f $HERE/problems.txt --vendor-only
+TILEPICK_DW_STAGE_BYTES=24576 timed_sweep ring24 $(cap 50) --pairs $HERE/wgrad_pairs.txt --no-vendor
+TILEPICK_DW_NO_PAD=1 timed_sweep nopad2 $(cap 50) --pairs $HERE/pairs.txt --no-vendor
+timed_sweep pad2 $(cap 50) --pairs $HERE/pairs.txt --no-vendor
