@@ -150,14 +150,14 @@ int to_sint(i64 v, const char* what) {
   return static_cast<int>(v);
 }
 
-// Shared-memory row pitch of a staged box (kernels/conv/dw_params.cuh). TILEPICK_DW_NO_PAD=1 stages
-// rows unpadded: an A/B switch of experiments/2026-12-07-dw-row-pitch, removed once measured.
+// Shared-memory row pitch of a staged box (kernels/conv/dw_params.cuh): rows unpadded unless TILEPICK_DW_PAD=1,
+// the A/B switch of experiments/2026-12-07-dw-row-pitch (padding is not the default until that study measures it).
 int row_pitch(int cols, int pixel_bytes) {
-  static const bool no_pad = [] {
-    const char* v = std::getenv("TILEPICK_DW_NO_PAD");
+  static const bool pad = [] {
+    const char* v = std::getenv("TILEPICK_DW_PAD");
     return v && *v == '1';
   }();
-  return no_pad ? cols : tp::dw_row_pitch(cols, pixel_bytes);
+  return pad ? tp::dw_row_pitch(cols, pixel_bytes) : cols;
 }
 
 // The bwd_weight slice ring's bytes at most. TILEPICK_DW_STAGE_BYTES overrides kStageBytes: an A/B switch of
