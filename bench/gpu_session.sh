@@ -1,7 +1,7 @@
 # Sourced by the one-call GPU scripts (bench/*_gpu.sh): a time budget and a work folder that is
 # tarred into $OUT/results.tgz on exit (the device tool returns at most 8 files).
 #   START, left (seconds of BUDGET_S left, default 560), W (the work folder), build_all, build_cli, copy_rate,
-#   timed_sweep, setup_training
+#   verify_into, timed_sweep, setup_training
 START=$(date +%s)
 left() { echo $(( ${BUDGET_S:-560} - ($(date +%s) - START) )); }
 # $OUT should start empty, but lent machines have held other calls' files there: W starts empty regardless.
@@ -32,6 +32,12 @@ build_cli() {
 copy_rate() {
   nvcc -O2 -o /tmp/copy_bandwidth bench/copy_bandwidth.cu && /tmp/copy_bandwidth > "$W/copy_bandwidth.txt" 2>&1
   cat "$W/copy_bandwidth.txt"; COPY_GBS=$(awk '/^copy_gbs/ {print $2}' "$W/copy_bandwidth.txt")
+}
+# verify_into NAME VERIFY_ARGS...: `tilepick verify` (at most 150 s) into $W/NAME.txt; prints its last line and the failures.
+verify_into() {
+  local name=$1; shift
+  timeout 150 $T verify "$@" >"$W/$name.txt" 2>&1
+  echo "$name rc=$?: $(tail -1 "$W/$name.txt")"; grep -A2 '^FAIL' "$W/$name.txt" | head -6
 }
 # timed_sweep NAME SECONDS SWEEP_ARGS...: compile + measure within SECONDS (measuring stops 20 s early; the
 # compile phase does not count for --time-limit), records in $W/NAME.csv.gz, log in $W/NAME.log.

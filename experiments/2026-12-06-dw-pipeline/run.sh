@@ -15,16 +15,11 @@ HERE=experiments/2026-12-06-dw-pipeline
 SP=experiments/2026-12-06-dw-single-part
 source bench/gpu_session.sh
 build_cli
-v() {  # v NAME ARGS...: verify into $W/NAME.txt, print its last line and the failures
-  local name=$1; shift
-  timeout 120 $T verify "$@" >"$W/$name.txt" 2>&1
-  echo "$name rc=$?: $(tail -1 "$W/$name.txt")"; grep -A2 '^FAIL' "$W/$name.txt" | head -6
-}
-TILEPICK_DW_PIPE=1,8 v verify_forced -f $HERE/check.txt --family dw -n 8
-v verify_native -f $HERE/native.txt --family dw -n 6
+TILEPICK_DW_PIPE=1,8 verify_into verify_forced -f $HERE/check.txt --family dw -n 8
+verify_into verify_native -f $HERE/native.txt --family dw -n 6
 S1="fam=dw splitk=1 dwtile=8x8x16 ppt=2 cpt=2"; S2="fam=dw splitk=1 dwtile=16x16x16 ppt=4 cpt=2"
-v verify_single -f $SP/check.txt -c "$S1" -c "$S2"
-v verify_single_layers -f $SP/layers.txt -c "$S1" -c "$S2" --family dw -n 4
+verify_into verify_single -f $SP/check.txt -c "$S1" -c "$S2"
+verify_into verify_single_layers -f $SP/layers.txt -c "$S1" -c "$S2" --family dw -n 4
 P1="fam=dw splitk=1 dwtile=8x32x16 ppt=16 cpt=4"
 for tool in racecheck memcheck; do
   TILEPICK_DW_PIPE=1,8 timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 $T verify \

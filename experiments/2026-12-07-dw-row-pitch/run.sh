@@ -12,13 +12,8 @@ cd "$(dirname "$0")/../.."
 HERE=experiments/2026-12-07-dw-row-pitch
 source bench/gpu_session.sh
 build_cli
-v() {  # v NAME ARGS...: verify into $W/NAME.txt, print its last line and the failures
-  local name=$1; shift
-  timeout 150 $T verify "$@" >"$W/$name.txt" 2>&1
-  echo "$name rc=$?: $(tail -1 "$W/$name.txt")"; grep -A2 '^FAIL' "$W/$name.txt" | head -6
-}
-TILEPICK_DW_PAD=1 v verify_pad -f $HERE/check.txt --family dw -n 10
-v verify_nopad -f $HERE/check.txt --family dw -n 4 --seed 7
+TILEPICK_DW_PAD=1 verify_into verify_pad -f $HERE/check.txt --family dw -n 10
+verify_into verify_nopad -f $HERE/check.txt --family dw -n 4 --seed 7
 L="ic144 ih56 iw56 oc144 kh3 kw3 sh1 sw1 ph1 pw1 bf16"
 F="fam=dw splitk=1 dwtile=8x32x16 ppt=16 cpt=4"; B="fam=dw splitk=4 dwtile=8x32x16 ppt=16 cpt=2"
 for tool in racecheck memcheck; do
