@@ -6,7 +6,7 @@
 #   3x3 pairs both ways; then pairs.txt (every depthwise layer of ../2026-12-06-dw-bounds with its 3 best configs)
 #   swept unpadded, padded, cuDNN on problems.txt (their problems), the bwd_weight pairs (wgrad_pairs.txt) padded
 #   with a slice ring of at most 24 KB (TILEPICK_DW_STAGE_BYTES; default 64 KB), unpadded and padded again (drift):
-#   BUDGET_S=570 bash experiments/2026-12-07-dw-row-pitch/run.sh
+#   BUDGET_S=570 bash experiments/2026-12-07-dw-row-pitch/run.sh   (at tree 4bad9e9: TILEPICK_DW_STAGE_BYTES is gone since)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 HERE=experiments/2026-12-07-dw-row-pitch

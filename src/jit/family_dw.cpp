@@ -160,16 +160,6 @@ int row_pitch(int cols, int pixel_bytes) {
   return pad ? tp::dw_row_pitch(cols, pixel_bytes) : cols;
 }
 
-// The bwd_weight slice ring's bytes at most. TILEPICK_DW_STAGE_BYTES overrides kStageBytes: an A/B switch of
-// experiments/2026-12-07-dw-row-pitch, removed once measured.
-i64 stage_bytes() {
-  static const i64 bytes = [] {
-    const char* v = std::getenv("TILEPICK_DW_STAGE_BYTES");
-    return v && std::atoll(v) > 0 ? static_cast<i64>(std::atoll(v)) : kStageBytes;
-  }();
-  return bytes;
-}
-
 // Everything derived from (problem, config): the specialization, the runtime params (pointers unset),
 // the grid, the dynamic shared memory and the workspace. Throws Unsupported.
 struct Geometry {
@@ -298,7 +288,7 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
       q.pitch = row_pitch(q.halo[2], TC * bytes), q.dy_pitch = row_pitch(TW, TC * bytes);
       const i64 stage = align16(i64{q.halo[0]} * q.halo[1] * q.pitch * TC * bytes) +
                         align16(i64{TH} * q.dy_pitch * TC * bytes);
-      s.stages = static_cast<int>(std::clamp<i64>(std::min<i64>(stage_bytes() / stage, q.iters), 1, 4));
+      s.stages = static_cast<int>(std::clamp<i64>(std::min<i64>(kStageBytes / stage, q.iters), 1, 4));
       smem = std::max(s.stages * stage, regs ? taps * TC * 4 : 0);
       g.reduce_blocks = ceil_div(p.c * taps, 32);
       blocks = i64{q.tiles_c} * q.tiles_h * q.tiles_w * q.passes * q.splits;
