@@ -19,7 +19,8 @@
 
 namespace tilepick {
 
-enum class Family : std::uint8_t { sm80, sm90, dw };  // mma.sync igemm, wgmma igemm, depthwise direct
+// mma.sync igemm, wgmma igemm, depthwise direct, grouped direct on tensor cores (few channels per group)
+enum class Family : std::uint8_t { sm80, sm90, dw, grp };
 enum class SplitKMode : std::uint8_t { serial, parallel };
 enum class Raster : std::uint8_t { row, col };
 enum class EpiVariant : std::uint8_t { direct, smem };  // registers -> global, or staged via smem
@@ -41,6 +42,8 @@ struct KernelConfig {
   int dw_cpt = 2;                        // depthwise: channels per thread (vector width)
 
   Family fam() const { return static_cast<Family>(family); }
+  // fam=dw and fam=grp: direct convolution kernels with no GEMM view and no alignment fields (align stays 0).
+  bool direct() const { return fam() == Family::dw || fam() == Family::grp; }
   auto operator<=>(const KernelConfig&) const = default;
 };
 

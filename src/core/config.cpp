@@ -13,10 +13,10 @@ namespace tilepick {
 namespace {
 
 using KC = KernelConfig;
-constexpr unsigned kSm80 = 1u << 0, kSm90 = 1u << 1, kDw = 1u << 2, kIgemm = kSm80 | kSm90,
-                   kAll = kIgemm | kDw;
+constexpr unsigned kSm80 = 1u << 0, kSm90 = 1u << 1, kDw = 1u << 2, kGrp = 1u << 3, kIgemm = kSm80 | kSm90,
+                   kDirect = kDw | kGrp, kAll = kIgemm | kDirect;
 
-constexpr std::string_view kFamilyNames[] = {"sm80", "sm90", "dw"};
+constexpr std::string_view kFamilyNames[] = {"sm80", "sm90", "dw", "grp"};
 constexpr std::string_view kSplitKModes[] = {"serial", "parallel"};
 constexpr std::string_view kRasters[] = {"row", "col"};
 constexpr std::string_view kEpis[] = {"direct", "smem"};
@@ -24,8 +24,9 @@ constexpr std::string_view kEpis[] = {"direct", "smem"};
 constexpr int KC::*kNone = nullptr;
 
 const FieldDesc kFields[] = {
-    {"fam", "kernel family: sm80 (mma.sync implicit GEMM), sm90 (wgmma), dw (depthwise direct)",
-     FieldKind::enumeration, 1, {&KC::family, kNone, kNone}, {"fam"}, kFamilyNames, 0, 2, false, kAll},
+    {"fam", "kernel family: sm80 (mma.sync implicit GEMM), sm90 (wgmma), dw (depthwise direct), grp (grouped direct on "
+     "tensor cores, 8-64 channels per group)",
+     FieldKind::enumeration, 1, {&KC::family, kNone, kNone}, {"fam"}, kFamilyNames, 0, 3, false, kAll},
     {"tile", "block tile M x N x K of the GEMM view", FieldKind::integer, 3,
      {&KC::tile_m, &KC::tile_n, &KC::tile_k}, {"tile_m", "tile_n", "tile_k"}, {}, 16, 256, true, kIgemm, 32},
     {"warps", "warp layout M x N (warp tile = tile / warps); sm90: consumer warpgroups, M (sharing each tile) x N (tiles in turn: 2 = ping-pong)", FieldKind::integer, 2,
@@ -47,13 +48,13 @@ const FieldDesc kFields[] = {
      16, true, kIgemm},
     {"epi", "epilogue: direct (registers to global) or smem (staged for coalesced stores)",
      FieldKind::enumeration, 1, {&KC::epi, kNone, kNone}, {"epi"}, kEpis, 0, 1, false, kIgemm},
-    {"dwtile", "depthwise block tile: output rows x output cols x channels", FieldKind::integer, 3,
+    {"dwtile", "direct block tile (dw, grp): output rows x output cols x channels", FieldKind::integer, 3,
      {&KC::dw_tile_h, &KC::dw_tile_w, &KC::dw_tile_c}, {"dw_tile_h", "dw_tile_w", "dw_tile_c"}, {}, 1, 256, true,
-     kDw},
-    {"ppt", "depthwise: output pixels per thread along W", FieldKind::integer, 1, {&KC::dw_ppt, kNone, kNone},
-     {"dw_ppt"}, {}, 1, 16, true, kDw},
-    {"cpt", "depthwise: channels per thread (vector width)", FieldKind::integer, 1, {&KC::dw_cpt, kNone, kNone},
-     {"dw_cpt"}, {}, 1, 16, true, kDw},
+     kDirect},
+    {"ppt", "dw: output pixels per thread along W; grp: outputs per thread are ppt x cpt", FieldKind::integer, 1,
+     {&KC::dw_ppt, kNone, kNone}, {"dw_ppt"}, {}, 1, 16, true, kDirect},
+    {"cpt", "dw: channels per thread (vector width); grp: see ppt", FieldKind::integer, 1, {&KC::dw_cpt, kNone, kNone},
+     {"dw_cpt"}, {}, 1, 16, true, kDirect},
 };
 
 bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
@@ -161,7 +162,7 @@ bool applies(const FieldDesc& f, Family fam) { return (f.families >> static_cast
 
 std::optional<std::string> config_error(const KernelConfig& c) {
   static const KernelConfig defaults{};
-  if (c.family < 0 || c.family > 2) return "config: family index " + std::to_string(c.family) + " out of range";
+  if (c.family < 0 || c.family > 3) return "config: family index " + std::to_string(c.family) + " out of range";
   for (const auto& f : kFields) {
     for (int i = 0; i < f.arity; ++i) {
       int v = c.*f.slots[i];
@@ -239,7 +240,7 @@ std::string config_hash(const KernelConfig& c) {
 }
 
 int threads_per_block(const KernelConfig& c) {
-  if (c.fam() == Family::dw) return (c.dw_tile_h * c.dw_tile_w / c.dw_ppt) * (c.dw_tile_c / c.dw_cpt);
+  if (c.direct()) return (c.dw_tile_h * c.dw_tile_w / c.dw_ppt) * (c.dw_tile_c / c.dw_cpt);
   if (c.fam() == Family::sm90) return 128 * (c.warps_m * c.warps_n + 1);  // + the producer warpgroup
   return 32 * c.warps_m * c.warps_n;
 }

@@ -132,7 +132,7 @@ std::array<int, 3> packed_alignment(const KernelConfig& c, const Problem& p, std
 
 namespace {
 
-bool auto_aligned(const KernelConfig& c) { return c.fam() != Family::dw && c.align_a == 0; }
+bool auto_aligned(const KernelConfig& c) { return !c.direct() && c.align_a == 0; }
 
 KernelConfig with_alignment(const KernelConfig& c, const std::array<int, 3>& a) {
   KernelConfig r = c;
@@ -150,7 +150,14 @@ Resources estimate_resources(const KernelConfig& c, const Problem& p) {
   Resources r;
   r.threads = threads_per_block(c);
   int bytes = size_bytes(input_dtype(p));
-  if (c.fam() == Family::dw) {
+  if (c.fam() == Family::grp) {
+    try {
+      r.smem_bytes = static_cast<int>(family::grp_shared_bytes(std::get<ConvProblem>(p), c));
+    } catch (const Error&) {
+      r.smem_bytes = -1;  // no kernel for this pair
+    }
+    r.regs_per_thread = 48 + c.dw_ppt * c.dw_cpt;
+  } else if (c.fam() == Family::dw) {
     try {
       r.smem_bytes = static_cast<int>(std::min<std::int64_t>(dw_smem(c, std::get<ConvProblem>(p)), 1 << 30));
     } catch (const Error&) {
@@ -309,14 +316,28 @@ Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) 
       if (is_fp8(input)) return no("dtype", "fam=dw has no fp8 path");
       break;
     }
+    case Family::grp: {
+      if (!arch.mma_sync) return no("family_arch", "fam=grp needs mma.sync (sm_80+)");
+      if (input != DType::f16 && input != DType::bf16) return no("dtype", "fam=grp runs f16 and bf16");
+      if (c.splitk != 1) return no("splitk", "fam=grp does not split the reduction");
+      if (c.dw_tile_w % c.dw_ppt != 0 || c.dw_tile_c % c.dw_cpt != 0)
+        return no("dw_tile", "dwtile must be divisible by ppt along W and by cpt along channels");
+      break;
+    }
   }
   return {};
 }
 
 bool family_runs(Family f, const Problem& p) {
-  if (f != Family::dw) return true;
+  if (f != Family::dw && f != Family::grp) return true;
   const auto* conv = std::get_if<ConvProblem>(&p);
-  return conv && conv->depthwise();
+  if (!conv) return false;
+  if (f == Family::dw) return conv->depthwise();
+  // fam=grp (src/jit/family_grp.cpp): fwd and unit-stride bwd_data, 8-64 channels per group in and out.
+  const std::int64_t cpg = conv->c_per_group();
+  const bool unit = conv->stride == std::array<std::int64_t, 3>{1, 1, 1};
+  return (conv->dir == ConvDir::fwd || (conv->dir == ConvDir::bwd_data && unit)) && cpg == conv->k_per_group() &&
+         cpg % 8 == 0 && cpg <= 64;
 }
 
 namespace {
@@ -369,6 +390,25 @@ Verdict ProblemLegality::check(const KernelConfig& c) const {
       smem = dw_smem(c, *conv);
     } catch (const Error& e) {
       return fail<kExplain>("dw_shape", [&] { return std::string(e.what()); });
+    }
+    if (smem > arch.smem_per_block_optin)
+      return fail<kExplain>("smem", [&] {
+        return std::to_string(smem) + " bytes of shared memory exceed " + std::to_string(arch.smem_per_block_optin) +
+               " per block on " + arch.name;
+      });
+    return {};
+  }
+  if (c.fam() == Family::grp) {
+    if (!family_runs(Family::grp, problem_))
+      return fail<kExplain>("family_op", [] {
+        return "fam=grp runs fwd and unit-stride bwd_data with 8-64 channels per group (a multiple of 8, as many "
+               "out as in)";
+      });
+    std::int64_t smem = 0;
+    try {
+      smem = family::grp_shared_bytes(*conv, c);
+    } catch (const Error& e) {
+      return fail<kExplain>("grp_shape", [&] { return std::string(e.what()); });
     }
     if (smem > arch.smem_per_block_optin)
       return fail<kExplain>("smem", [&] {

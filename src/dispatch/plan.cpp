@@ -51,6 +51,7 @@ std::array<std::size_t, kOperandSlots> kernel_alignment(const Problem& p, const 
     int elems = 1;
     if (i >= 4) elems = 1;  // bias and block scales: scalar loads
     else if (c.fam() == Family::dw) elems = c.dw_cpt;
+    else if (c.fam() == Family::grp) elems = 16 / static_cast<int>(bytes);  // 16-byte staging copies
     else if (i == 0) elems = c.align_a;
     else if (i == 1) elems = c.align_b;
     else if (i == 2 || i == 3) elems = c.align_c;

@@ -15,6 +15,9 @@ KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c);         // src/
 // Dynamic shared memory of the depthwise kernel (legality checks it against the arch); throws
 // Unsupported when the family has no kernel for the pair.
 std::int64_t dw_shared_bytes(const ConvProblem& p, const KernelConfig& c);
+KernelPlan plan_grp(const ConvProblem& p, const KernelConfig& c);        // src/jit/family_grp.cpp
+// Dynamic shared memory of the grouped direct kernel; throws Unsupported like dw_shared_bytes.
+std::int64_t grp_shared_bytes(const ConvProblem& p, const KernelConfig& c);
 // Blocks of the depthwise kernel's main launch (features use it); throws like dw_shared_bytes.
 std::int64_t dw_grid_blocks(const ConvProblem& p, const KernelConfig& c);
 

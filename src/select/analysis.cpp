@@ -159,9 +159,10 @@ ProblemTerms problem_terms(const Problem& p, const ArchSpec& dev) {
 }
 
 Analysis analyze(const Problem& p, const ProblemTerms& t, const KernelConfig& c, const ArchSpec& dev) {
-  if (c.fam() == Family::dw) {
+  if (c.direct()) {
     const auto* conv = std::get_if<ConvProblem>(&p);
-    if (!conv || !conv->depthwise()) {
+    // fam=grp has no analytic model yet (a trial family): no estimate, as for a pair that cannot run.
+    if (!conv || !conv->depthwise() || c.fam() == Family::grp) {
       Analysis a;  // fam=dw on a non-depthwise problem: nothing runs
       a.pad_eff = 0, a.t_compute_s = a.t_memory_s = a.t_est_s = std::numeric_limits<double>::infinity();
       a.waves = std::numeric_limits<double>::quiet_NaN();

@@ -9,7 +9,7 @@ namespace tilepick {
 
 KernelConfig pool_form(const KernelConfig& c) {
   KernelConfig out = c;
-  if (out.fam() != Family::dw) out.align_a = out.align_b = out.align_c = 0;
+  if (!out.direct()) out.align_a = out.align_b = out.align_c = 0;
   return out;
 }
 

@@ -210,7 +210,7 @@ FeatureSchema build_schema() {
 }
 
 KernelConfig resolved(const KernelConfig& c, const Problem& p) {
-  return c.fam() != Family::dw && c.align_a == 0 ? resolve(c, p) : c;
+  return !c.direct() && c.align_a == 0 ? resolve(c, p) : c;
 }
 
 // Runs body(begin, end) over [0, n) on up to `threads` threads; rethrows the first error.

@@ -48,7 +48,7 @@ double dw_seconds(const select::Analysis& a) {
 
 // Estimated seconds of the pair; 0 or not finite where the model has no estimate (no block fits).
 double seconds(const Problem& p, const select::ProblemTerms& t, const KernelConfig& c, const ArchSpec& d) {
-  const KernelConfig r = c.fam() != Family::dw && c.align_a == 0 ? resolve(c, p) : c;
+  const KernelConfig r = !c.direct() && c.align_a == 0 ? resolve(c, p) : c;
   const select::Analysis a = select::analyze(p, t, r, d);
   if (!(a.t_est_s > 0) || !std::isfinite(a.t_est_s)) return 0;
   return r.fam() == Family::dw ? dw_seconds(a) : igemm_seconds(r, a, d);

@@ -608,7 +608,7 @@ const char* shortlist_name(Shortlist how) {
 }
 
 std::array<int, 6> tile_shape(const KernelConfig& c) {
-  if (c.fam() == Family::dw) return {c.family, c.dw_tile_h, c.dw_tile_w, c.dw_tile_c, 0, 0};
+  if (c.direct()) return {c.family, c.dw_tile_h, c.dw_tile_w, c.dw_tile_c, 0, 0};
   return {c.family, c.tile_m, c.tile_n, c.tile_k, c.warps_m, c.warps_n};
 }
 

@@ -1,0 +1,196 @@
+// Grouped convolution with few channels per group (fam=grp), forward (and unit-stride backward-data as a
+// forward pass with the filter rotated and each group's weights transposed), on tensor cores without
+// im2col traffic: a block stages its input box (tile + halo, TC channels = TC / cpg whole groups) in shared
+// memory once, and ldmatrix gathers each MMA's A rows from that box with per-lane addresses: row = output
+// pixel, columns = 8 channels of one filter tap. Every filter tap reads the same box, so global memory is read
+// about once, and no group's MMA sees another group's channels (no block-diagonal padding).
+//
+// GEMM view of one group: M = output pixels, N = cpg output channels, K = taps x cpg input channels, walked in
+// chunks of 8 channels of one tap (chunk j: tap j / (cpg / 8), channels 8 (j % (cpg / 8)) ..); each m16n8k16
+// step takes two chunks (an odd last one pairs with a zero chunk).
+//
+// Cfg (generated per program, src/jit/family_grp.cpp): T (f16 or bf16); tile_h, tile_w, tile_c; cpg (channels
+// per group in and out); pw (output pixels per warp, a multiple of 16); threads; fz, fy, fx (filter extents, 0 =
+// runtime); act, bias, flip.
+// Block: TH x TW output pixels of one (n, od) x TC channels. Warp: pw pixels x one group's cpg channels.
+#pragma once
+#include "common/mma.cuh"
+#include "conv/dw_common.cuh"
+
+namespace tp {
+namespace grp {
+
+using dw::copy_async;
+using dw::smem_u32;
+
+// Shared-memory pitches, in elements: a staged pixel holds TC channels plus 8 (16 bytes), so the 8 rows of
+// one ldmatrix (8 consecutive pixels) fall on 8 different 16-byte bank groups; a staged weight row (one output
+// channel: taps x cpg inputs) is padded by 8 zeros, the chunk an odd K pairs with.
+template <class Cfg> struct Layout {
+  static constexpr int pixel = Cfg::tile_c + 8;
+  __device__ static int weight_row(int taps) { return taps * Cfg::cpg + 8; }
+};
+
+// Stages the input box s_x[k][row][col][pixel pitch] = src[n][zof(k)][y0 + row][x0 + col][c0 ..)
+// (zeros outside the tensor and past C), then one zero pixel after the box (the rows of a zero chunk).
+template <class Cfg, class ZOf>
+__device__ __forceinline__ void stage_input(typename Cfg::T* s_x, const DwParams& p, int n, ZOf zof, int y0,
+                                            int x0, int c0) {
+  typedef typename Cfg::T T;
+  constexpr int TC = Cfg::tile_c, V = 8, VPP = TC / V, PP = Layout<Cfg>::pixel;
+  const T* g = static_cast<const T*>(p.src);
+  const int slices = p.halo[0], rows = p.halo[1], cols = p.halo[2];
+  const int total = slices * rows * cols * VPP;
+  for (int i = threadIdx.x; i < total; i += Cfg::threads) {
+    const int v = i % VPP, pix = i / VPP;
+    const int col = pix % cols, kr = pix / cols, row = kr % rows;
+    const int z = zof(kr / rows), y = y0 + row, x = x0 + col, ch = c0 + v * V;
+    const bool ok = z >= 0 && z < p.in[0] && y >= 0 && y < p.in[1] && x >= 0 && x < p.in[2] && ch < p.c;
+    const T* s = ok ? g + ((((i64(n) * p.in[0] + z) * p.in[1] + y) * p.in[2] + x) * p.c + ch) : g;
+    copy_async<16>(s_x + pix * PP + v * V, s, ok);
+  }
+  const int zero = slices * rows * cols;
+  for (int v = threadIdx.x; v < VPP; v += Cfg::threads) copy_async<16>(s_x + zero * PP + v * V, g, false);
+}
+
+// Stages the weights of the block's groups as s_w[out channel][chunk j][8] (row pitch weight_row): B of the
+// view, rows = output channels, K = (tap, input channel). fwd: w[k][tap][c] of the group as it is (16-byte
+// copies); flip (bwd_data): the row of input channel c is w[k][taps - 1 - tap][c] over k (element gathers).
+template <class Cfg>
+__device__ __forceinline__ void stage_weights(typename Cfg::T* s_w, const DwParams& p, int c0, int taps) {
+  typedef typename Cfg::T T;
+  constexpr int TC = Cfg::tile_c, CPG = Cfg::cpg;
+  const int WR = Layout<Cfg>::weight_row(taps), K = taps * CPG;  // K elements a row
+  const T* w = static_cast<const T*>(p.src2);
+  if constexpr (!Cfg::flip) {
+    const int vpr = K / 8;  // 16-byte vectors a row
+    for (int i = threadIdx.x; i < TC * vpr; i += Cfg::threads) {
+      const int r = i / vpr, v = i - r * vpr, k = c0 + r;
+      const bool ok = k < p.c;
+      copy_async<16>(s_w + r * WR + v * 8, ok ? w + i64(k) * K + v * 8 : w, ok);
+    }
+  } else {
+    for (int i = threadIdx.x; i < TC * K; i += Cfg::threads) {
+      const int r = i / K, e = i - r * K;  // row r = dx channel c0 + r; e = (tap, k)
+      const int tap = e / CPG, kk = e - tap * CPG, c = c0 + r;
+      const int group = c / CPG, ci = c - group * CPG;
+      T v{};
+      if (c < p.c) v = w[(i64(group) * CPG + kk) * K + (taps - 1 - tap) * CPG + ci];
+      s_w[r * WR + e] = v;
+    }
+  }
+  for (int r = threadIdx.x; r < TC; r += Cfg::threads) copy_async<16>(s_w + r * WR + K, w, false);
+}
+
+// Two 8x8 b16 matrices (lanes 0-15 supply the row addresses).
+__device__ __forceinline__ void ldsm_x2(u32 (&r)[2], u32 addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+
+}  // namespace grp
+
+// y[n][od][oh][ow][g][k] = act(bias + sum_{tap, c} x[n][od*sd-pd+z*dd][oh*sh-ph+y*dh][ow*sw-pw+x*dw][g][c] *
+//   w[g][k][tap][c]); with flip, the unit-stride bwd_data dx = conv(dy, w rotated, transposed per group).
+// Block = (channel tile fastest, tile col, tile row, od, n).
+template <class Cfg>
+__device__ __forceinline__ void grp_fwd(const DwParams& p) {
+  using namespace grp;
+  typedef typename Cfg::T T;
+  constexpr int TC = Cfg::tile_c, TW = Cfg::tile_w, CPG = Cfg::cpg, PW = Cfg::pw;
+  constexpr int MB = PW / 16, NB = CPG / 8, CB = CPG / 8;  // m16 blocks, n8 blocks, 8-channel chunks a tap
+  constexpr int WG = Cfg::tile_h * TW / PW;                // warps a group
+  constexpr int PP = Layout<Cfg>::pixel;
+  extern __shared__ __align__(16) unsigned char smem[];
+  const int FZ = Cfg::fz ? Cfg::fz : p.filter[0];
+  const int FY = Cfg::fy ? Cfg::fy : p.filter[1];
+  const int FX = Cfg::fx ? Cfg::fx : p.filter[2];
+  const int taps = FZ * FY * FX, KC = taps * CB, WR = Layout<Cfg>::weight_row(taps);
+  const int BH = p.halo[1], BW = p.halo[2];
+
+  int t = blockIdx.x;
+  const int c0 = (t % p.tiles_c) * TC;
+  t /= p.tiles_c;
+  const int ow0 = (t % p.tiles_w) * TW;
+  t /= p.tiles_w;
+  const int oh0 = (t % p.tiles_h) * Cfg::tile_h;
+  t /= p.tiles_h;
+  const int od = t % p.out[0], n = t / p.out[0];
+
+  T* s_w = reinterpret_cast<T*>(smem);                                            // [TC][WR]
+  T* s_x = reinterpret_cast<T*>(smem + dw::align16(TC * WR * int(sizeof(T))));  // [FZ][BH][BW][PP] + zero pixel
+  stage_input<Cfg>(
+      s_x, p, n, [&](int k) { return od * p.stride[0] - p.pad[0] + k * p.dilation[0]; },
+      oh0 * p.stride[1] - p.pad[1], ow0 * p.stride[2] - p.pad[2], c0);
+  stage_weights<Cfg>(s_w, p, c0, taps);
+  dw::copy_commit();
+  dw::copy_wait<0>();
+  __syncthreads();
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int gl = warp / WG, pix0 = (warp % WG) * PW;  // the warp's group in the block, first pixel
+  if (c0 + gl * CPG >= p.c) return;                   // a ragged channel tile: no such group
+
+  // A rows: lane l supplies row (l % 8) + 8 ((l / 8) & 1) of matrix l / 8; matrices 2, 3 hold the second chunk.
+  const int a_row = (lane & 7) + 8 * ((lane >> 3) & 1), a_chunk = lane >> 4;
+  int a_pix[MB];  // box pixel of this lane's A row at tap 0
+#pragma unroll
+  for (int mb = 0; mb < MB; ++mb) {
+    const int m = pix0 + mb * 16 + a_row, r = m / TW, col = m - r * TW;
+    a_pix[mb] = r * p.stride[1] * BW + col * p.stride[2];
+  }
+  // B rows: matrices (n block 2i, chunk 0), (2i, chunk 1), (2i + 1, chunk 0), (2i + 1, chunk 1).
+  const int b_n = (lane & 7) + 8 * (lane >> 4), b_chunk = (lane >> 3) & 1;
+  const u32 x_base = smem_u32(s_x) + (gl * CPG) * 2, w_base = smem_u32(s_w) + (gl * CPG * WR) * 2;
+  const u32 zero_pix = smem_u32(s_x) + (FZ * BH * BW) * PP * 2;
+  const int row_step = p.dilation[1] * BW, slice_step = BH * BW;
+
+  float acc[MB][NB][4] = {};
+  const int steps = (KC + 1) / 2;
+#pragma unroll 2
+  for (int s = 0; s < steps; ++s) {
+    // This lane's A chunk: its tap's box offset and channel block; a chunk past K reads the zero pixel.
+    const int ja = 2 * s + a_chunk, tap = ja / CB, cb = ja - tap * CB;
+    const int fz = tap / (FY * FX), fyx = tap - fz * (FY * FX), fy = fyx / FX, fx = fyx - fy * FX;
+    const int off = fz * slice_step + fy * row_step + fx * p.dilation[2];  // box slice k = filter slice k
+    u32 b[NB][2];
+#pragma unroll
+    for (int i = 0; i < NB / 2; ++i) {
+      u32 r[4];
+      ldsm_x4(r, w_base + ((i * 16 + b_n) * WR + (2 * s + b_chunk) * 8) * 2);
+      b[2 * i][0] = r[0], b[2 * i][1] = r[1], b[2 * i + 1][0] = r[2], b[2 * i + 1][1] = r[3];
+    }
+    if constexpr (NB == 1) ldsm_x2(b[0], w_base + (((lane & 7)) * WR + (2 * s + ((lane >> 3) & 1)) * 8) * 2);
+#pragma unroll
+    for (int mb = 0; mb < MB; ++mb) {
+      const u32 addr = ja < KC ? x_base + ((a_pix[mb] + off) * PP + cb * 8) * 2 : zero_pix;
+      u32 a[4];
+      ldsm_x4(a, addr);
+#pragma unroll
+      for (int nb = 0; nb < NB; ++nb) mma<T>(acc[mb][nb], a, b[nb]);
+    }
+  }
+
+  // Epilogue: + bias, activation; each lane stores channel pairs (2t, 2t + 1) of pixels g and g + 8.
+  const int g = lane >> 2, tq = lane & 3, ch0 = c0 + gl * CPG + 2 * tq;
+  T* y = static_cast<T*>(p.dst);
+#pragma unroll
+  for (int mb = 0; mb < MB; ++mb) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = pix0 + mb * 16 + g + 8 * h, r = m / TW, oh = oh0 + r, ow = ow0 + (m - r * TW);
+      if (oh >= p.out[1] || ow >= p.out[2]) continue;
+      T* row = y + (((i64(n) * p.out[0] + od) * p.out[1] + oh) * p.out[2] + ow) * p.c + ch0;
+#pragma unroll
+      for (int nb = 0; nb < NB; ++nb) {
+        float v0 = acc[mb][nb][2 * h], v1 = acc[mb][nb][2 * h + 1];
+        if constexpr (Cfg::bias) {
+          const T* bias = static_cast<const T*>(p.bias) + ch0 + nb * 8;
+          v0 += to_float(bias[0]), v1 += to_float(bias[1]);
+        }
+        *reinterpret_cast<u32*>(row + nb * 8) = pack2<T>(activate<Cfg::act>(v0), activate<Cfg::act>(v1));
+      }
+    }
+  }
+}
+
+}  // namespace tp

@@ -1,0 +1,157 @@
+// Grouped direct convolution on tensor cores (fam=grp): (problem, config) -> NVRTC program and launch.
+//
+// Kernel (kernels/conv/grp_fwd.cuh): fwd, and unit-stride bwd_data as a forward pass over dy with the filter
+// rotated and each group's weights transposed (flip). A block stages TH x TW output pixels' input box of TC
+// channels (whole groups) and its groups' weights in shared memory; warps own pw = 32 ppt cpt / cpg pixels of
+// one group and gather MMA rows from the box with ldmatrix.
+// Baked into the program: direction (flip), dtype, channels per group, filter extents when in {1,3,5,7}
+// (else runtime), epilogue. Everything else is runtime (tp::DwParams, shared with fam=dw).
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../../kernels/conv/dw_params.cuh"
+#include "codegen.hpp"
+#include "families.hpp"
+#include "tilepick/error.hpp"
+
+namespace tilepick::family {
+namespace {
+
+using i64 = std::int64_t;
+
+i64 ceil_div(i64 a, i64 b) { return (a + b - 1) / b; }
+i64 align16(i64 v) { return (v + 15) / 16 * 16; }
+int baked_filter(i64 f) { return f == 1 || f == 3 || f == 5 || f == 7 ? static_cast<int>(f) : 0; }
+
+void require(bool ok, const ConvProblem& p, const KernelConfig& c, const std::string& why) {
+  if (!ok) throw Unsupported("fam=grp: " + why + " ('" + to_string(p) + "', '" + to_string(c) + "')");
+}
+
+int to_int(i64 v, const char* what) {
+  if (v < -2147483647 || v > 2147483647) throw Unsupported(std::string("fam=grp: ") + what + " out of 32-bit range");
+  return static_cast<int>(v);
+}
+
+struct Geometry {
+  tp::DwParams q{};
+  bool flip = false;
+  int cpg = 0, pw = 0, threads = 0;
+  int fz = 0, fy = 0, fx = 0;
+  i64 smem = 0, blocks = 0;
+};
+
+Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
+  Geometry g;
+  require(c.fam() == Family::grp, p, c, "config is not of family grp");
+  require(p.dir == ConvDir::fwd || p.dir == ConvDir::bwd_data, p, c, "runs fwd and bwd_data only");
+  require((p.x == DType::f16 || p.x == DType::bf16) && p.x == p.w && p.x == p.y, p, c,
+          "needs x, w, y of one dtype, f16 or bf16");
+  const i64 cpg = p.c_per_group();
+  require(cpg == p.k_per_group(), p, c, "needs as many output as input channels per group");
+  require(cpg % 8 == 0 && cpg <= 64, p, c, "needs 8, 16, ..., 64 channels per group");
+  const bool unit_stride = p.stride[0] == 1 && p.stride[1] == 1 && p.stride[2] == 1;
+  require(p.dir == ConvDir::fwd || unit_stride, p, c, "runs bwd_data of unit stride only");
+  require(c.splitk == 1, p, c, "splitk must be 1");
+  require(p.x_elems() < (i64{1} << 31) && p.y_elems() < (i64{1} << 31), p, c, "tensors need 32-bit indexing");
+  const int TH = c.dw_tile_h, TW = c.dw_tile_w, TC = c.dw_tile_c;
+  g.threads = threads_per_block(c);
+  require(g.threads >= 32 && g.threads <= 1024 && g.threads % 32 == 0, p, c,
+          "threads (dwtile / (ppt x cpt)) must be a multiple of 32 in [32, 1024]");
+  require(TC % cpg == 0, p, c, "dwtile channels must hold whole groups (a multiple of " + std::to_string(cpg) + ")");
+  const i64 per_warp = i64{32} * c.dw_ppt * c.dw_cpt;  // outputs a warp
+  require(per_warp % (16 * cpg) == 0, p, c, "a warp's ppt x cpt x 32 outputs must be whole 16-pixel blocks of a group");
+  g.pw = static_cast<int>(per_warp / cpg);
+  require((i64{TH} * TW) % g.pw == 0, p, c, "the tile's pixels must split into warps of " + std::to_string(g.pw));
+  g.cpg = static_cast<int>(cpg);
+  g.flip = p.dir == ConvDir::bwd_data;
+
+  const auto out = p.out();
+  const auto& F = p.filter;
+  g.fz = baked_filter(F[0]), g.fy = baked_filter(F[1]), g.fx = baked_filter(F[2]);
+  const auto& src = g.flip ? out : p.in;  // read with the halo: x, or dy
+  const auto& dst = g.flip ? p.in : out;  // written: y, or dx
+  tp::DwParams& q = g.q;
+  q.n = to_int(p.n, "N");
+  q.c = to_int(p.c, "C");
+  for (int i = 0; i < 3; ++i) {
+    q.in[i] = to_int(src[i], "input extent"), q.out[i] = to_int(dst[i], "output extent");
+    q.filter[i] = to_int(F[i], "filter"), q.dilation[i] = to_int(p.dilation[i], "dilation");
+    q.stride[i] = g.flip ? 1 : to_int(p.stride[i], "stride");
+    q.pad[i] = to_int(g.flip ? (F[i] - 1) * p.dilation[i] - p.pad[i] : p.pad[i], "pad");
+  }
+  q.halo[0] = q.filter[0];
+  q.halo[1] = to_int((TH - 1) * i64{q.stride[1]} + (F[1] - 1) * p.dilation[1] + 1, "halo");
+  q.halo[2] = to_int((TW - 1) * i64{q.stride[2]} + (F[2] - 1) * p.dilation[2] + 1, "halo");
+  q.pitch = q.halo[2];
+  q.tiles_c = to_int(ceil_div(p.c, TC), "channel tiles");
+  q.tiles_h = to_int(ceil_div(dst[1], TH), "tiles"), q.tiles_w = to_int(ceil_div(dst[2], TW), "tiles");
+  const i64 taps = F[0] * F[1] * F[2];
+  // Layout<Cfg> of the kernel: weights [TC][taps x cpg + 8], box [pixels + 1][TC + 8].
+  const i64 weights = align16(TC * (taps * cpg + 8) * 2);
+  const i64 box = (i64{q.halo[0]} * q.halo[1] * q.halo[2] + 1) * (TC + 8) * 2;
+  g.smem = weights + align16(box);
+  g.blocks = i64{q.tiles_c} * q.tiles_h * q.tiles_w * p.n * dst[0];
+  require(g.blocks >= 1 && g.blocks <= 2147483647, p, c, "grid of " + std::to_string(g.blocks) + " blocks out of range");
+  return g;
+}
+
+std::string specialization(const ConvProblem& p, const Geometry& g) {
+  return "grp dir=" + std::string(to_string(p.dir)) + " dtype=" + std::string(to_string(p.x)) +
+         " cpg=" + std::to_string(g.cpg) + " filter=" + std::to_string(g.fz) + "x" + std::to_string(g.fy) + "x" +
+         std::to_string(g.fx) + (p.dir == ConvDir::fwd ? " ep=" + to_string(p.epilogue) : "");
+}
+
+void check_aligned(const void* ptr, const char* what) {
+  if (ptr && reinterpret_cast<std::uintptr_t>(ptr) % 16 != 0)
+    throw Unsupported(std::string("fam=grp: ") + what + " pointer is not aligned to 16 bytes");
+}
+
+}  // namespace
+
+std::int64_t grp_shared_bytes(const ConvProblem& p, const KernelConfig& c) { return geometry(p, c).smem; }
+
+KernelPlan plan_grp(const ConvProblem& p, const KernelConfig& c) {
+  const Geometry g = geometry(p, c);
+  codegen::CfgText cfg;
+  cfg.type("T", codegen::device_type(p.x))
+      .i("tile_h", c.dw_tile_h)
+      .i("tile_w", c.dw_tile_w)
+      .i("tile_c", c.dw_tile_c)
+      .i("cpg", g.cpg)
+      .i("pw", g.pw)
+      .i("threads", g.threads)
+      .i("fz", g.fz)
+      .i("fy", g.fy)
+      .i("fx", g.fx)
+      .i("act", p.dir == ConvDir::fwd ? static_cast<int>(p.epilogue.act) : 0)
+      .b("bias", p.dir == ConvDir::fwd && p.epilogue.bias)
+      .b("flip", g.flip);
+  const char* tag = g.flip ? "tp_grp_bwd_data_" : "tp_grp_fwd_";
+  KernelPlan plan;
+  plan.kernels.push_back(codegen::make_source(tag, "conv/grp_fwd.cuh", cfg, "tp::DwParams", "tp::grp_fwd",
+                                              specialization(p, g), to_string(c), g.threads));
+  const tp::DwParams q = g.q;
+  const unsigned grid = static_cast<unsigned>(g.blocks), smem = static_cast<unsigned>(g.smem);
+  const unsigned threads = static_cast<unsigned>(g.threads);
+  const bool bias = p.dir == ConvDir::fwd && p.epilogue.bias;
+  plan.launches = [q, grid, smem, threads, bias](const Operands& o) {
+    tp::DwParams a = q;
+    a.src = o.a, a.src2 = o.b, a.bias = o.bias, a.dst = o.d;
+    if (!a.src || !a.src2 || !a.dst) throw Unsupported("fam=grp: operands a, b and d must be set");
+    if (bias && !a.bias) throw Unsupported("fam=grp: the epilogue has a bias but Operands::bias is null");
+    check_aligned(a.src, "input");
+    check_aligned(a.src2, "weight");
+    check_aligned(a.dst, "output");
+    std::vector<Launch> ls(1);
+    ls[0].grid[0] = grid;
+    ls[0].block[0] = threads;
+    ls[0].smem_bytes = smem;
+    ls[0].params = codegen::pack(a);
+    return ls;
+  };
+  return plan;
+}
+
+}  // namespace tilepick::family
