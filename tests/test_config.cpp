@@ -256,8 +256,8 @@ TEST(ConfigValidate, CodeBuiltConfigs) {
   c.tile_m = 64;  // not a dw field: must stay at its default
   EXPECT_HAS(config_error(c).value_or(""), "'tile' does not apply to family dw");
   c = KernelConfig{};
-  c.family = 3;
-  EXPECT_HAS(config_error(c).value_or(""), "family index 3");
+  c.family = 4;  // one past fam=grp
+  EXPECT_HAS(config_error(c).value_or(""), "family index 4");
 }
 
 TEST(ConfigValidate, OutOfRangeEnumIsReportedSafely) {

@@ -1,0 +1,69 @@
+// The grouped direct family (fam=grp) on the CPU: legality admits only the problems the kernel runs, with
+// reasons; plans of the trial space build, compile with NVRTC and launch grids that cover the output.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "../kernels/conv/dw_params.cuh"
+#include "jit/families.hpp"
+#include "tilepick/arch.hpp"
+#include "tilepick/error.hpp"
+#include "tilepick/legality.hpp"
+
+using namespace tilepick;
+
+namespace {
+
+const char* kConfig = "fam=grp splitk=1 dwtile=8x16x64 ppt=2 cpt=16";
+
+TEST(FamilyGrp, RunsOnlyWhatTheKernelSupports) {
+  EXPECT_TRUE(family_runs(Family::grp, parse_problem("fwd g32 mb32 ic512 ih14 iw14 oc512 kh3 kw3 ph1 pw1 bf16")));
+  EXPECT_TRUE(family_runs(Family::grp, parse_problem("bwd_data g8 mb2 ic64 ih9 iw11 oc64 kh3 kw3 ph1 pw1 f16")));
+  // 4 channels a group, depthwise, strided bwd_data, bwd_weight, unequal in / out per group: not this family's.
+  for (const char* p : {"fwd g32 mb32 ic128 ih56 iw56 oc128 kh3 kw3 ph1 pw1 bf16",
+                        "fwd g64 mb1 ic64 ih8 iw8 oc64 kh3 kw3 ph1 pw1 bf16",
+                        "bwd_data g8 mb2 ic64 ih9 iw11 oc64 kh3 kw3 sh2 sw2 ph1 pw1 bf16",
+                        "bwd_weight g8 mb2 ic64 ih9 iw11 oc64 kh3 kw3 ph1 pw1 bf16",
+                        "fwd g4 mb2 ic64 ih9 iw11 oc128 kh3 kw3 ph1 pw1 bf16"})
+    EXPECT_FALSE(family_runs(Family::grp, parse_problem(p))) << p;
+  const Verdict v = legal(parse_problem("fwd g32 mb32 ic128 ih56 iw56 oc128 kh3 kw3 ph1 pw1 bf16"),
+                          parse_config(kConfig), find_arch(default_arch_specs(), "h100_sxm"));
+  EXPECT_FALSE(v.ok);
+  EXPECT_EQ(v.rule, "family_op");
+}
+
+TEST(FamilyGrp, WarpsMustHoldWhole16PixelBlocksOfAGroup) {
+  const ConvProblem p = std::get<ConvProblem>(parse_problem("fwd g2 mb1 ic128 ih7 iw7 oc128 kh5 kw5 ph2 pw2 bf16"));
+  // 32 x 2 x 8 outputs a warp = 8 pixels of a 64-channel group: not a 16-row MMA block.
+  EXPECT_THROW(family::plan_grp(p, parse_config("fam=grp splitk=1 dwtile=4x16x64 ppt=2 cpt=8")), Unsupported);
+  EXPECT_NO_THROW(family::plan_grp(p, parse_config(kConfig)));
+}
+
+TEST(FamilyGrp, PlanCoversTheOutputAndCompiles) {
+  const ConvProblem p =
+      std::get<ConvProblem>(parse_problem("fwd g20 mb2 ic320 ih14 iw13 oc320 kh3 kw3 sh2 sw2 ph1 pw1 bf16 ep=bias+relu"));
+  const KernelPlan plan = family::plan_grp(p, parse_config(kConfig));
+  ASSERT_EQ(plan.kernels.size(), 1u);
+  EXPECT_NE(plan.kernels[0].code.find("tp::grp_fwd<Cfg>"), std::string::npos);
+  EXPECT_EQ(plan.kernels[0].threads, 256);
+  Operands o;
+  alignas(16) static unsigned char buf[64];
+  o.a = o.b = o.bias = buf, o.d = buf;
+  const auto launches = plan.launches(o);
+  ASSERT_EQ(launches.size(), 1u);
+  tp::DwParams q;
+  std::memcpy(&q, launches[0].params.data(), sizeof q);
+  // 7 x 7 outputs: one 8 x 16 tile a (n, channel tile); 320 channels in tiles of 64.
+  EXPECT_EQ(q.tiles_h, 1);
+  EXPECT_EQ(q.tiles_w, 1);
+  EXPECT_EQ(q.tiles_c, 5);
+  EXPECT_EQ(launches[0].grid[0], 2u * 5u);
+  EXPECT_EQ(q.halo[1], 7 * 2 + 3);  // (TH - 1) x stride + filter
+  EXPECT_EQ(q.halo[2], 15 * 2 + 3);
+  // weights [64][9 x 16 + 8] + box [17 x 33 + 1][72], bf16
+  EXPECT_EQ(launches[0].smem_bytes, 64u * 152u * 2u + ((17u * 33u + 1u) * 72u * 2u + 15u) / 16u * 16u);
+  o.a = buf + 2;
+  EXPECT_THROW(plan.launches(o), Unsupported);  // the staging copies need 16-byte aligned tensors
+}
+
+}  // namespace
