@@ -91,7 +91,7 @@ void count(const ConfigsArgs& a) {
 void fields() {
   for (const auto& f : config_fields()) {
     std::string fams;
-    for (auto fam : {Family::sm80, Family::sm90, Family::dw, Family::grp})
+    for (auto fam : kFamilies)
       if (applies(f, fam)) fams += (fams.empty() ? "" : ",") + std::string(to_string(fam));
     std::string vars;
     for (int i = 0; i < f.arity; ++i) vars += (i ? " " : "") + std::string(f.vars[i]);

@@ -23,9 +23,12 @@ struct SearchArgs {
 };
 
 Family parse_family(const std::string& name) {
-  for (Family f : {Family::sm80, Family::sm90, Family::dw, Family::grp})
+  std::string known;
+  for (Family f : kFamilies) {
     if (to_string(f) == name) return f;
-  throw InvalidArgument("search: unknown family '" + name + "' (sm80, sm90, dw, grp)");
+    known += (known.empty() ? "" : ", ") + std::string(to_string(f));
+  }
+  throw InvalidArgument("search: unknown family '" + name + "' (" + known + ")");
 }
 
 // --family, else the families of the problem's legal pool, else those the spaces declare for its op.

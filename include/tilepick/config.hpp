@@ -25,6 +25,8 @@ enum class SplitKMode : std::uint8_t { serial, parallel };
 enum class Raster : std::uint8_t { row, col };
 enum class EpiVariant : std::uint8_t { direct, smem };  // registers -> global, or staged via smem
 
+inline constexpr Family kFamilies[] = {Family::sm80, Family::sm90, Family::dw, Family::grp};
+
 struct KernelConfig {
   int family = 0;                        // Family
   int tile_m = 128, tile_n = 128, tile_k = 32;  // block tile (GEMM view)

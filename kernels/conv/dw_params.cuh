@@ -1,4 +1,5 @@
-// Runtime arguments of the depthwise convolution kernels (fam=dw): one by-value struct per launch.
+// Runtime arguments of the direct convolution kernels (fam=dw, and fam=grp: kernels/conv/grp_fwd.cuh, whose
+// channels are TC / cpg whole groups and which ignores the bwd_weight fields): one by-value struct per launch.
 // Plain C layout of fixed-width builtin types and pointers, shared by the host plan builder
 // (src/jit/family_dw.cpp packs it into Launch::params) and the device code.
 //
@@ -33,6 +34,13 @@ TP_DW_FN int dw_row_pitch(int cols, int pixel_bytes) {
   const int m = 128 / pixel_bytes;  // pixels per 128 bytes
   return cols + ((1 - cols) % m + m) % m;
 }
+
+// fam=grp's shared-memory rows, in elements (the kernel's layout, the host's size): a staged pixel holds TC
+// channels plus 8 (16 bytes: the 8 rows of one ldmatrix, 8 consecutive pixels, fall on 8 different 16-byte bank
+// groups); a staged weight row (one output channel: taps x cpg inputs) is padded by 8 zeros, the chunk an odd K
+// pairs with.
+TP_DW_FN int grp_pixel_pitch(int tile_c) { return tile_c + 8; }
+TP_DW_FN int grp_weight_row(int taps, int cpg) { return taps * cpg + 8; }
 
 struct DwParams {
   const void* src;   // input read with a halo (x, or dy for bwd_data)

@@ -23,44 +23,14 @@ namespace grp {
 using dw::copy_async;
 using dw::smem_u32;
 
-// Shared-memory pitches, in elements: a staged pixel holds TC channels plus 8 (16 bytes), so the 8 rows of
-// one ldmatrix (8 consecutive pixels) fall on 8 different 16-byte bank groups; a staged weight row (one output
-// channel: taps x cpg inputs) is padded by 8 zeros, the chunk an odd K pairs with.
-template <class Cfg> struct Layout {
-  static constexpr int pixel = Cfg::tile_c + 8;
-  __device__ static int weight_row(int taps) { return taps * Cfg::cpg + 8; }
-};
-
-// Stages the input box s_x[k][row][col][pixel pitch] = src[n][zof(k)][y0 + row][x0 + col][c0 ..)
-// (zeros outside the tensor and past C), then one zero pixel after the box (the rows of a zero chunk).
-template <class Cfg, class ZOf>
-__device__ __forceinline__ void stage_input(typename Cfg::T* s_x, const DwParams& p, int n, ZOf zof, int y0,
-                                            int x0, int c0) {
-  typedef typename Cfg::T T;
-  constexpr int TC = Cfg::tile_c, V = 8, VPP = TC / V, PP = Layout<Cfg>::pixel;
-  const T* g = static_cast<const T*>(p.src);
-  const int slices = p.halo[0], rows = p.halo[1], cols = p.halo[2];
-  const int total = slices * rows * cols * VPP;
-  for (int i = threadIdx.x; i < total; i += Cfg::threads) {
-    const int v = i % VPP, pix = i / VPP;
-    const int col = pix % cols, kr = pix / cols, row = kr % rows;
-    const int z = zof(kr / rows), y = y0 + row, x = x0 + col, ch = c0 + v * V;
-    const bool ok = z >= 0 && z < p.in[0] && y >= 0 && y < p.in[1] && x >= 0 && x < p.in[2] && ch < p.c;
-    const T* s = ok ? g + ((((i64(n) * p.in[0] + z) * p.in[1] + y) * p.in[2] + x) * p.c + ch) : g;
-    copy_async<16>(s_x + pix * PP + v * V, s, ok);
-  }
-  const int zero = slices * rows * cols;
-  for (int v = threadIdx.x; v < VPP; v += Cfg::threads) copy_async<16>(s_x + zero * PP + v * V, g, false);
-}
-
-// Stages the weights of the block's groups as s_w[out channel][chunk j][8] (row pitch weight_row): B of the
+// Stages the weights of the block's groups as s_w[out channel][chunk j][8] (row pitch grp_weight_row): B of the
 // view, rows = output channels, K = (tap, input channel). fwd: w[k][tap][c] of the group as it is (16-byte
 // copies); flip (bwd_data): the row of input channel c is w[k][taps - 1 - tap][c] over k (element gathers).
 template <class Cfg>
 __device__ __forceinline__ void stage_weights(typename Cfg::T* s_w, const DwParams& p, int c0, int taps) {
   typedef typename Cfg::T T;
   constexpr int TC = Cfg::tile_c, CPG = Cfg::cpg;
-  const int WR = Layout<Cfg>::weight_row(taps), K = taps * CPG;  // K elements a row
+  const int WR = grp_weight_row(taps, CPG), K = taps * CPG;  // K elements a row
   const T* w = static_cast<const T*>(p.src2);
   if constexpr (!Cfg::flip) {
     const int vpr = K / 8;  // 16-byte vectors a row
@@ -82,11 +52,6 @@ __device__ __forceinline__ void stage_weights(typename Cfg::T* s_w, const DwPara
   for (int r = threadIdx.x; r < TC; r += Cfg::threads) copy_async<16>(s_w + r * WR + K, w, false);
 }
 
-// Two 8x8 b16 matrices (lanes 0-15 supply the row addresses).
-__device__ __forceinline__ void ldsm_x2(u32 (&r)[2], u32 addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
-}
-
 }  // namespace grp
 
 // y[n][od][oh][ow][g][k] = act(bias + sum_{tap, c} x[n][od*sd-pd+z*dd][oh*sh-ph+y*dh][ow*sw-pw+x*dw][g][c] *
@@ -99,12 +64,12 @@ __device__ __forceinline__ void grp_fwd(const DwParams& p) {
   constexpr int TC = Cfg::tile_c, TW = Cfg::tile_w, CPG = Cfg::cpg, PW = Cfg::pw;
   constexpr int MB = PW / 16, NB = CPG / 8, CB = CPG / 8;  // m16 blocks, n8 blocks, 8-channel chunks a tap
   constexpr int WG = Cfg::tile_h * TW / PW;                // warps a group
-  constexpr int PP = Layout<Cfg>::pixel;
+  constexpr int PP = grp_pixel_pitch(TC);
   extern __shared__ __align__(16) unsigned char smem[];
   const int FZ = Cfg::fz ? Cfg::fz : p.filter[0];
   const int FY = Cfg::fy ? Cfg::fy : p.filter[1];
   const int FX = Cfg::fx ? Cfg::fx : p.filter[2];
-  const int taps = FZ * FY * FX, KC = taps * CB, WR = Layout<Cfg>::weight_row(taps);
+  const int taps = FZ * FY * FX, KC = taps * CB, WR = grp_weight_row(taps, CPG);
   const int BH = p.halo[1], BW = p.halo[2];
 
   int t = blockIdx.x;
@@ -118,9 +83,12 @@ __device__ __forceinline__ void grp_fwd(const DwParams& p) {
 
   T* s_w = reinterpret_cast<T*>(smem);                                            // [TC][WR]
   T* s_x = reinterpret_cast<T*>(smem + dw::align16(TC * WR * int(sizeof(T))));  // [FZ][BH][BW][PP] + zero pixel
-  stage_input<Cfg>(
-      s_x, p, n, [&](int k) { return od * p.stride[0] - p.pad[0] + k * p.dilation[0]; },
-      oh0 * p.stride[1] - p.pad[1], ow0 * p.stride[2] - p.pad[2], c0);
+  dw::stage_box<T, TC, 8, Cfg::threads, PP>(
+      s_x, static_cast<const T*>(p.src), p.in, p.c, n, p.halo[0],
+      [&](int k) { return od * p.stride[0] - p.pad[0] + k * p.dilation[0]; }, oh0 * p.stride[1] - p.pad[1], BH,
+      ow0 * p.stride[2] - p.pad[2], BW, BW, c0);
+  for (int v = threadIdx.x; v < TC / 8; v += Cfg::threads)  // the zero pixel after the box: rows of a zero chunk
+    copy_async<16>(s_x + FZ * BH * BW * PP + v * 8, p.src, false);
   stage_weights<Cfg>(s_w, p, c0, taps);
   dw::copy_commit();
   dw::copy_wait<0>();
@@ -159,7 +127,7 @@ __device__ __forceinline__ void grp_fwd(const DwParams& p) {
       ldsm_x4(r, w_base + ((i * 16 + b_n) * WR + (2 * s + b_chunk) * 8) * 2);
       b[2 * i][0] = r[0], b[2 * i][1] = r[1], b[2 * i + 1][0] = r[2], b[2 * i + 1][1] = r[3];
     }
-    if constexpr (NB == 1) ldsm_x2(b[0], w_base + (((lane & 7)) * WR + (2 * s + ((lane >> 3) & 1)) * 8) * 2);
+    if constexpr (NB == 1) ldsm_x2(b[0], w_base + ((lane & 7) * WR + (2 * s + b_chunk) * 8) * 2);
 #pragma unroll
     for (int mb = 0; mb < MB; ++mb) {
       const u32 addr = ja < KC ? x_base + ((a_pix[mb] + off) * PP + cb * 8) * 2 : zero_pix;

@@ -17,6 +17,7 @@ constexpr unsigned kSm80 = 1u << 0, kSm90 = 1u << 1, kDw = 1u << 2, kGrp = 1u <<
                    kDirect = kDw | kGrp, kAll = kIgemm | kDirect;
 
 constexpr std::string_view kFamilyNames[] = {"sm80", "sm90", "dw", "grp"};
+static_assert(std::size(kFamilyNames) == std::size(kFamilies), "one name for each family of kFamilies");
 constexpr std::string_view kSplitKModes[] = {"serial", "parallel"};
 constexpr std::string_view kRasters[] = {"row", "col"};
 constexpr std::string_view kEpis[] = {"direct", "smem"};
@@ -162,7 +163,7 @@ bool applies(const FieldDesc& f, Family fam) { return (f.families >> static_cast
 
 std::optional<std::string> config_error(const KernelConfig& c) {
   static const KernelConfig defaults{};
-  if (c.family < 0 || c.family > 3) return "config: family index " + std::to_string(c.family) + " out of range";
+  if (c.family < 0 || c.family >= static_cast<int>(std::size(kFamilies))) return "config: family index " + std::to_string(c.family) + " out of range";
   for (const auto& f : kFields) {
     for (int i = 0; i < f.arity; ++i) {
       int v = c.*f.slots[i];

@@ -333,11 +333,7 @@ bool family_runs(Family f, const Problem& p) {
   const auto* conv = std::get_if<ConvProblem>(&p);
   if (!conv) return false;
   if (f == Family::dw) return conv->depthwise();
-  // fam=grp (src/jit/family_grp.cpp): fwd and unit-stride bwd_data, 8-64 channels per group in and out.
-  const std::int64_t cpg = conv->c_per_group();
-  const bool unit = conv->stride == std::array<std::int64_t, 3>{1, 1, 1};
-  return (conv->dir == ConvDir::fwd || (conv->dir == ConvDir::bwd_data && unit)) && cpg == conv->k_per_group() &&
-         cpg % 8 == 0 && cpg <= 64;
+  return family::grp_refusal(*conv).empty();
 }
 
 namespace {
@@ -347,6 +343,24 @@ template <bool kExplain, class Msg>
 Verdict fail(const char* rule, Msg&& msg) {
   if constexpr (kExplain) return no(rule, msg());
   else return {false, {}, {}};
+}
+
+// The direct families' last rule: their plan builder sizes the block's shared memory (`bytes`), and its refusal
+// is the family's shape rule; the size must fit the arch.
+template <bool kExplain, class Bytes>
+Verdict shared_memory_fits(const char* shape_rule, Bytes bytes, const ArchSpec& arch) {
+  std::int64_t smem = 0;
+  try {
+    smem = bytes();
+  } catch (const Error& e) {
+    return fail<kExplain>(shape_rule, [&] { return std::string(e.what()); });
+  }
+  if (smem > arch.smem_per_block_optin)
+    return fail<kExplain>("smem", [&] {
+      return std::to_string(smem) + " bytes of shared memory exceed " + std::to_string(arch.smem_per_block_optin) +
+             " per block on " + arch.name;
+    });
+  return {};
 }
 
 }  // namespace
@@ -385,37 +399,12 @@ Verdict ProblemLegality::check(const KernelConfig& c) const {
       return fail<kExplain>("splitk", [] { return "fam=dw splits the reduction only for bwd_weight"; });
     if (conv->x_elems() >= (std::int64_t{1} << 31) || conv->y_elems() >= (std::int64_t{1} << 31))
       return fail<kExplain>("index32", [] { return "tensors with 2^31 or more elements need 64-bit indexing"; });
-    std::int64_t smem = 0;
-    try {
-      smem = dw_smem(c, *conv);
-    } catch (const Error& e) {
-      return fail<kExplain>("dw_shape", [&] { return std::string(e.what()); });
-    }
-    if (smem > arch.smem_per_block_optin)
-      return fail<kExplain>("smem", [&] {
-        return std::to_string(smem) + " bytes of shared memory exceed " + std::to_string(arch.smem_per_block_optin) +
-               " per block on " + arch.name;
-      });
-    return {};
+    return shared_memory_fits<kExplain>("dw_shape", [&] { return dw_smem(c, *conv); }, arch);
   }
   if (c.fam() == Family::grp) {
     if (!family_runs(Family::grp, problem_))
-      return fail<kExplain>("family_op", [] {
-        return "fam=grp runs fwd and unit-stride bwd_data with 8-64 channels per group (a multiple of 8, as many "
-               "out as in)";
-      });
-    std::int64_t smem = 0;
-    try {
-      smem = family::grp_shared_bytes(*conv, c);
-    } catch (const Error& e) {
-      return fail<kExplain>("grp_shape", [&] { return std::string(e.what()); });
-    }
-    if (smem > arch.smem_per_block_optin)
-      return fail<kExplain>("smem", [&] {
-        return std::to_string(smem) + " bytes of shared memory exceed " + std::to_string(arch.smem_per_block_optin) +
-               " per block on " + arch.name;
-      });
-    return {};
+      return fail<kExplain>("family_op", [&] { return "fam=grp " + family::grp_refusal(*conv); });
+    return shared_memory_fits<kExplain>("grp_shape", [&] { return family::grp_shared_bytes(*conv, c); }, arch);
   }
 
   // Implicit-GEMM families.

@@ -1,6 +1,7 @@
 // Kernel families: each turns (problem, resolved config) into NVRTC programs and launches.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "tilepick/kernel_plan.hpp"
 
@@ -16,6 +17,9 @@ KernelPlan plan_dw(const ConvProblem& p, const KernelConfig& c);         // src/
 // Unsupported when the family has no kernel for the pair.
 std::int64_t dw_shared_bytes(const ConvProblem& p, const KernelConfig& c);
 KernelPlan plan_grp(const ConvProblem& p, const KernelConfig& c);        // src/jit/family_grp.cpp
+// Why fam=grp has no kernel for the problem ("runs fwd and bwd_data only", ...: the rule legality's family_runs
+// applies), or "" when it has one.
+std::string grp_refusal(const ConvProblem& p);
 // Dynamic shared memory of the grouped direct kernel; throws Unsupported like dw_shared_bytes.
 std::int64_t grp_shared_bytes(const ConvProblem& p, const KernelConfig& c);
 // Blocks of the depthwise kernel's main launch (features use it); throws like dw_shared_bytes.

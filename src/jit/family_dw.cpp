@@ -30,13 +30,12 @@ namespace tilepick::family {
 namespace {
 
 using i64 = std::int64_t;
+using codegen::align16;
+using codegen::baked_filter;
+using codegen::ceil_div;
 
-
-i64 ceil_div(i64 a, i64 b) { return (a + b - 1) / b; }
 i64 floor_div(i64 a, i64 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-i64 align16(i64 v) { return (v + 15) / 16 * 16; }
 
-int baked_filter(i64 f) { return f == 1 || f == 3 || f == 5 || f == 7 ? static_cast<int>(f) : 0; }
 
 enum class Kernel { fwd, fwd_flip, bwd_data_phase, bwd_weight_regs, bwd_weight_taps, bwd_weight_reduce };
 

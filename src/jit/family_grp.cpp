@@ -20,10 +20,9 @@ namespace tilepick::family {
 namespace {
 
 using i64 = std::int64_t;
-
-i64 ceil_div(i64 a, i64 b) { return (a + b - 1) / b; }
-i64 align16(i64 v) { return (v + 15) / 16 * 16; }
-int baked_filter(i64 f) { return f == 1 || f == 3 || f == 5 || f == 7 ? static_cast<int>(f) : 0; }
+using codegen::align16;
+using codegen::baked_filter;
+using codegen::ceil_div;
 
 void require(bool ok, const ConvProblem& p, const KernelConfig& c, const std::string& why) {
   if (!ok) throw Unsupported("fam=grp: " + why + " ('" + to_string(p) + "', '" + to_string(c) + "')");
@@ -45,14 +44,11 @@ struct Geometry {
 Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
   Geometry g;
   require(c.fam() == Family::grp, p, c, "config is not of family grp");
-  require(p.dir == ConvDir::fwd || p.dir == ConvDir::bwd_data, p, c, "runs fwd and bwd_data only");
+  const std::string refusal = grp_refusal(p);
+  require(refusal.empty(), p, c, refusal);
   require((p.x == DType::f16 || p.x == DType::bf16) && p.x == p.w && p.x == p.y, p, c,
           "needs x, w, y of one dtype, f16 or bf16");
   const i64 cpg = p.c_per_group();
-  require(cpg == p.k_per_group(), p, c, "needs as many output as input channels per group");
-  require(cpg % 8 == 0 && cpg <= 64, p, c, "needs 8, 16, ..., 64 channels per group");
-  const bool unit_stride = p.stride[0] == 1 && p.stride[1] == 1 && p.stride[2] == 1;
-  require(p.dir == ConvDir::fwd || unit_stride, p, c, "runs bwd_data of unit stride only");
   require(c.splitk == 1, p, c, "splitk must be 1");
   require(p.x_elems() < (i64{1} << 31) && p.y_elems() < (i64{1} << 31), p, c, "tensors need 32-bit indexing");
   const int TH = c.dw_tile_h, TW = c.dw_tile_w, TC = c.dw_tile_c;
@@ -84,13 +80,12 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
   q.halo[0] = q.filter[0];
   q.halo[1] = to_int((TH - 1) * i64{q.stride[1]} + (F[1] - 1) * p.dilation[1] + 1, "halo");
   q.halo[2] = to_int((TW - 1) * i64{q.stride[2]} + (F[2] - 1) * p.dilation[2] + 1, "halo");
-  q.pitch = q.halo[2];
   q.tiles_c = to_int(ceil_div(p.c, TC), "channel tiles");
   q.tiles_h = to_int(ceil_div(dst[1], TH), "tiles"), q.tiles_w = to_int(ceil_div(dst[2], TW), "tiles");
   const i64 taps = F[0] * F[1] * F[2];
-  // Layout<Cfg> of the kernel: weights [TC][taps x cpg + 8], box [pixels + 1][TC + 8].
-  const i64 weights = align16(TC * (taps * cpg + 8) * 2);
-  const i64 box = (i64{q.halo[0]} * q.halo[1] * q.halo[2] + 1) * (TC + 8) * 2;
+  // The kernel's layout: weights [TC][grp_weight_row], box [pixels + 1 zero pixel][grp_pixel_pitch], 16-bit.
+  const i64 weights = align16(i64{TC} * tp::grp_weight_row(static_cast<int>(taps), g.cpg) * 2);
+  const i64 box = (i64{q.halo[0]} * q.halo[1] * q.halo[2] + 1) * tp::grp_pixel_pitch(TC) * 2;
   g.smem = weights + align16(box);
   g.blocks = i64{q.tiles_c} * q.tiles_h * q.tiles_w * p.n * dst[0];
   require(g.blocks >= 1 && g.blocks <= 2147483647, p, c, "grid of " + std::to_string(g.blocks) + " blocks out of range");
@@ -109,6 +104,16 @@ void check_aligned(const void* ptr, const char* what) {
 }
 
 }  // namespace
+
+std::string grp_refusal(const ConvProblem& p) {
+  if (p.dir == ConvDir::bwd_weight) return "runs fwd and bwd_data only";
+  const i64 cpg = p.c_per_group();
+  if (cpg != p.k_per_group()) return "needs as many output as input channels per group";
+  if (cpg % 8 != 0 || cpg > 64) return "needs 8, 16, ..., 64 channels per group";
+  if (p.dir == ConvDir::bwd_data && p.stride != std::array<i64, 3>{1, 1, 1})
+    return "runs bwd_data of unit stride only";
+  return {};
+}
 
 std::int64_t grp_shared_bytes(const ConvProblem& p, const KernelConfig& c) { return geometry(p, c).smem; }
 
