@@ -55,6 +55,8 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
   g.threads = threads_per_block(c);
   require(g.threads >= 32 && g.threads <= 1024 && g.threads % 32 == 0, p, c,
           "threads (dwtile / (ppt x cpt)) must be a multiple of 32 in [32, 1024]");
+  require(i64{g.threads} * c.dw_ppt * c.dw_cpt == i64{TH} * TW * TC, p, c,
+          "dwtile must be divisible by ppt along W and by cpt along channels");
   require(TC % cpg == 0, p, c, "dwtile channels must hold whole groups (a multiple of " + std::to_string(cpg) + ")");
   const i64 per_warp = i64{32} * c.dw_ppt * c.dw_cpt;  // outputs a warp
   require(per_warp % (16 * cpg) == 0, p, c, "a warp's ppt x cpt x 32 outputs must be whole 16-pixel blocks of a group");
