@@ -113,7 +113,6 @@ TEST(FamilyDw, PlansForEveryLegalRegistryConfig) {
       EXPECT_LE(static_cast<int>(l.smem_bytes), h100().smem_per_block_optin);
       const tp::DwParams q = params_of(l);
       EXPECT_EQ(q.src, fake(0x10000));
-      EXPECT_GE(q.pitch, q.halo[2]);  // padded with TILEPICK_DW_PAD=1 (tp::dw_row_pitch)
       EXPECT_EQ(q.c, p.c);
       EXPECT_EQ(q.n, p.n);
       EXPECT_EQ(q.tiles_c, (p.c + c.dw_tile_c - 1) / c.dw_tile_c);
@@ -149,25 +148,6 @@ TEST(FamilyDw, PlansForEveryLegalRegistryConfig) {
   EXPECT_GT(plans, 1000);
   EXPECT_GT(single, 0);  // some bwd_weight plans have one part
   EXPECT_LT(refused * 20, plans);  // the gap stays small on the default space
-}
-
-// Rows of a staged box sit one pixel past a multiple of 128 bytes, so that the rows a warp reads at
-// once fall on different banks; the padding is the least that does it, none for pixels of >= 128 bytes.
-TEST(FamilyDw, RowPitchSpreadsRowsOverTheBanks) {
-  for (int pixel : {2, 4, 8, 16, 32, 64, 128, 256}) {
-    for (int cols = 1; cols <= 80; ++cols) {
-      const int pitch = tp::dw_row_pitch(cols, pixel);
-      if (pixel >= 128) {
-        EXPECT_EQ(pitch, cols);
-        continue;
-      }
-      EXPECT_GE(pitch, cols);
-      EXPECT_LT(pitch, cols + 128 / pixel);
-      EXPECT_EQ(pitch * pixel % 128, pixel) << "cols " << cols << " pixel " << pixel;
-    }
-  }
-  EXPECT_EQ(tp::dw_row_pitch(34, 32), 37);  // 3x3 filter, 32-wide tile, 16 bf16 channels
-  EXPECT_EQ(tp::dw_row_pitch(33, 32), 33);
 }
 
 TEST(FamilyDw, NamesAreStableAndDistinct) {

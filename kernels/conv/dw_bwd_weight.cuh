@@ -27,7 +27,7 @@ struct BwdWeightTile {
   typedef typename Cfg::T T;
   static constexpr int TH = Cfg::tile_h, TW = Cfg::tile_w, TC = Cfg::tile_c;
   int c0, oh0, ow0, split, part, pass;
-  int FZ, FY, FX, SR, SC;  // SC columns staged per x row, rows p.pitch apart
+  int FZ, FY, FX, SR, SC;  // SC columns staged per x row
   int x_bytes, stage_bytes;
 
   __device__ __forceinline__ BwdWeightTile(const DwParams& p, int passes) {
@@ -46,10 +46,10 @@ struct BwdWeightTile {
     FY = Cfg::fy ? Cfg::fy : p.filter[1];
     FX = Cfg::fx ? Cfg::fx : p.filter[2];
     SR = p.halo[1], SC = p.halo[2];
-    x_bytes = align16(FZ * SR * p.pitch * TC * int(sizeof(T)));
-    stage_bytes = x_bytes + align16(TH * p.dy_pitch * TC * int(sizeof(T)));
+    x_bytes = align16(FZ * SR * SC * TC * int(sizeof(T)));
+    stage_bytes = x_bytes + align16(TH * TW * TC * int(sizeof(T)));
   }
-  // Buffer s: x box [FZ][SR][pitch][TC], then the dy tile [TH][dy_pitch][TC].
+  // Buffer s: x box [FZ][SR][SC][TC], then the dy tile [TH][TW][TC].
   __device__ __forceinline__ T* s_x(unsigned char* smem, int s) const {
     return reinterpret_cast<T*>(smem + s * stage_bytes);
   }
@@ -62,9 +62,9 @@ struct BwdWeightTile {
     stage_box<T, TC, Cfg::vec, Cfg::threads>(
         s_x(smem, s), static_cast<const T*>(p.src), p.in, p.c, n, FZ,
         [&](int k) { return od * p.stride[0] - p.pad[0] + k * p.dilation[0]; }, oh0 * p.stride[1] - p.pad[1], SR,
-        ow0 * p.stride[2] - p.pad[2], SC, p.pitch, c0);
+        ow0 * p.stride[2] - p.pad[2], SC, c0);
     stage_box<T, TC, Cfg::vec, Cfg::threads>(s_dy(smem, s), static_cast<const T*>(p.src2), p.out, p.c, n, 1,
-                                             [&](int) { return od; }, oh0, TH, ow0, TW, p.dy_pitch, c0);
+                                             [&](int) { return od; }, oh0, TH, ow0, TW, c0);
   }
   // Runs body(s) for every slice of this split, with the slice staged in buffer s: a ring of
   // Cfg::stages buffers, slice q + stages - 1 in flight (cp.async) while slice q is computed.
@@ -159,13 +159,13 @@ __device__ __forceinline__ void dw_bwd_weight(const DwParams& p) {
       const int strip = q + k * (P / FG), r = strip / GW, col0 = (strip % GW) * PPT;
       float dy[PPT][CPT];
 #pragma unroll
-      for (int j = 0; j < PPT; ++j) load_f(s_dy + (r * p.dy_pitch + col0 + j) * TC, dy[j]);
+      for (int j = 0; j < PPT; ++j) load_f(s_dy + (r * TW + col0 + j) * TC, dy[j]);
 #pragma unroll
       for (int m = 0; m < NR; ++m) {
         const int R = g + m * FG;
         if (FG == 1 || R < ROWS) {
           const int fz = R / FY, fy = R % FY;
-          const T* s_row = s_x + ((fz * tile.SR + r * p.stride[1] + fy * p.dilation[1]) * p.pitch) * TC;
+          const T* s_row = s_x + ((fz * tile.SR + r * p.stride[1] + fy * p.dilation[1]) * tile.SC) * TC;
           filter_row_grad<Cfg>(acc[m], s_row, dy, col0, p.stride[2], p.dilation[2]);
         }
       }
@@ -239,7 +239,7 @@ __device__ __forceinline__ void dw_bwd_weight_taps(const DwParams& p) {
   for (int k = 0; k < KT; ++k) {
     const int t = (tile.pass * KT + k) * P + pg;
     const int tz = t / (tile.FY * tile.FX), ty = (t / tile.FX) % tile.FY, tx = t % tile.FX;
-    s_off[k] = t < taps ? (tz * tile.SR + ty * p.dilation[1]) * p.pitch + tx * p.dilation[2] : -1;
+    s_off[k] = t < taps ? (tz * tile.SR + ty * p.dilation[1]) * tile.SC + tx * p.dilation[2] : -1;
   }
 
   float acc[KT][CPT] = {};
@@ -251,8 +251,8 @@ __device__ __forceinline__ void dw_bwd_weight_taps(const DwParams& p) {
 #pragma unroll 2
       for (int c = 0; c < TW; ++c) {
         float dy[CPT];
-        load_f(s_dy + (r * p.dy_pitch + c) * TC, dy);
-        const int pix = r * p.stride[1] * p.pitch + c * p.stride[2];
+        load_f(s_dy + (r * TW + c) * TC, dy);
+        const int pix = r * p.stride[1] * tile.SC + c * p.stride[2];
 #pragma unroll
         for (int k = 0; k < KT; ++k) {
           if (s_off[k] < 0) continue;

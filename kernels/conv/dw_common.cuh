@@ -121,13 +121,13 @@ __device__ __forceinline__ void copy_wait() {
 
 // Stages a box of the channels-last tensor g [N][D][H][W][C] into shared memory:
 //   s_box[k][row][col][PP] = g[n][zof(k)][y0 + row][x0 + col][c0 .. c0 + TC)
-// for k < slices, row < rows, col < cols, rows `pitch` >= cols pixels apart (dw_row_pitch), pixels PP >= TC
+// for k < slices, row < rows, col < cols, pixels PP >= TC
 // elements apart; zeros outside the tensor (padding, ragged tiles, channels past C) and where zof(k) < 0. V
 // channels per copy; consecutive threads take consecutive vectors of one pixel, then the next pixel: coalesced
 // along channels.
 template <class T, int TC, int V, int THREADS, int PP = TC, class ZOf>
 __device__ __forceinline__ void stage_box(T* s_box, const T* g, const int (&dims)[3], int C, int n, int slices,
-                                          ZOf zof, int y0, int rows, int x0, int cols, int pitch, int c0) {
+                                          ZOf zof, int y0, int rows, int x0, int cols, int c0) {
   constexpr int VPP = TC / V;  // vectors per pixel
   const int total = slices * rows * cols * VPP;
   for (int i = threadIdx.x; i < total; i += THREADS) {
@@ -139,7 +139,7 @@ __device__ __forceinline__ void stage_box(T* s_box, const T* g, const int (&dims
     const int z = zof(kr / rows), y = y0 + row, x = x0 + col, ch = c0 + v * V;
     const bool ok = z >= 0 && z < dims[0] && y >= 0 && y < dims[1] && x >= 0 && x < dims[2] && ch < C;
     const T* src = ok ? g + ((((n * dims[0] + z) * dims[1] + y) * dims[2] + x) * C + ch) : g;
-    copy_async<V * int(sizeof(T))>(s_box + (kr * pitch + col) * PP + v * V, src, ok);
+    copy_async<V * int(sizeof(T))>(s_box + (kr * cols + col) * PP + v * V, src, ok);
   }
 }
 

@@ -58,7 +58,7 @@ __device__ __forceinline__ void filter_row(float (&acc)[Cfg::ppt][Cfg::cpt], con
   }
 }
 
-// Computes and stores one output tile from its staged input box s_x [FZ][SR][pitch][TC] and the staged
+// Computes and stores one output tile from its staged input box s_x [FZ][SR][SC][TC] and the staged
 // filter s_w [taps][TC]: thread = CPT channels x PPT consecutive columns of row r.
 template <class Cfg>
 __device__ __forceinline__ void fwd_tile(const DwParams& p, const typename Cfg::T* s_x, const float* s_w, int n,
@@ -80,7 +80,7 @@ __device__ __forceinline__ void fwd_tile(const DwParams& p, const typename Cfg::
   for (int fz = 0; fz < FZ; ++fz) {
 #pragma unroll 1
     for (int fy = 0; fy < FY; ++fy) {
-      const T* s_row = s_x + ((fz * SR + r * p.stride[1] + fy * p.dilation[1]) * p.pitch) * TC + lc * CPT;
+      const T* s_row = s_x + ((fz * SR + r * p.stride[1] + fy * p.dilation[1]) * p.halo[2]) * TC + lc * CPT;
       filter_row<Cfg>(acc, s_row, s_w + ((fz * FY + fy) * FX) * TC + lc * CPT, col0, p.stride[2], p.dilation[2], FX);
     }
   }
@@ -115,7 +115,7 @@ __device__ __forceinline__ void fwd_stage(const DwParams& p, typename Cfg::T* s_
   stage_box<T, Cfg::tile_c, Cfg::vec, Cfg::threads>(
       s_x, static_cast<const T*>(p.src), p.in, p.c, n, p.halo[0],
       [&](int k) { return od * p.stride[0] - p.pad[0] + k * p.dilation[0]; }, oh0 * p.stride[1] - p.pad[1],
-      p.halo[1], ow0 * p.stride[2] - p.pad[2], p.halo[2], p.pitch, c0);
+      p.halo[1], ow0 * p.stride[2] - p.pad[2], p.halo[2], c0);
 }
 
 template <class Cfg>
@@ -144,7 +144,7 @@ __device__ __forceinline__ void dw_fwd(const DwParams& p) {
   const int FX = Cfg::fx ? Cfg::fx : p.filter[2];
   const int taps = FZ * FY * FX;
   float* s_w = reinterpret_cast<float*>(smem);                                                // [taps][TC]
-  T* s_x = reinterpret_cast<T*>(smem + align16(taps * TC * int(sizeof(float))));  // [FZ][SR][pitch][TC]
+  T* s_x = reinterpret_cast<T*>(smem + align16(taps * TC * int(sizeof(float))));  // [FZ][SR][SC][TC]
   const int c0 = (blockIdx.x % p.tiles_c) * TC, t = blockIdx.x / p.tiles_c;
 
   fwd_stage<Cfg>(p, s_x, t, c0);
@@ -184,19 +184,19 @@ __device__ __forceinline__ void dw_bwd_data(const DwParams& p) {
   const int FY = Cfg::fy ? Cfg::fy : p.filter[1];
   const int FX = Cfg::fx ? Cfg::fx : p.filter[2];
   const int sd = p.stride[0], sh = p.stride[1], sw = p.stride[2];
-  const int SR = p.halo[1], SC = p.halo[2];  // rows p.pitch apart
+  const int SR = p.halo[1], SC = p.halo[2];
   // dy row of tap y for phase row a: a + (qh + ph - y*dh) / sh; the smallest offset is at y = FY-1.
   const int omin_h = floor_div(qh + p.pad[1] - (FY - 1) * p.dilation[1], sh);
   const int omin_w = floor_div(qw + p.pad[2] - (FX - 1) * p.dilation[2], sw);
-  T* s_dy = reinterpret_cast<T*>(smem);  // [FZ][SR][pitch][TC]: dy box, slice z = tap z
-  float* s_w = reinterpret_cast<float*>(smem + align16(FZ * SR * p.pitch * TC * int(sizeof(T))));  // [taps][TC]
+  T* s_dy = reinterpret_cast<T*>(smem);  // [FZ][SR][SC][TC]: dy box, slice z = tap z
+  float* s_w = reinterpret_cast<float*>(smem + align16(FZ * SR * SC * TC * int(sizeof(T))));  // [taps][TC]
 
   auto dy_slice = [&](int z) {  // dy depth read by tap z, or -1
     const int t = d + p.pad[0] - z * p.dilation[0];
     return t % sd == 0 && t >= 0 ? t / sd : -1;
   };
   stage_box<T, TC, Cfg::vec, Cfg::threads>(s_dy, static_cast<const T*>(p.src), p.in, p.c, n, FZ, dy_slice,
-                                           a0 + omin_h, SR, b0 + omin_w, SC, p.pitch, c0);
+                                           a0 + omin_h, SR, b0 + omin_w, SC, c0);
   copy_commit();
   stage_filter<T, TC, Cfg::threads, false>(s_w, static_cast<const T*>(p.src2), p.c, c0, FZ * FY * FX);
   copy_wait<0>();
@@ -212,7 +212,7 @@ __device__ __forceinline__ void dw_bwd_data(const DwParams& p) {
     for (int fy = 0; fy < FY; ++fy) {
       const int u = qh + p.pad[1] - fy * p.dilation[1];
       if (u % sh != 0) continue;
-      const T* s_row = s_dy + ((fz * SR + r + u / sh - omin_h) * p.pitch) * TC + lc * CPT;
+      const T* s_row = s_dy + ((fz * SR + r + u / sh - omin_h) * p.halo[2]) * TC + lc * CPT;
 #pragma unroll
       for (int fx = 0; fx < FX; ++fx) {
         const int v = qw + p.pad[2] - fx * p.dilation[2];

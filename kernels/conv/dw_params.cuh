@@ -24,17 +24,6 @@
 
 namespace tp {
 
-// Row pitch, in pixels, of a box staged in shared memory whose rows hold `cols` pixels of
-// `pixel_bytes` each. A warp's threads read pixels of several rows at once; where the pitch is a
-// multiple of 64 or 128 bytes those rows fall on the same banks. The smallest pitch >= cols that is
-// one pixel more than a multiple of 128 bytes puts consecutive rows on consecutive banks. Pixels of
-// 128 bytes or more span all banks: no padding.
-TP_DW_FN int dw_row_pitch(int cols, int pixel_bytes) {
-  if (pixel_bytes >= 128 || 128 % pixel_bytes != 0) return cols;
-  const int m = 128 / pixel_bytes;  // pixels per 128 bytes
-  return cols + ((1 - cols) % m + m) % m;
-}
-
 // fam=grp's shared-memory rows, in elements (the kernel's layout, the host's size): a staged pixel holds TC
 // channels plus 8 (16 bytes: the 8 rows of one ldmatrix, 8 consecutive pixels, fall on 8 different 16-byte bank
 // groups); a staged weight row (one output channel: taps x cpg inputs) is padded by 8 zeros, the chunk an odd K
@@ -56,8 +45,6 @@ struct DwParams {
   int pad[3];
   int dilation[3];
   int halo[3];       // staged src box per block: (slices, rows, cols)
-  int pitch;         // pixels between two rows of the staged src box (>= halo[2]; dw_row_pitch)
-  int dy_pitch;      // bwd_weight: pixels between two rows of the staged dy tile (>= tile_w)
   int tiles_h, tiles_w, tiles_c;  // blocks along output rows, output cols, channels
   int splits;        // bwd_weight: blocks along the (n, od) reduction
   int iters;         // bwd_weight: (n, od) slices per split
@@ -65,6 +52,6 @@ struct DwParams {
   int parts;         // bwd_weight: partial sums per (c, tap) = splits * tiles_h * tiles_w
 };
 
-static_assert(sizeof(DwParams) == 168, "DwParams layout is shared by host and device");
+static_assert(sizeof(DwParams) == 160, "DwParams layout is shared by host and device");
 
 }  // namespace tp

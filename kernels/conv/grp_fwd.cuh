@@ -86,7 +86,7 @@ __device__ __forceinline__ void grp_fwd(const DwParams& p) {
   dw::stage_box<T, TC, 8, Cfg::threads, PP>(
       s_x, static_cast<const T*>(p.src), p.in, p.c, n, p.halo[0],
       [&](int k) { return od * p.stride[0] - p.pad[0] + k * p.dilation[0]; }, oh0 * p.stride[1] - p.pad[1], BH,
-      ow0 * p.stride[2] - p.pad[2], BW, BW, c0);
+      ow0 * p.stride[2] - p.pad[2], BW, c0);
   for (int v = threadIdx.x; v < TC / 8; v += Cfg::threads)  // the zero pixel after the box: rows of a zero chunk
     copy_async<16>(s_x + FZ * BH * BW * PP + v * 8, p.src, false);
   stage_weights<Cfg>(s_w, p, c0, taps);

@@ -149,16 +149,6 @@ int to_sint(i64 v, const char* what) {
   return static_cast<int>(v);
 }
 
-// Shared-memory row pitch of a staged box (kernels/conv/dw_params.cuh): rows unpadded unless TILEPICK_DW_PAD=1,
-// the A/B switch of experiments/2026-12-07-dw-row-pitch (padding is not the default until that study measures it).
-int row_pitch(int cols, int pixel_bytes) {
-  static const bool pad = [] {
-    const char* v = std::getenv("TILEPICK_DW_PAD");
-    return v && *v == '1';
-  }();
-  return pad ? tp::dw_row_pitch(cols, pixel_bytes) : cols;
-}
-
 // Everything derived from (problem, config): the specialization, the runtime params (pointers unset),
 // the grid, the dynamic shared memory and the workspace. Throws Unsupported.
 struct Geometry {
@@ -231,8 +221,7 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
           if (!s.sw || !s.dw) s.sw = s.dw = 0;
         }
         q.tiles_h = to_int(ceil_div(dst[1], TH), "tiles"), q.tiles_w = to_int(ceil_div(dst[2], TW), "tiles");
-        q.pitch = row_pitch(q.halo[2], TC * bytes);
-        const i64 box = align16(i64{q.halo[0]} * q.halo[1] * q.pitch * TC * bytes);
+        const i64 box = align16(i64{q.halo[0]} * q.halo[1] * q.halo[2] * TC * bytes);
         blocks = i64{q.tiles_c} * q.tiles_h * q.tiles_w * p.n * dst[0];
         smem = align16(taps * TC * 4) + box;
       } else {
@@ -251,8 +240,7 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
         q.tiles_h = to_int(ceil_div(ceil_div(in[1], p.stride[1]), TH), "tiles");
         q.tiles_w = to_int(ceil_div(ceil_div(in[2], p.stride[2]), TW), "tiles");
         blocks = i64{q.tiles_c} * q.tiles_h * q.tiles_w * p.stride[1] * p.stride[2] * p.n * in[0];
-        q.pitch = row_pitch(q.halo[2], TC * bytes);
-        smem = align16(i64{q.halo[0]} * q.halo[1] * q.pitch * TC * bytes) + taps * TC * 4;
+        smem = align16(i64{q.halo[0]} * q.halo[1] * q.halo[2] * TC * bytes) + taps * TC * 4;
       }
       break;
     }
@@ -284,9 +272,8 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
         q.passes = to_int(ceil_div(taps, per_pass), "passes");
       }
       // A ring of up to 4 slices in flight while the buffers stay small. Strips padded as in the kernel.
-      q.pitch = row_pitch(q.halo[2], TC * bytes), q.dy_pitch = row_pitch(TW, TC * bytes);
-      const i64 stage = align16(i64{q.halo[0]} * q.halo[1] * q.pitch * TC * bytes) +
-                        align16(i64{TH} * q.dy_pitch * TC * bytes);
+      const i64 stage = align16(i64{q.halo[0]} * q.halo[1] * q.halo[2] * TC * bytes) +
+                        align16(i64{TH} * TW * TC * bytes);
       s.stages = static_cast<int>(std::clamp<i64>(std::min<i64>(kStageBytes / stage, q.iters), 1, 4));
       smem = std::max(s.stages * stage, regs ? taps * TC * 4 : 0);
       g.reduce_blocks = ceil_div(p.c * taps, 32);
