@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -508,6 +509,29 @@ TEST_F(SweepTest, HeaderRecordsDeviceVersionsAndOptions) {
       EXPECT_GT(rec.tflops, 0);
     }
   }
+}
+
+// --space narrows the pool to default spaces by name, or replaces it by a space file (a trial space, outside the
+// default pool); an unknown name is an error, never an empty sweep.
+TEST_F(SweepTest, SpaceIsADefaultNameOrASpaceFile) {
+  const std::string grouped = (dir_ / "grouped.txt").string();
+  std::ofstream(grouped) << "fwd g4 mb2 ic32 ih9 iw11 oc32 kh3 kw3 sh1 sw1 ph1 pw1 bf16\n"  // grouped: sm80, grp
+                          << "fwd g32 mb2 ic32 ih9 iw11 oc32 kh3 kw3 sh1 sw1 ph1 pw1 bf16\n";  // depthwise: sm80, dw
+  const std::string cmd = "sweep --backend fake --arch h200 -q --no-vendor -f " + grouped;
+  const char* data = std::getenv("TILEPICK_DATA_DIR");
+  ASSERT_NE(data, nullptr);
+  const auto trial = planned("--space " + std::string(data) + "/spaces/trial/conv_grp.json", cmd);
+  ASSERT_FALSE(trial.empty());
+  for (const auto& [problem, config] : trial) EXPECT_EQ(config.rfind("fam=grp ", 0), 0u) << config;
+  const auto sm80 = planned("--space conv_sm80", cmd), all = planned("", cmd);
+  ASSERT_FALSE(sm80.empty());
+  for (const auto& [problem, config] : sm80) EXPECT_EQ(config.rfind("fam=sm80 ", 0), 0u) << config;
+  EXPECT_LT(sm80.size(), all.size());
+  for (const auto& pair : sm80) EXPECT_TRUE(all.count(pair)) << pair.second;  // a filter of the default pool
+  for (const auto& pair : trial) EXPECT_FALSE(all.count(pair)) << pair.second;
+  auto r = test::run_cli(cmd + " -o " + out() + " --dry-run --space conv_nosuch");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("conv_nosuch"), std::string::npos) << r.out;
 }
 
 TEST_F(SweepTest, BadArgumentsGetClearErrors) {

@@ -219,7 +219,7 @@ void add_sweep_commands(CLI::App& app) {
   cmd->add_option("-c,--config", args->plan.configs, "config string (repeatable; default: the legal pool)");
   cmd->add_option("--pairs", args->pairs, "'problem|config' lines, plain or gzip (tilepick search --out): those "
                                           "configs on those problems");
-  cmd->add_option("--space", args->plan.spaces, "only configs of this space (repeatable)");
+  cmd->add_option("--space", args->plan.spaces, "only configs of this space: a default space's name or a .json space file such as a trial space (repeatable)");
   cmd->add_option("--family", args->plan.families, "only configs of this family (repeatable)");
   cmd->add_option("--sample", args->plan.sample, "measure this many configs per problem (seeded; 0 = all)")
       ->capture_default_str();

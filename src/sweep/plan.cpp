@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -24,7 +25,7 @@ bool wanted(const std::vector<std::string>& filter, const std::string& value) {
 }
 
 std::vector<std::string> config_items(const Problem& p, const ArchSpec& arch, const PlanOptions& opt,
-                                      std::vector<std::string>* notes) {
+                                      const Registry& registry, std::vector<std::string>* notes) {
   std::vector<std::string> items;
   const auto pairs = opt.pair_configs.find(to_string(p));
   if (pairs != opt.pair_configs.end() || !opt.configs.empty()) {
@@ -40,8 +41,8 @@ std::vector<std::string> config_items(const Problem& p, const ArchSpec& arch, co
   }
   std::vector<std::pair<std::uint64_t, std::string>> pool;
   const std::string key = to_string(p);
-  for (const auto& e : Registry::default_registry().lookup(p, arch)) {
-    if (!wanted(opt.spaces, e.space) || !wanted(opt.families, std::string(to_string(e.config.fam())))) continue;
+  for (const auto& e : registry.lookup(p, arch)) {
+    if (!wanted(opt.families, std::string(to_string(e.config.fam())))) continue;
     std::string c = to_string(e.config);
     // Problems fall into kSampleGroups groups by hash and a group samples the same configs, so
     // kernels are shared across problems (bounded compile time) while the data covers more configs.
@@ -64,6 +65,14 @@ std::vector<SweepJob> plan_jobs(const std::vector<NamedProblem>& problems, const
   if (opt.shard_count < 1 || opt.shard_index < 0 || opt.shard_index >= opt.shard_count)
     throw Error(Status::invalid_problem, "sweep: shard " + std::to_string(opt.shard_index) + "/" +
                                              std::to_string(opt.shard_count) + " is out of range");
+  // The pool: the default spaces, or the --space ones (a name or a .json file; an unknown one is an error).
+  std::optional<Registry> named;
+  if (!opt.spaces.empty()) {
+    std::vector<ConfigSpace> spaces;
+    for (const auto& s : opt.spaces) spaces.push_back(find_space(s));
+    named.emplace(std::move(spaces));
+  }
+  const Registry& registry = named ? *named : Registry::default_registry();
   std::vector<SweepJob> jobs;
   std::set<std::string> seen;
   std::size_t unique = 0;
@@ -71,7 +80,7 @@ std::vector<SweepJob> plan_jobs(const std::vector<NamedProblem>& problems, const
     std::string key = to_string(np.problem);
     if (!seen.insert(key).second) continue;
     if (static_cast<int>(unique++ % opt.shard_count) != opt.shard_index) continue;
-    SweepJob job{key, opt.vendor_only ? std::vector<std::string>{} : config_items(np.problem, arch, opt, notes)};
+    SweepJob job{key, opt.vendor_only ? std::vector<std::string>{} : config_items(np.problem, arch, opt, registry, notes)};
     if (opt.vendor) job.items.push_back(std::holds_alternative<GemmProblem>(np.problem) ? "vendor=cublaslt" : "vendor=cudnn");
     // Repeats come as whole later passes, so the two timings of an item are apart in time.
     const auto once = job.items;

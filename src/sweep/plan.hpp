@@ -19,7 +19,7 @@ struct PlanOptions {
   // Per-problem explicit configs (--pairs): canonical problem -> config strings. A problem listed
   // here gets exactly these items (illegal ones skipped with a note); others follow the options above.
   std::map<std::string, std::vector<std::string>> pair_configs;
-  std::vector<std::string> spaces;    // only these spaces (names as in data/spaces)
+  std::vector<std::string> spaces;    // only these spaces: names of default spaces or .json space files (trial spaces)
   std::vector<std::string> families;  // only these families (sm80, dw, ...)
   int sample = 0;                     // > 0: this many configs per problem (a seeded hash; 4 groups of problems share samples)
   std::uint64_t seed = 1;
