@@ -2,9 +2,9 @@
 # fam=grp (grouped direct convolution on tensor cores, kernels/conv/grp_fwd.cuh), one device call (carry .deps .commit):
 #   verify check.txt x 4 fixed configs against the fp64 reference, memcheck + racecheck of two pairs, Nsight Compute
 #   metrics of two batch-32 pairs (ncu.txt), then a sweep of
-#   24 sampled configs of data/spaces/trial/conv_grp.json on problems.txt (the grouped fwd / unit-stride bwd_data
+#   40 sampled configs of data/spaces/trial/conv_grp.json on problems.txt (the grouped fwd / unit-stride bwd_data
 #   layers of data/problems/conv_grouped_dw.txt with 8-64 channels per group) with cuDNN's rows of the same run:
-#   BUDGET_S=300 bash experiments/2026-12-07-grp-direct/run.sh
+#   BUDGET_S=420 bash experiments/2026-12-07-grp-direct/run.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 HERE=experiments/2026-12-07-grp-direct
@@ -24,4 +24,4 @@ for pc in "fwd g32 mb32 ic256 ih28 iw28 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16|fam=g
   timeout 60 ncu --clock-control none --metrics $M -k regex:tp_grp -c 1 $T verify -p "${pc%%|*}" -c "${pc#*|}" >>"$W/ncu.txt" 2>&1
 done
 grep -E 'duration|hmma|dram__|conflicts|wavefronts|warps_active|registers' "$W/ncu.txt" | awk '{print $1, $NF}'
-timed_sweep grp $(( $(left) - 10 )) -f $HERE/problems.txt --space data/spaces/trial/conv_grp.json --sample 24
+timed_sweep grp $(( $(left) - 10 )) -f $HERE/problems.txt --space data/spaces/trial/conv_grp.json --sample 40
