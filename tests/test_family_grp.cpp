@@ -14,7 +14,7 @@ using namespace tilepick;
 
 namespace {
 
-const char* kConfig = "fam=grp splitk=1 dwtile=8x16x64 ppt=2 cpt=16";
+const char* kConfig = "fam=grp stages=2 splitk=1 dwtile=8x16x64 ppt=2 cpt=16";
 
 TEST(FamilyGrp, RunsOnlyWhatTheKernelSupports) {
   EXPECT_TRUE(family_runs(Family::grp, parse_problem("fwd g32 mb32 ic512 ih14 iw14 oc512 kh3 kw3 ph1 pw1 bf16")));
@@ -30,12 +30,17 @@ TEST(FamilyGrp, RunsOnlyWhatTheKernelSupports) {
                           parse_config(kConfig), find_arch(default_arch_specs(), "h100_sxm"));
   EXPECT_FALSE(v.ok);
   EXPECT_EQ(v.rule, "family_op");
+  const Verdict s = legal(parse_problem("fwd g32 mb32 ic512 ih14 iw14 oc512 kh3 kw3 ph1 pw1 bf16"),
+                          parse_config("fam=grp stages=3 splitk=1 dwtile=8x16x64 ppt=2 cpt=16"),
+                          find_arch(default_arch_specs(), "h100_sxm"));
+  EXPECT_FALSE(s.ok);
+  EXPECT_EQ(s.rule, "stages");
 }
 
 TEST(FamilyGrp, WarpsMustHoldWhole16PixelBlocksOfAGroup) {
   const ConvProblem p = std::get<ConvProblem>(parse_problem("fwd g2 mb1 ic128 ih7 iw7 oc128 kh5 kw5 ph2 pw2 bf16"));
   // 32 x 2 x 8 outputs a warp = 8 pixels of a 64-channel group: not a 16-row MMA block.
-  EXPECT_THROW(family::plan_grp(p, parse_config("fam=grp splitk=1 dwtile=4x16x64 ppt=2 cpt=8")), Unsupported);
+  EXPECT_THROW(family::plan_grp(p, parse_config("fam=grp stages=1 splitk=1 dwtile=4x16x64 ppt=2 cpt=8")), Unsupported);
   EXPECT_NO_THROW(family::plan_grp(p, parse_config(kConfig)));
 }
 
@@ -57,13 +62,48 @@ TEST(FamilyGrp, PlanCoversTheOutputAndCompiles) {
   EXPECT_EQ(q.tiles_h, 1);
   EXPECT_EQ(q.tiles_w, 1);
   EXPECT_EQ(q.tiles_c, 5);
-  EXPECT_EQ(launches[0].grid[0], 2u * 5u);
+  EXPECT_EQ(launches[0].grid[0], 2u * 5u);  // work items; the driver shrinks a resident grid to what fits
+  EXPECT_TRUE(launches[0].resident);
+  EXPECT_EQ(plan.workspace_bytes, 0u);
   EXPECT_EQ(q.halo[1], 7 * 2 + 3);  // (TH - 1) x stride + filter
   EXPECT_EQ(q.halo[2], 15 * 2 + 3);
-  // weights [64][9 x 16 + 8] + box [17 x 33 + 1][72], bf16
-  EXPECT_EQ(launches[0].smem_bytes, 64u * 152u * 2u + ((17u * 33u + 1u) * 72u * 2u + 15u) / 16u * 16u);
+  // weights [64][9 x 16 + 8] + 2 boxes [17 x 33 + 1][72], bf16
+  const unsigned box = ((17u * 33u + 1u) * 72u * 2u + 15u) / 16u * 16u;
+  EXPECT_EQ(launches[0].smem_bytes, 64u * 152u * 2u + 2u * box);
+  const KernelPlan one = family::plan_grp(p, parse_config("fam=grp stages=1 splitk=1 dwtile=8x16x64 ppt=2 cpt=16"));
+  EXPECT_EQ(one.launches(o)[0].smem_bytes, 64u * 152u * 2u + box);
   o.a = buf + 2;
   EXPECT_THROW(plan.launches(o), Unsupported);  // the staging copies need 16-byte aligned tensors
+}
+
+// bwd_data: kernel 0 writes the flipped weights into the workspace, kernel 1 (the forward kernel over dy) reads them.
+TEST(FamilyGrp, BackwardDataFlipsTheWeightsIntoTheWorkspaceFirst) {
+  const ConvProblem p =
+      std::get<ConvProblem>(parse_problem("bwd_data g8 mb3 ic128 ih7 iw13 oc128 kh3 kw3 ph1 pw1 f16"));
+  const KernelPlan plan = family::plan_grp(p, parse_config(kConfig));
+  ASSERT_EQ(plan.kernels.size(), 2u);
+  EXPECT_NE(plan.kernels[0].code.find("tp::grp_flip_weights<Cfg>"), std::string::npos);
+  EXPECT_NE(plan.kernels[1].code.find("tp::grp_fwd<Cfg>"), std::string::npos);
+  EXPECT_EQ(plan.workspace_bytes, (128u * 9u * 16u * 2u + 255u) / 256u * 256u);  // C x taps x cpg halves
+  alignas(256) static unsigned char buf[256], ws[256];
+  Operands o;
+  o.a = o.b = buf, o.d = buf;
+  EXPECT_THROW(plan.launches(o), Unsupported);  // no workspace
+  o.workspace = ws;
+  const auto ls = plan.launches(o);
+  ASSERT_EQ(ls.size(), 2u);
+  EXPECT_EQ(ls[0].kernel, 0);
+  EXPECT_EQ(ls[1].kernel, 1);
+  EXPECT_EQ(ls[0].grid[0] * ls[0].block[0], 128u * 9u * 16u);  // one thread an element
+  EXPECT_TRUE(ls[1].resident);
+  tp::DwParams flip, main;
+  std::memcpy(&flip, ls[0].params.data(), sizeof flip);
+  std::memcpy(&main, ls[1].params.data(), sizeof main);
+  EXPECT_EQ(flip.src2, buf);
+  EXPECT_EQ(flip.workspace, ws);
+  EXPECT_EQ(main.src2, ws);  // the main kernel stages the flipped copy
+  EXPECT_EQ(main.stride[1], 1);
+  EXPECT_EQ(main.pad[1], 3 - 1 - 1);
 }
 
 }  // namespace

@@ -137,6 +137,8 @@ class LoadedKernel {
   mutable unsigned smem_limit_ = 48 * 1024;
   // Clusters co-resident on the device for the last (shared memory, cluster size) launched.
   mutable unsigned cluster_fit_ = 0, cluster_fit_smem_ = 0, cluster_fit_size_ = 0;
+  // Blocks co-resident on one SM for the last shared memory a resident grid launched with (0 = not asked yet).
+  mutable unsigned resident_fit_ = 0, resident_fit_smem_ = 0;
 };
 
 // Compiles (cached), loads and runs a plan: zeroes workspace ranges as asked, issues every launch.

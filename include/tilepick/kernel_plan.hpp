@@ -48,6 +48,9 @@ struct Launch {
   // A persistent kernel walks its work with a grid-stride loop: the launch shrinks grid[0] to one
   // block per SM and to the clusters that fit at once (an extra one would run after the others).
   bool persistent = false;
+  // A resident kernel walks its work in runs (grid-stride or chunks): the launch shrinks grid[0] to the blocks that
+  // fit on the device at once (occupancy of this block size and shared memory x SMs).
+  bool resident = false;
   unsigned smem_bytes = 0;               // dynamic shared memory
   std::vector<unsigned char> params;     // the kernel's single by-value parameter struct
   // Bytes of the workspace to zero before this launch (serial split-K counters); 0 = none.

@@ -36,7 +36,7 @@ struct DwParams {
   const void* src2;  // w (fwd, bwd_data) or dy (bwd_weight)
   const void* bias;  // [C] in the output dtype, or null
   void* dst;         // y, dx, or dw (reduce kernel)
-  void* workspace;   // bwd_weight: float [parts][C][taps]
+  void* workspace;   // dw bwd_weight: float [parts][C][taps]; grp bwd_data: the flipped weights [C][taps][cpg]
   int n, c;          // batch, channels (== groups)
   int in[3];         // (d, h, w) extents of src
   int out[3];        // (d, h, w) extents of the pixel grid the blocks tile: y, dx, or dy

@@ -1,5 +1,6 @@
 // Grouped convolution with few channels per group (fam=grp), forward (and unit-stride backward-data as a
-// forward pass with the filter rotated and each group's weights transposed), on tensor cores without
+// forward pass over dy with the filter rotated and each group's weights transposed: grp_flip_weights writes
+// that copy of w into the workspace first), on tensor cores without
 // im2col traffic: a block stages its input box (tile + halo, TC channels = TC / cpg whole groups) in shared
 // memory once, and ldmatrix gathers each MMA's A rows from that box with per-lane addresses: row = output
 // pixel, columns = 8 channels of one filter tap. Every filter tap reads the same box, so global memory is read
@@ -11,8 +12,8 @@
 //
 // Cfg (generated per program, src/jit/family_grp.cpp): T (f16 or bf16); tile_h, tile_w, tile_c; cpg (channels
 // per group in and out); pw (output pixels per warp, a multiple of 16); threads; fz, fy, fx (filter extents, 0 =
-// runtime); act, bias, flip.
-// Block: TH x TW output pixels of one (n, od) x TC channels. Warp: pw pixels x one group's cpg channels.
+// runtime); act, bias; stages (boxes in flight, 1 or 2).
+// Work item: TH x TW output pixels of one (n, od) x TC channels. Warp: pw pixels x one group's cpg channels.
 #pragma once
 #include "common/mma.cuh"
 #include "conv/dw_common.cuh"
@@ -24,80 +25,108 @@ using dw::copy_async;
 using dw::smem_u32;
 
 // Stages the weights of the block's groups as s_w[out channel][chunk j][8] (row pitch grp_weight_row): B of the
-// view, rows = output channels, K = (tap, input channel). fwd: w[k][tap][c] of the group as it is (16-byte
-// copies); flip (bwd_data): the row of input channel c is w[k][taps - 1 - tap][c] over k (element gathers).
+// view, rows = output channels, K = (tap, input channel): w[k][tap][c] of the group as it is, in 16-byte copies
+// (bwd_data reads the flipped copy grp_flip_weights writes).
 template <class Cfg>
 __device__ __forceinline__ void stage_weights(typename Cfg::T* s_w, const DwParams& p, int c0, int taps) {
   typedef typename Cfg::T T;
   constexpr int TC = Cfg::tile_c, CPG = Cfg::cpg;
   const int WR = grp_weight_row(taps, CPG), K = taps * CPG;  // K elements a row
   const T* w = static_cast<const T*>(p.src2);
-  if constexpr (!Cfg::flip) {
-    const int vpr = K / 8;  // 16-byte vectors a row
-    for (int i = threadIdx.x; i < TC * vpr; i += Cfg::threads) {
-      const int r = i / vpr, v = i - r * vpr, k = c0 + r;
-      const bool ok = k < p.c;
-      copy_async<16>(s_w + r * WR + v * 8, ok ? w + i64(k) * K + v * 8 : w, ok);
-    }
-  } else {
-    for (int i = threadIdx.x; i < TC * K; i += Cfg::threads) {
-      const int r = i / K, e = i - r * K;  // row r = dx channel c0 + r; e = (tap, k)
-      const int tap = e / CPG, kk = e - tap * CPG, c = c0 + r;
-      const int group = c / CPG, ci = c - group * CPG;
-      T v{};
-      if (c < p.c) v = w[(i64(group) * CPG + kk) * K + (taps - 1 - tap) * CPG + ci];
-      s_w[r * WR + e] = v;
-    }
+  const int vpr = K / 8;  // 16-byte vectors a row
+  for (int i = threadIdx.x; i < TC * vpr; i += Cfg::threads) {
+    const int r = i / vpr, v = i - r * vpr, k = c0 + r;
+    const bool ok = k < p.c;
+    copy_async<16>(s_w + r * WR + v * 8, ok ? w + i64(k) * K + v * 8 : w, ok);
   }
   for (int r = threadIdx.x; r < TC; r += Cfg::threads) copy_async<16>(s_w + r * WR + K, w, false);
 }
 
+// Work item t of the block's run: (channel tile, tile col, tile row, od, n), the channel tile slowest so that a
+// run of consecutive items mostly keeps its groups (and their staged weights).
+struct GrpItem {
+  int c0, ow0, oh0, od, n;
+  template <class Cfg>
+  __device__ __forceinline__ static GrpItem of(const DwParams& p, int t) {
+    GrpItem w;
+    w.ow0 = (t % p.tiles_w) * Cfg::tile_w;
+    t /= p.tiles_w;
+    w.oh0 = (t % p.tiles_h) * Cfg::tile_h;
+    t /= p.tiles_h;
+    w.od = t % p.out[0];
+    t /= p.out[0];
+    w.n = t % p.n;
+    w.c0 = (t / p.n) * Cfg::tile_c;
+    return w;
+  }
+};
+
 }  // namespace grp
 
+// bwd_data's weights as the forward pass over dy reads them (kernel 0 of a bwd_data plan, into the workspace):
+// w'[g][c][tap][k] = w[g][k][taps - 1 - tap][c], the filter rotated and each group's matrix transposed.
+template <class Cfg>
+__device__ __forceinline__ void grp_flip_weights(const DwParams& p) {
+  typedef typename Cfg::T T;
+  constexpr int CPG = Cfg::cpg;
+  const int taps = p.filter[0] * p.filter[1] * p.filter[2], K = taps * CPG;
+  const T* w = static_cast<const T*>(p.src2);
+  T* out = static_cast<T*>(p.workspace);
+  const i64 total = i64(p.c) * K;
+  for (i64 i = blockIdx.x * i64(blockDim.x) + threadIdx.x; i < total; i += i64(gridDim.x) * blockDim.x) {
+    const int c = int(i / K), e = int(i - i64(c) * K), tap = e / CPG, k = e - tap * CPG;
+    const int group = c / CPG, ci = c - group * CPG;
+    out[i] = w[(i64(group) * CPG + k) * K + (taps - 1 - tap) * CPG + ci];
+  }
+}
+
 // y[n][od][oh][ow][g][k] = act(bias + sum_{tap, c} x[n][od*sd-pd+z*dd][oh*sh-ph+y*dh][ow*sw-pw+x*dw][g][c] *
-//   w[g][k][tap][c]); with flip, the unit-stride bwd_data dx = conv(dy, w rotated, transposed per group).
-// Block = (channel tile fastest, tile col, tile row, od, n).
+//   w[g][k][tap][c]); bwd_data runs it over dy with the flipped weights (stride 1, pad F - 1 - pad).
+// A resident grid (Launch::resident): block b runs the work items [b, b + 1) x ceil(items / grid) in turn; a
+// ring of Cfg::stages staged boxes (2: the next item's box loads during this one's MMAs); the weights are staged
+// again only where the channel tile changes.
 template <class Cfg>
 __device__ __forceinline__ void grp_fwd(const DwParams& p) {
   using namespace grp;
   typedef typename Cfg::T T;
-  constexpr int TC = Cfg::tile_c, TW = Cfg::tile_w, CPG = Cfg::cpg, PW = Cfg::pw;
+  constexpr int TC = Cfg::tile_c, TW = Cfg::tile_w, CPG = Cfg::cpg, PW = Cfg::pw, S = Cfg::stages;
   constexpr int MB = PW / 16, NB = CPG / 8, CB = CPG / 8;  // m16 blocks, n8 blocks, 8-channel chunks a tap
   constexpr int WG = Cfg::tile_h * TW / PW;                // warps a group
   constexpr int PP = grp_pixel_pitch(TC);
+  static_assert(S == 1 || S == 2, "fam=grp stages: 1 or 2 staged boxes");
   extern __shared__ __align__(16) unsigned char smem[];
   const int FZ = Cfg::fz ? Cfg::fz : p.filter[0];
   const int FY = Cfg::fy ? Cfg::fy : p.filter[1];
   const int FX = Cfg::fx ? Cfg::fx : p.filter[2];
   const int taps = FZ * FY * FX, KC = taps * CB, WR = grp_weight_row(taps, CPG);
   const int BH = p.halo[1], BW = p.halo[2];
+  const int box_elems = (FZ * BH * BW + 1) * PP;  // the box and one zero pixel after it
+  const int box_bytes = dw::align16(box_elems * int(sizeof(T)));
 
-  int t = blockIdx.x;
-  const int c0 = (t % p.tiles_c) * TC;
-  t /= p.tiles_c;
-  const int ow0 = (t % p.tiles_w) * TW;
-  t /= p.tiles_w;
-  const int oh0 = (t % p.tiles_h) * Cfg::tile_h;
-  t /= p.tiles_h;
-  const int od = t % p.out[0], n = t / p.out[0];
+  const int items = p.tiles_c * p.tiles_w * p.tiles_h * p.out[0] * p.n;
+  const int per = (items + gridDim.x - 1) / gridDim.x, first = blockIdx.x * per;
+  const int last = min(items, first + per);
+  if (first >= last) return;
 
-  T* s_w = reinterpret_cast<T*>(smem);                                            // [TC][WR]
-  T* s_x = reinterpret_cast<T*>(smem + dw::align16(TC * WR * int(sizeof(T))));  // [FZ][BH][BW][PP] + zero pixel
-  dw::stage_box<T, TC, 8, Cfg::threads, PP>(
-      s_x, static_cast<const T*>(p.src), p.in, p.c, n, p.halo[0],
-      [&](int k) { return od * p.stride[0] - p.pad[0] + k * p.dilation[0]; }, oh0 * p.stride[1] - p.pad[1], BH,
-      ow0 * p.stride[2] - p.pad[2], BW, c0);
-  for (int v = threadIdx.x; v < TC / 8; v += Cfg::threads)  // the zero pixel after the box: rows of a zero chunk
-    copy_async<16>(s_x + FZ * BH * BW * PP + v * 8, p.src, false);
-  stage_weights<Cfg>(s_w, p, c0, taps);
+  T* s_w = reinterpret_cast<T*>(smem);  // [TC][WR]
+  unsigned char* s_boxes = smem + dw::align16(TC * WR * int(sizeof(T)));
+  auto box = [&](int slot) { return reinterpret_cast<T*>(s_boxes + slot * box_bytes); };
+  auto stage = [&](const GrpItem& it, int slot) {
+    dw::stage_box<T, TC, 8, Cfg::threads, PP>(
+        box(slot), static_cast<const T*>(p.src), p.in, p.c, it.n, p.halo[0],
+        [&](int k) { return it.od * p.stride[0] - p.pad[0] + k * p.dilation[0]; }, it.oh0 * p.stride[1] - p.pad[1],
+        BH, it.ow0 * p.stride[2] - p.pad[2], BW, it.c0);
+  };
+  for (int slot = 0; slot < S; ++slot)  // the zero pixels after the boxes: rows of a zero chunk
+    for (int v = threadIdx.x; v < TC / 8; v += Cfg::threads)
+      copy_async<16>(box(slot) + FZ * BH * BW * PP + v * 8, p.src, false);
+  GrpItem it = GrpItem::of<Cfg>(p, first);
+  stage_weights<Cfg>(s_w, p, it.c0, taps);
+  stage(it, 0);
   dw::copy_commit();
-  dw::copy_wait<0>();
-  __syncthreads();
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int gl = warp / WG, pix0 = (warp % WG) * PW;  // the warp's group in the block, first pixel
-  if (c0 + gl * CPG >= p.c) return;                   // a ragged channel tile: no such group
-
   // A rows: lane l supplies row (l % 8) + 8 ((l / 8) & 1) of matrix l / 8; matrices 2, 3 hold the second chunk.
   const int a_row = (lane & 7) + 8 * ((lane >> 3) & 1), a_chunk = lane >> 4;
   int a_pix[MB];  // box pixel of this lane's A row at tap 0
@@ -108,56 +137,78 @@ __device__ __forceinline__ void grp_fwd(const DwParams& p) {
   }
   // B rows: matrices (n block 2i, chunk 0), (2i, chunk 1), (2i + 1, chunk 0), (2i + 1, chunk 1).
   const int b_n = (lane & 7) + 8 * (lane >> 4), b_chunk = (lane >> 3) & 1;
-  const u32 x_base = smem_u32(s_x) + (gl * CPG) * 2, w_base = smem_u32(s_w) + (gl * CPG * WR) * 2;
-  const u32 zero_pix = smem_u32(s_x) + (FZ * BH * BW) * PP * 2;
+  const u32 w_base = smem_u32(s_w) + (gl * CPG * WR) * 2;
   const int row_step = p.dilation[1] * BW, slice_step = BH * BW;
-
-  float acc[MB][NB][4] = {};
-  const int steps = (KC + 1) / 2;
-#pragma unroll 2
-  for (int s = 0; s < steps; ++s) {
-    // This lane's A chunk: its tap's box offset and channel block; a chunk past K reads the zero pixel.
-    const int ja = 2 * s + a_chunk, tap = ja / CB, cb = ja - tap * CB;
-    const int fz = tap / (FY * FX), fyx = tap - fz * (FY * FX), fy = fyx / FX, fx = fyx - fy * FX;
-    const int off = fz * slice_step + fy * row_step + fx * p.dilation[2];  // box slice k = filter slice k
-    u32 b[NB][2];
-#pragma unroll
-    for (int i = 0; i < NB / 2; ++i) {
-      u32 r[4];
-      ldsm_x4(r, w_base + ((i * 16 + b_n) * WR + (2 * s + b_chunk) * 8) * 2);
-      b[2 * i][0] = r[0], b[2 * i][1] = r[1], b[2 * i + 1][0] = r[2], b[2 * i + 1][1] = r[3];
-    }
-    if constexpr (NB == 1) ldsm_x2(b[0], w_base + ((lane & 7) * WR + (2 * s + b_chunk) * 8) * 2);
-#pragma unroll
-    for (int mb = 0; mb < MB; ++mb) {
-      const u32 addr = ja < KC ? x_base + ((a_pix[mb] + off) * PP + cb * 8) * 2 : zero_pix;
-      u32 a[4];
-      ldsm_x4(a, addr);
-#pragma unroll
-      for (int nb = 0; nb < NB; ++nb) mma<T>(acc[mb][nb], a, b[nb]);
-    }
-  }
-
-  // Epilogue: + bias, activation; each lane stores channel pairs (2t, 2t + 1) of pixels g and g + 8.
-  const int g = lane >> 2, tq = lane & 3, ch0 = c0 + gl * CPG + 2 * tq;
+  const int g = lane >> 2, tq = lane & 3;
   T* y = static_cast<T*>(p.dst);
+
+  for (int t = first, i = 0; t < last; ++t, ++i) {
+    const int slot = S == 2 ? i & 1 : 0;
+    const bool has_next = t + 1 < last;
+    const GrpItem next = GrpItem::of<Cfg>(p, has_next ? t + 1 : t);
+    const bool prefetch = S == 2 && has_next && next.c0 == it.c0;  // the other slot is free since the last barrier
+    if (prefetch) stage(next, slot ^ 1);
+    dw::copy_commit();
+    dw::copy_wait<1>();  // everything but the newest group: this item's box (and weights) are in
+    __syncthreads();
+
+    if (it.c0 + gl * CPG < p.c) {  // a ragged channel tile has fewer groups
+      const u32 x_base = smem_u32(box(slot)) + (gl * CPG) * 2;
+      const u32 zero_pix = smem_u32(box(slot)) + (FZ * BH * BW) * PP * 2;
+      float acc[MB][NB][4] = {};
+      const int steps = (KC + 1) / 2;
+#pragma unroll 2
+      for (int s = 0; s < steps; ++s) {
+        // This lane's A chunk: its tap's box offset and channel block; a chunk past K reads the zero pixel.
+        const int ja = 2 * s + a_chunk, tap = ja / CB, cb = ja - tap * CB;
+        const int fz = tap / (FY * FX), fyx = tap - fz * (FY * FX), fy = fyx / FX, fx = fyx - fy * FX;
+        const int off = fz * slice_step + fy * row_step + fx * p.dilation[2];  // box slice k = filter slice k
+        u32 b[NB][2];
 #pragma unroll
-  for (int mb = 0; mb < MB; ++mb) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = pix0 + mb * 16 + g + 8 * h, r = m / TW, oh = oh0 + r, ow = ow0 + (m - r * TW);
-      if (oh >= p.out[1] || ow >= p.out[2]) continue;
-      T* row = y + (((i64(n) * p.out[0] + od) * p.out[1] + oh) * p.out[2] + ow) * p.c + ch0;
-#pragma unroll
-      for (int nb = 0; nb < NB; ++nb) {
-        float v0 = acc[mb][nb][2 * h], v1 = acc[mb][nb][2 * h + 1];
-        if constexpr (Cfg::bias) {
-          const T* bias = static_cast<const T*>(p.bias) + ch0 + nb * 8;
-          v0 += to_float(bias[0]), v1 += to_float(bias[1]);
+        for (int i2 = 0; i2 < NB / 2; ++i2) {
+          u32 r[4];
+          ldsm_x4(r, w_base + ((i2 * 16 + b_n) * WR + (2 * s + b_chunk) * 8) * 2);
+          b[2 * i2][0] = r[0], b[2 * i2][1] = r[1], b[2 * i2 + 1][0] = r[2], b[2 * i2 + 1][1] = r[3];
         }
-        *reinterpret_cast<u32*>(row + nb * 8) = pack2<T>(activate<Cfg::act>(v0), activate<Cfg::act>(v1));
+        if constexpr (NB == 1) ldsm_x2(b[0], w_base + ((lane & 7) * WR + (2 * s + b_chunk) * 8) * 2);
+#pragma unroll
+        for (int mb = 0; mb < MB; ++mb) {
+          const u32 addr = ja < KC ? x_base + ((a_pix[mb] + off) * PP + cb * 8) * 2 : zero_pix;
+          u32 a[4];
+          ldsm_x4(a, addr);
+#pragma unroll
+          for (int nb = 0; nb < NB; ++nb) mma<T>(acc[mb][nb], a, b[nb]);
+        }
+      }
+
+      // Epilogue: + bias, activation; each lane stores channel pairs (2t, 2t + 1) of pixels g and g + 8.
+      const int ch0 = it.c0 + gl * CPG + 2 * tq;
+#pragma unroll
+      for (int mb = 0; mb < MB; ++mb) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int m = pix0 + mb * 16 + g + 8 * h, r = m / TW, oh = it.oh0 + r, ow = it.ow0 + (m - r * TW);
+          if (oh >= p.out[1] || ow >= p.out[2]) continue;
+          T* row = y + (((i64(it.n) * p.out[0] + it.od) * p.out[1] + oh) * p.out[2] + ow) * p.c + ch0;
+#pragma unroll
+          for (int nb = 0; nb < NB; ++nb) {
+            float v0 = acc[mb][nb][2 * h], v1 = acc[mb][nb][2 * h + 1];
+            if constexpr (Cfg::bias) {
+              const T* bias = static_cast<const T*>(p.bias) + ch0 + nb * 8;
+              v0 += to_float(bias[0]), v1 += to_float(bias[1]);
+            }
+            *reinterpret_cast<u32*>(row + nb * 8) = pack2<T>(activate<Cfg::act>(v0), activate<Cfg::act>(v1));
+          }
+        }
       }
     }
+    __syncthreads();  // this slot (and the weights) are free again
+    if (has_next && !prefetch) {  // one staged box, or the groups change: stage the next item now
+      if (next.c0 != it.c0) stage_weights<Cfg>(s_w, p, next.c0, taps);
+      stage(next, S == 2 ? slot ^ 1 : 0);
+      dw::copy_commit();  // a group of its own: the next iteration's wait<1> leaves only its prefetch pending
+    }
+    it = next;
   }
 }
 

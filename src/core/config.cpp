@@ -32,8 +32,9 @@ const FieldDesc kFields[] = {
      {&KC::tile_m, &KC::tile_n, &KC::tile_k}, {"tile_m", "tile_n", "tile_k"}, {}, 16, 256, true, kIgemm, 32},
     {"warps", "warp layout M x N (warp tile = tile / warps); sm90: consumer warpgroups, M (sharing each tile) x N (tiles in turn: 2 = ping-pong)", FieldKind::integer, 2,
      {&KC::warps_m, &KC::warps_n, kNone}, {"warps_m", "warps_n"}, {}, 1, 8, true, kIgemm},
-    {"stages", "shared-memory pipeline stages", FieldKind::integer, 1, {&KC::stages, kNone, kNone},
-     {"stages"}, {}, 1, 16, false, kIgemm},
+    {"stages", "shared-memory pipeline stages; grp: staged input boxes (2 = the next work item's box loads during "
+     "this one's MMAs)", FieldKind::integer, 1, {&KC::stages, kNone, kNone}, {"stages"}, {}, 1, 16, false,
+     kIgemm | kGrp},
     {"splitk", "slices of the reduction dimension", FieldKind::integer, 1, {&KC::splitk, kNone, kNone},
      {"splitk"}, {}, 1, 64, false, kAll},
     {"skmode", "split-K reduction: serial (in-kernel, ordered) or parallel (workspace + reduce kernel)",

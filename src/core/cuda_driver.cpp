@@ -45,6 +45,8 @@ Driver load() {
       {"cuFuncSetAttribute", resolve(lib, "cuFuncSetAttribute", d.func_set_attribute)},
       {"cuFuncGetAttribute", resolve(lib, "cuFuncGetAttribute", d.func_get_attribute)},
       {"cuLaunchKernel", resolve(lib, "cuLaunchKernel", d.launch_kernel)},
+      {"cuOccupancyMaxActiveBlocksPerMultiprocessor",
+       resolve(lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor", d.occupancy_max_blocks)},
       {"cuMemAlloc_v2", resolve(lib, "cuMemAlloc_v2", d.mem_alloc)},
       {"cuMemFree_v2", resolve(lib, "cuMemFree_v2", d.mem_free)},
       {"cuMemcpyHtoD_v2", resolve(lib, "cuMemcpyHtoD_v2", d.memcpy_htod)},

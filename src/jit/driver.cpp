@@ -221,6 +221,16 @@ void LoadedKernel::launch(const Launch& l, void* stream) const {
   // A persistent grid runs one block per SM at most (clusters along x: whole clusters).
   unsigned grid_x = l.grid[0];
   if (l.persistent) grid_x = std::min(grid_x, l.cluster[0] * std::max(1u, sm_count_ / l.cluster[0]));
+  if (l.resident) {
+    std::lock_guard lock(smem_mutex_);
+    if (resident_fit_ == 0 || resident_fit_smem_ != l.smem_bytes) {
+      int blocks = 0;
+      check(d.occupancy_max_blocks(&blocks, fn, static_cast<int>(l.block[0] * l.block[1] * l.block[2]), l.smem_bytes),
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor", name_);
+      resident_fit_ = static_cast<unsigned>(std::max(blocks, 1)), resident_fit_smem_ = l.smem_bytes;
+    }
+    grid_x = std::min(grid_x, resident_fit_ * std::max(1u, sm_count_));
+  }
   const bool cluster = l.cluster[0] * l.cluster[1] * l.cluster[2] > 1;
   const bool overlap = l.overlap_previous && overlap_ok_;  // before sm_90: in stream order
   if (cluster || overlap) {

@@ -1,11 +1,14 @@
 // Grouped direct convolution on tensor cores (fam=grp): (problem, config) -> NVRTC program and launch.
 //
 // Kernel (kernels/conv/grp_fwd.cuh): fwd, and unit-stride bwd_data as a forward pass over dy with the filter
-// rotated and each group's weights transposed (flip). A block stages TH x TW output pixels' input box of TC
-// channels (whole groups) and its groups' weights in shared memory; warps own pw = 32 ppt cpt / cpg pixels of
-// one group and gather MMA rows from the box with ldmatrix.
+// rotated and each group's weights transposed (flip: a first kernel writes that copy of w into the workspace).
+// A resident grid runs the work items (TH x TW output pixels of one (n, od) x TC channels, whole groups) in
+// runs; a block stages an item's input box (stages 2: the next one's during this one's MMAs) and its groups'
+// weights in shared memory; warps own pw = 32 ppt cpt / cpg pixels of one group and gather MMA rows from the box
+// with ldmatrix.
 // Baked into the program: direction (flip), dtype, channels per group, filter extents when in {1,3,5,7}
 // (else runtime), epilogue. Everything else is runtime (tp::DwParams, shared with fam=dw).
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -20,6 +23,7 @@ namespace tilepick::family {
 namespace {
 
 using i64 = std::int64_t;
+constexpr int kFlipThreads = 256;  // grp_flip_weights' block
 using codegen::align16;
 using codegen::baked_filter;
 using codegen::ceil_div;
@@ -38,7 +42,7 @@ struct Geometry {
   bool flip = false;
   int cpg = 0, pw = 0, threads = 0;
   int fz = 0, fy = 0, fx = 0;
-  i64 smem = 0, blocks = 0;
+  i64 smem = 0, blocks = 0, workspace = 0;
 };
 
 Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
@@ -50,6 +54,7 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
           "needs x, w, y of one dtype, f16 or bf16");
   const i64 cpg = p.c_per_group();
   require(c.splitk == 1, p, c, "splitk must be 1");
+  require(c.stages == 1 || c.stages == 2, p, c, "stages (staged input boxes) must be 1 or 2");
   require(p.x_elems() < (i64{1} << 31) && p.y_elems() < (i64{1} << 31), p, c, "tensors need 32-bit indexing");
   const int TH = c.dw_tile_h, TW = c.dw_tile_w, TC = c.dw_tile_c;
   g.threads = threads_per_block(c);
@@ -85,11 +90,13 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
   q.tiles_c = to_int(ceil_div(p.c, TC), "channel tiles");
   q.tiles_h = to_int(ceil_div(dst[1], TH), "tiles"), q.tiles_w = to_int(ceil_div(dst[2], TW), "tiles");
   const i64 taps = F[0] * F[1] * F[2];
-  // The kernel's layout: weights [TC][grp_weight_row], box [pixels + 1 zero pixel][grp_pixel_pitch], 16-bit.
+  // The kernel's layout: weights [TC][grp_weight_row], stages x box [pixels + 1 zero pixel][grp_pixel_pitch], 16-bit.
   const i64 weights = align16(i64{TC} * tp::grp_weight_row(static_cast<int>(taps), g.cpg) * 2);
   const i64 box = (i64{q.halo[0]} * q.halo[1] * q.halo[2] + 1) * tp::grp_pixel_pitch(TC) * 2;
-  g.smem = weights + align16(box);
-  g.blocks = i64{q.tiles_c} * q.tiles_h * q.tiles_w * p.n * dst[0];
+  g.smem = weights + c.stages * align16(box);
+  g.blocks = i64{q.tiles_c} * q.tiles_h * q.tiles_w * p.n * dst[0];  // work items; the resident grid runs them
+  // bwd_data: the flipped weights (grp_flip_weights), C x taps x cpg 16-bit elements.
+  g.workspace = g.flip ? (p.c * taps * cpg * 2 + 255) / 256 * 256 : 0;
   require(g.blocks >= 1 && g.blocks <= 2147483647, p, c, "grid of " + std::to_string(g.blocks) + " blocks out of range");
   return g;
 }
@@ -134,28 +141,51 @@ KernelPlan plan_grp(const ConvProblem& p, const KernelConfig& c) {
       .i("fx", g.fx)
       .i("act", p.dir == ConvDir::fwd ? static_cast<int>(p.epilogue.act) : 0)
       .b("bias", p.dir == ConvDir::fwd && p.epilogue.bias)
-      .b("flip", g.flip);
-  const char* tag = g.flip ? "tp_grp_bwd_data_" : "tp_grp_fwd_";
+      .i("stages", c.stages);
   KernelPlan plan;
+  if (g.flip) {  // kernel 0: the flipped weights into the workspace
+    plan.kernels.push_back(codegen::make_source("tp_grp_flip_weights_", "conv/grp_fwd.cuh", cfg, "tp::DwParams",
+                                                "tp::grp_flip_weights", specialization(p, g), to_string(c),
+                                                kFlipThreads));
+  }
+  const char* tag = g.flip ? "tp_grp_bwd_data_" : "tp_grp_fwd_";
   plan.kernels.push_back(codegen::make_source(tag, "conv/grp_fwd.cuh", cfg, "tp::DwParams", "tp::grp_fwd",
                                               specialization(p, g), to_string(c), g.threads));
+  plan.workspace_bytes = static_cast<std::size_t>(g.workspace);
   const tp::DwParams q = g.q;
   const unsigned grid = static_cast<unsigned>(g.blocks), smem = static_cast<unsigned>(g.smem);
   const unsigned threads = static_cast<unsigned>(g.threads);
-  const bool bias = p.dir == ConvDir::fwd && p.epilogue.bias;
-  plan.launches = [q, grid, smem, threads, bias](const Operands& o) {
+  const unsigned flip_blocks = static_cast<unsigned>(std::min<i64>(ceil_div(p.c * p.filter[0] * p.filter[1] *
+                                                                            p.filter[2] * g.cpg, kFlipThreads), 4096));
+  const bool bias = p.dir == ConvDir::fwd && p.epilogue.bias, flip = g.flip;
+  plan.launches = [q, grid, smem, threads, bias, flip, flip_blocks](const Operands& o) {
     tp::DwParams a = q;
-    a.src = o.a, a.src2 = o.b, a.bias = o.bias, a.dst = o.d;
+    a.src = o.a, a.src2 = o.b, a.bias = o.bias, a.dst = o.d, a.workspace = o.workspace;
     if (!a.src || !a.src2 || !a.dst) throw Unsupported("fam=grp: operands a, b and d must be set");
     if (bias && !a.bias) throw Unsupported("fam=grp: the epilogue has a bias but Operands::bias is null");
+    if (flip && !a.workspace) throw Unsupported("fam=grp: bwd_data needs the workspace (the flipped weights)");
     check_aligned(a.src, "input");
     check_aligned(a.src2, "weight");
     check_aligned(a.dst, "output");
-    std::vector<Launch> ls(1);
-    ls[0].grid[0] = grid;
-    ls[0].block[0] = threads;
-    ls[0].smem_bytes = smem;
-    ls[0].params = codegen::pack(a);
+    check_aligned(a.workspace, "workspace");
+    std::vector<Launch> ls;
+    if (flip) {
+      Launch f;
+      f.kernel = 0;
+      f.grid[0] = flip_blocks;
+      f.block[0] = kFlipThreads;
+      f.params = codegen::pack(a);
+      ls.push_back(std::move(f));
+      a.src2 = a.workspace;  // the main kernel reads the flipped copy
+    }
+    Launch m;
+    m.kernel = flip ? 1 : 0;
+    m.grid[0] = grid;
+    m.block[0] = threads;
+    m.smem_bytes = smem;
+    m.resident = true;
+    m.params = codegen::pack(a);
+    ls.push_back(std::move(m));
     return ls;
   };
   return plan;
