@@ -82,7 +82,7 @@ __device__ __forceinline__ void grp_flip_weights(const DwParams& p) {
 
 // y[n][od][oh][ow][g][k] = act(bias + sum_{tap, c} x[n][od*sd-pd+z*dd][oh*sh-ph+y*dh][ow*sw-pw+x*dw][g][c] *
 //   w[g][k][tap][c]); bwd_data runs it over dy with the flipped weights (stride 1, pad F - 1 - pad).
-// A resident grid (Launch::resident): block b runs the work items [b, b + 1) x ceil(items / grid) in turn; a
+// A resident grid (Launch::resident): block b runs the work items [b per, (b + 1) per), per = ceil(items / grid); a
 // ring of Cfg::stages staged boxes (2: the next item's box loads during this one's MMAs); the weights are staged
 // again only where the channel tile changes.
 template <class Cfg>

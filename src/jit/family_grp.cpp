@@ -42,7 +42,8 @@ struct Geometry {
   bool flip = false;
   int cpg = 0, pw = 0, threads = 0;
   int fz = 0, fy = 0, fx = 0;
-  i64 smem = 0, blocks = 0, workspace = 0;
+  i64 smem = 0, blocks = 0;
+  i64 flipped = 0;  // bwd_data: elements of the flipped weights in the workspace (C x taps x cpg), else 0
 };
 
 Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
@@ -95,8 +96,7 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
   const i64 box = (i64{q.halo[0]} * q.halo[1] * q.halo[2] + 1) * tp::grp_pixel_pitch(TC) * 2;
   g.smem = weights + c.stages * align16(box);
   g.blocks = i64{q.tiles_c} * q.tiles_h * q.tiles_w * p.n * dst[0];  // work items; the resident grid runs them
-  // bwd_data: the flipped weights (grp_flip_weights), C x taps x cpg 16-bit elements.
-  g.workspace = g.flip ? (p.c * taps * cpg * 2 + 255) / 256 * 256 : 0;
+  g.flipped = g.flip ? p.c * taps * cpg : 0;  // grp_flip_weights' output
   require(g.blocks >= 1 && g.blocks <= 2147483647, p, c, "grid of " + std::to_string(g.blocks) + " blocks out of range");
   return g;
 }
@@ -151,12 +151,11 @@ KernelPlan plan_grp(const ConvProblem& p, const KernelConfig& c) {
   const char* tag = g.flip ? "tp_grp_bwd_data_" : "tp_grp_fwd_";
   plan.kernels.push_back(codegen::make_source(tag, "conv/grp_fwd.cuh", cfg, "tp::DwParams", "tp::grp_fwd",
                                               specialization(p, g), to_string(c), g.threads));
-  plan.workspace_bytes = static_cast<std::size_t>(g.workspace);
+  plan.workspace_bytes = static_cast<std::size_t>((g.flipped * 2 + 255) / 256 * 256);  // 16-bit elements
   const tp::DwParams q = g.q;
   const unsigned grid = static_cast<unsigned>(g.blocks), smem = static_cast<unsigned>(g.smem);
   const unsigned threads = static_cast<unsigned>(g.threads);
-  const unsigned flip_blocks = static_cast<unsigned>(std::min<i64>(ceil_div(p.c * p.filter[0] * p.filter[1] *
-                                                                            p.filter[2] * g.cpg, kFlipThreads), 4096));
+  const unsigned flip_blocks = static_cast<unsigned>(std::min<i64>(ceil_div(g.flipped, kFlipThreads), 4096));
   const bool bias = p.dir == ConvDir::fwd && p.epilogue.bias, flip = g.flip;
   plan.launches = [q, grid, smem, threads, bias, flip, flip_blocks](const Operands& o) {
     tp::DwParams a = q;
