@@ -1,5 +1,6 @@
 // The grouped direct family (fam=grp) on the CPU: legality admits only the problems the kernel runs, with
-// reasons; plans of the trial space build, compile with NVRTC and launch grids that cover the output.
+// reasons; plans build and launch grids that cover the output (NVRTC compiles the trial spaces in ctest
+// jit_compile_trial_spaces).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -19,11 +20,13 @@ const char* kConfig = "fam=grp stages=2 splitk=1 dwtile=8x16x64 ppt=2 cpt=16";
 TEST(FamilyGrp, RunsOnlyWhatTheKernelSupports) {
   EXPECT_TRUE(family_runs(Family::grp, parse_problem("fwd g32 mb32 ic512 ih14 iw14 oc512 kh3 kw3 ph1 pw1 bf16")));
   EXPECT_TRUE(family_runs(Family::grp, parse_problem("bwd_data g8 mb2 ic64 ih9 iw11 oc64 kh3 kw3 ph1 pw1 f16")));
-  // 4 channels a group, depthwise, strided bwd_data, bwd_weight, unequal in / out per group: not this family's.
+  EXPECT_TRUE(family_runs(Family::grp, parse_problem("bwd_weight g8 mb2 ic64 ih9 iw11 oc64 kh3 kw3 sh2 sw2 ph1 pw1 bf16")));
+  // 4 channels a group, depthwise, strided bwd_data, bwd_weight of a 2x2 filter (not compiled in), unequal in /
+  // out per group: not this family's.
   for (const char* p : {"fwd g32 mb32 ic128 ih56 iw56 oc128 kh3 kw3 ph1 pw1 bf16",
                         "fwd g64 mb1 ic64 ih8 iw8 oc64 kh3 kw3 ph1 pw1 bf16",
                         "bwd_data g8 mb2 ic64 ih9 iw11 oc64 kh3 kw3 sh2 sw2 ph1 pw1 bf16",
-                        "bwd_weight g8 mb2 ic64 ih9 iw11 oc64 kh3 kw3 ph1 pw1 bf16",
+                        "bwd_weight g8 mb2 ic64 ih9 iw11 oc64 kh2 kw2 ph1 pw1 bf16",
                         "fwd g4 mb2 ic64 ih9 iw11 oc128 kh3 kw3 ph1 pw1 bf16"})
     EXPECT_FALSE(family_runs(Family::grp, parse_problem(p))) << p;
   const Verdict v = legal(parse_problem("fwd g32 mb32 ic128 ih56 iw56 oc128 kh3 kw3 ph1 pw1 bf16"),
@@ -104,6 +107,68 @@ TEST(FamilyGrp, BackwardDataFlipsTheWeightsIntoTheWorkspaceFirst) {
   EXPECT_EQ(main.src2, ws);  // the main kernel stages the flipped copy
   EXPECT_EQ(main.stride[1], 1);
   EXPECT_EQ(main.pad[1], 3 - 1 - 1);
+}
+
+// bwd_weight: the partials kernel over (channel tile, split) blocks, then the ordered reduce; one split writes dw.
+TEST(FamilyGrp, BackwardWeightSumsSplitsInTheWorkspace) {
+  const ConvProblem p =
+      std::get<ConvProblem>(parse_problem("bwd_weight g20 mb2 ic160 ih9 iw9 oc160 kh3 kw3 sh2 sw2 ph1 pw1 bf16"));
+  const KernelPlan plan = family::plan_grp(p, parse_config("fam=grp stages=2 splitk=4 dwtile=4x16x64 ppt=1 cpt=8"));
+  ASSERT_EQ(plan.kernels.size(), 2u);
+  EXPECT_NE(plan.kernels[0].code.find("tp::grp_bwd_weight<Cfg>"), std::string::npos);
+  EXPECT_NE(plan.kernels[1].code.find("tp::grp_bwd_weight_reduce<Cfg>"), std::string::npos);
+  EXPECT_EQ(plan.kernels[0].threads, 512);
+  // dy 5 x 5: 2 x 1 tiles of 4 x 16, x 2 images = 4 items a channel tile, 4 splits of one item.
+  EXPECT_EQ(plan.workspace_bytes, 4u * 160u * 9u * 8u * 4u);  // fp32 partials [split][C][taps x cpg]
+  alignas(256) static unsigned char x[256], dy[256], dw[256], ws[256];
+  Operands o;
+  o.a = x, o.b = dy, o.d = dw;
+  EXPECT_THROW(plan.launches(o), Unsupported);  // no workspace
+  o.workspace = ws;
+  const auto ls = plan.launches(o);
+  ASSERT_EQ(ls.size(), 2u);
+  tp::DwParams q;
+  std::memcpy(&q, ls[0].params.data(), sizeof q);
+  EXPECT_EQ(q.tiles_h, 2);
+  EXPECT_EQ(q.tiles_w, 1);
+  EXPECT_EQ(q.tiles_c, 3);  // 160 channels in tiles of 64: a ragged last tile
+  EXPECT_EQ(q.iters, 1);
+  EXPECT_EQ(q.splits, 4);
+  EXPECT_EQ(q.parts, 4);
+  EXPECT_EQ(ls[0].grid[0], 3u * 4u);
+  EXPECT_FALSE(ls[0].resident);
+  EXPECT_EQ(q.halo[1], 3 * 2 + 3);  // x rows a 4-row dy tile reads at stride 2
+  EXPECT_EQ(q.halo[2], 15 * 2 + 3);
+  // 2 stages x (x box [9 x 33][72] + dy tile [64][72]), bf16
+  EXPECT_EQ(ls[0].smem_bytes, 2u * (9u * 33u * 72u * 2u + 64u * 72u * 2u));
+  EXPECT_EQ(ls[1].kernel, 1);
+  EXPECT_EQ(ls[1].grid[0] * 32u, 160u * 9u * 8u);  // a lane per dw element
+  EXPECT_TRUE(ls[1].overlap_previous);
+
+  const KernelPlan single = family::plan_grp(p, parse_config("fam=grp stages=1 splitk=1 dwtile=4x16x64 ppt=1 cpt=8"));
+  EXPECT_EQ(single.kernels.size(), 1u);
+  EXPECT_EQ(single.workspace_bytes, 0u);
+  o.workspace = nullptr;
+  EXPECT_EQ(single.launches(o).size(), 1u);
+  EXPECT_NE(single.kernels[0].code.find("single = true"), std::string::npos);
+}
+
+// A bwd_weight warp sums its share of the group's (tap, channel) rows x output channels in registers: a config
+// that leaves too many to one warp is refused with the bound, as are fwd-only splits.
+TEST(FamilyGrp, BackwardWeightBoundsAWarpsAccumulators) {
+  const ConvProblem p64 =
+      std::get<ConvProblem>(parse_problem("bwd_weight g2 mb2 ic128 ih11 iw9 oc128 kh3 kw3 ph1 pw1 bf16"));
+  // 64 a group, 4 warps: 2 along the channels x 2 along 36 m blocks = 18 x 4 n blocks x 4 accumulators.
+  try {
+    family::plan_grp(p64, parse_config("fam=grp stages=1 splitk=1 dwtile=4x16x64 ppt=2 cpt=16"));
+    FAIL() << "expected Unsupported";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("288 accumulators"), std::string::npos) << e.what();
+  }
+  // 16 warps: 8 along m, 5 m blocks each = 80 accumulators, under the 88 of 512 threads.
+  EXPECT_NO_THROW(family::plan_grp(p64, parse_config("fam=grp stages=1 splitk=1 dwtile=4x16x64 ppt=1 cpt=8")));
+  const ConvProblem fwd = std::get<ConvProblem>(parse_problem("fwd g2 mb2 ic128 ih11 iw9 oc128 kh3 kw3 ph1 pw1 bf16"));
+  EXPECT_THROW(family::plan_grp(fwd, parse_config("fam=grp stages=1 splitk=4 dwtile=8x16x64 ppt=2 cpt=16")), Unsupported);
 }
 
 }  // namespace

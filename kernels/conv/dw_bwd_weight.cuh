@@ -282,14 +282,14 @@ __device__ __forceinline__ void dw_bwd_weight_taps(const DwParams& p) {
   }
 }
 
-// dw[c][tap] = sum over parts (in order) of ws[part][c][tap]. 256 threads: lane = element of a
-// 32-element chunk, warp = parts warp, warp + 8, ...; the 8 warp sums are added in order.
-template <class Cfg>
-__device__ __forceinline__ void dw_bwd_weight_reduce(const DwParams& p) {
-  typedef typename Cfg::T T;
+namespace dw {
+
+// dst[e] = sum over parts (in order) of ws[part][e], e < total (fp32 partials -> T). 256 threads: lane = element
+// of a 32-element chunk, warp = parts warp, warp + 8, ...; the 8 warp sums are added in order.
+template <class T>
+__device__ __forceinline__ void reduce_parts(const DwParams& p, long long total) {
   wait_for_previous_grid();  // the partials kernel's workspace, before reading it
   __shared__ float s_sum[8][32];
-  const long long total = (long long)p.c * p.filter[0] * p.filter[1] * p.filter[2];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const long long e = (long long)blockIdx.x * 32 + lane;
   const float* ws = static_cast<const float*>(p.workspace);
@@ -306,6 +306,14 @@ __device__ __forceinline__ void dw_bwd_weight_reduce(const DwParams& p) {
     for (int w = 1; w < 8; ++w) v += s_sum[w][lane];
     static_cast<T*>(p.dst)[e] = from_float<T>(v);
   }
+}
+
+}  // namespace dw
+
+// dw[c][tap] = the parts of ws[part][c][tap] summed in order.
+template <class Cfg>
+__device__ __forceinline__ void dw_bwd_weight_reduce(const DwParams& p) {
+  dw::reduce_parts<typename Cfg::T>(p, (long long)p.c * p.filter[0] * p.filter[1] * p.filter[2]);
 }
 
 }  // namespace tp

@@ -1,5 +1,5 @@
-// Runtime arguments of the direct convolution kernels (fam=dw, and fam=grp: kernels/conv/grp_fwd.cuh, whose
-// channels are TC / cpg whole groups and which ignores the bwd_weight fields): one by-value struct per launch.
+// Runtime arguments of the direct convolution kernels (fam=dw, and fam=grp: kernels/conv/grp_*.cuh, whose
+// channels are TC / cpg whole groups): one by-value struct per launch.
 // Plain C layout of fixed-width builtin types and pointers, shared by the host plan builder
 // (src/jit/family_dw.cpp packs it into Launch::params) and the device code.
 //
@@ -14,6 +14,7 @@
 //   dw_bwd_data       dy, w  -> dx       any stride, one stride phase per block; in = dy, out = dx
 //   dw_bwd_weight*    x,  dy -> workspace partials [parts][C][Z*Y*X] (fp32); in = x, out = dy
 //   dw_bwd_weight_reduce     workspace -> dw, summing the parts in a fixed order (deterministic)
+//   grp_fwd, grp_bwd_weight (+ grp_bwd_weight_reduce): the same roles, with cpg channels a group
 #pragma once
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
@@ -30,6 +31,29 @@ namespace tp {
 // pairs with.
 TP_DW_FN int grp_pixel_pitch(int tile_c) { return tile_c + 8; }
 TP_DW_FN int grp_weight_row(int taps, int cpg) { return taps * cpg + 8; }
+
+namespace grp {
+// fam=grp bwd_weight: a warp's share of one group's dw rows (the kernel's shape, the host's register bound). The
+// group's warps split its cpg output channels into n_warps parts (2 for 48 and 64, else 1) and its m blocks (pairs
+// of 8-row chunks of (tap, input channel)) among the rest.
+struct BwdWeightShape {
+  int m_blocks;  // chunk pairs of one group: ceil(taps x cpg / 8 / 2)
+  int n_warps;   // warps along the output channels
+  int n_blocks;  // n8 blocks a warp: cpg / 8 / n_warps
+  int per_warp;  // m blocks a warp owns: ceil(m_blocks / (warps a group / n_warps)); 0 if n_warps does not divide
+  int accumulators;  // fp32 a thread: per_warp x n_blocks x 4
+};
+TP_DW_FN BwdWeightShape bwd_weight_shape(int taps, int cpg, int warps_a_group) {
+  BwdWeightShape s{};
+  s.m_blocks = (taps * (cpg / 8) + 1) / 2;
+  s.n_warps = cpg == 48 || cpg == 64 ? 2 : 1;
+  s.n_blocks = cpg / 8 / s.n_warps;
+  const int wm = warps_a_group % s.n_warps == 0 ? warps_a_group / s.n_warps : 0;
+  s.per_warp = wm > 0 ? (s.m_blocks + wm - 1) / wm : 0;
+  s.accumulators = s.per_warp * s.n_blocks * 4;
+  return s;
+}
+}  // namespace grp
 
 struct DwParams {
   const void* src;   // input read with a halo (x, or dy for bwd_data)

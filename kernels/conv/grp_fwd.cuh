@@ -170,7 +170,8 @@ __device__ __forceinline__ void grp_fwd(const DwParams& p) {
           ldsm_x4(r, w_base + ((i2 * 16 + b_n) * WR + (2 * s + b_chunk) * 8) * 2);
           b[2 * i2][0] = r[0], b[2 * i2][1] = r[1], b[2 * i2 + 1][0] = r[2], b[2 * i2 + 1][1] = r[3];
         }
-        if constexpr (NB == 1) ldsm_x2(b[0], w_base + ((lane & 7) * WR + (2 * s + b_chunk) * 8) * 2);
+        if constexpr (NB % 2 == 1)  // the last n block of an odd count (24, 40, 56 channels a group)
+          ldsm_x2(b[NB - 1], w_base + (((NB - 1) * 8 + (lane & 7)) * WR + (2 * s + b_chunk) * 8) * 2);
 #pragma unroll
         for (int mb = 0; mb < MB; ++mb) {
           const u32 addr = ja < KC ? x_base + ((a_pix[mb] + off) * PP + cb * 8) * 2 : zero_pix;

@@ -319,7 +319,7 @@ Verdict legal_on_arch(const KernelConfig& c, const ArchSpec& arch, DType input) 
     case Family::grp: {
       if (!arch.mma_sync) return no("family_arch", "fam=grp needs mma.sync (sm_80+)");
       if (input != DType::f16 && input != DType::bf16) return no("dtype", "fam=grp runs f16 and bf16");
-      if (c.splitk != 1) return no("splitk", "fam=grp does not split the reduction");
+      if (c.splitk < 1) return no("splitk", "fam=grp splitk (bwd_weight's splits of the pixels) must be >= 1");
       if (c.stages != 1 && c.stages != 2) return no("stages", "fam=grp stages (staged input boxes) must be 1 or 2");
       if (c.dw_tile_w % c.dw_ppt != 0 || c.dw_tile_c % c.dw_cpt != 0)
         return no("dw_tile", "dwtile must be divisible by ppt along W and by cpt along channels");
