@@ -25,4 +25,9 @@ for pc in "fwd g32 mb32 ic256 ih28 iw28 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16|fam=g
   timeout 60 ncu --clock-control none --metrics $M -k regex:tp_grp -c 1 $T verify -p "${pc%%|*}" -c "${pc#*|}" >>"$W/ncu.txt" 2>&1
 done
 grep -E 'duration|hmma|dram__|conflicts|wavefronts|warps_active|registers' "$W/ncu.txt" | awk '{print $1, $NF}'
+# Where the first pair's warps stall and what they issue (is the box staging's address math the cost?)
+pc="fwd g32 mb32 ic256 ih28 iw28 oc256 kh3 kw3 sh1 sw1 ph1 pw1 bf16|fam=grp stages=2 splitk=1 dwtile=8x16x64 ppt=2 cpt=16"
+timeout 60 ncu --clock-control none --section WarpStateStats --section InstructionStats --section SchedulerStats \
+  -k regex:tp_grp -c 1 $T verify -p "${pc%%|*}" -c "${pc#*|}" >"$W/ncu_stalls.txt" 2>&1
+grep -E 'Stall|Issued|Eligible|Active Warps|Executed Ipc' "$W/ncu_stalls.txt" | head -30
 timed_sweep grp $(( $(left) - 10 )) -f $HERE/problems.txt --space data/spaces/trial/conv_grp.json --sample 64
