@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fam=grp bwd_weight (kernels/conv/grp_bwd_weight.cuh), one device call (carry .deps .commit): verify check.txt x 5
-# fixed configs against the fp64 reference, memcheck + racecheck of three pairs, Nsight Compute metrics of two batch-32
+# fixed configs against the fp64 reference (and fam=dw's check set: dw::stage_box is shared), memcheck + racecheck of three pairs, Nsight Compute metrics of two batch-32
 # pairs (ncu.txt), then a sweep of sampled configs of data/spaces/trial/conv_grp_bwd_weight.json on problems.txt (the
 # grouped bwd_weight layers of data/problems/conv_grouped_dw.txt with 8-64 channels a group) with cuDNN's rows:
 #   BUDGET_S=300 bash experiments/2026-12-07-grp-bwd-weight/run.sh
@@ -13,6 +13,9 @@ C=(-c "fam=grp stages=2 splitk=4 dwtile=8x16x64 ppt=2 cpt=16" -c "fam=grp stages
    -c "fam=grp stages=2 splitk=16 dwtile=4x16x64 ppt=1 cpt=8" -c "fam=grp stages=2 splitk=64 dwtile=2x8x16 ppt=1 cpt=4"
    -c "fam=grp stages=1 splitk=8 dwtile=1x16x128 ppt=1 cpt=8")
 verify_into verify -f $HERE/check.txt "${C[@]}"
+# dw::stage_box (shared with fam=dw) steps its indices by additions now: fam=dw's check set again
+grep -E ' g([0-9]+) mb[0-9]+ ic\1 ' data/problems/verify_random.txt > /tmp/dw.txt
+verify_into verify_dw --file /tmp/dw.txt --family dw -n 3
 for tool in memcheck racecheck; do
   timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 $T verify -p "$(sed -n 3p $HERE/check.txt)" \
     -p "$(sed -n 6p $HERE/check.txt)" -p "$(sed -n 12p $HERE/check.txt)" -c "fam=grp stages=2 splitk=4 dwtile=8x16x64 ppt=2 cpt=16" \

@@ -129,17 +129,37 @@ template <class T, int TC, int V, int THREADS, int PP = TC, class ZOf>
 __device__ __forceinline__ void stage_box(T* s_box, const T* g, const int (&dims)[3], int C, int n, int slices,
                                           ZOf zof, int y0, int rows, int x0, int cols, int c0) {
   constexpr int VPP = TC / V;  // vectors per pixel
-  const int total = slices * rows * cols * VPP;
-  for (int i = threadIdx.x; i < total; i += THREADS) {
-    const int v = i % VPP;
-    const int pix = i / VPP;  // (k, row, col) flattened, unpadded
-    const int col = pix % cols;
-    const int kr = pix / cols;
-    const int row = kr % rows;
-    const int z = zof(kr / rows), y = y0 + row, x = x0 + col, ch = c0 + v * V;
-    const bool ok = z >= 0 && z < dims[0] && y >= 0 && y < dims[1] && x >= 0 && x < dims[2] && ch < C;
-    const T* src = ok ? g + ((((n * dims[0] + z) * dims[1] + y) * dims[2] + x) * C + ch) : g;
-    copy_async<V * int(sizeof(T))>(s_box + (kr * cols + col) * PP + v * V, src, ok);
+  if constexpr (THREADS % VPP == 0) {
+    // A thread keeps one vector of every pixel it stages and steps THREADS / VPP pixels at a time: its (slice,
+    // row, col) advance by additions, with no division in the loop.
+    constexpr int STEP = THREADS / VPP;
+    const int v = threadIdx.x % VPP, first = threadIdx.x / VPP, ch = c0 + v * V;
+    const int d_col = STEP % cols, d_kr = STEP / cols, d_row = d_kr % rows, d_k = d_kr / rows;
+    int col = first % cols, row = first / cols % rows, k = first / cols / rows;
+    const bool ch_ok = ch < C;
+    const int total = slices * rows * cols;
+    for (int pix = first; pix < total; pix += STEP) {
+      const int z = zof(k), y = y0 + row, x = x0 + col;
+      const bool ok = ch_ok && z >= 0 && z < dims[0] && y >= 0 && y < dims[1] && x >= 0 && x < dims[2];
+      const T* src = ok ? g + ((((n * dims[0] + z) * dims[1] + y) * dims[2] + x) * C + ch) : g;
+      copy_async<V * int(sizeof(T))>(s_box + pix * PP + v * V, src, ok);
+      col += d_col, row += d_row, k += d_k;
+      if (col >= cols) col -= cols, ++row;
+      if (row >= rows) row -= rows, ++k;
+    }
+  } else {
+    const int total = slices * rows * cols * VPP;
+    for (int i = threadIdx.x; i < total; i += THREADS) {
+      const int v = i % VPP;
+      const int pix = i / VPP;  // (k, row, col) flattened, unpadded
+      const int col = pix % cols;
+      const int kr = pix / cols;
+      const int row = kr % rows;
+      const int z = zof(kr / rows), y = y0 + row, x = x0 + col, ch = c0 + v * V;
+      const bool ok = z >= 0 && z < dims[0] && y >= 0 && y < dims[1] && x >= 0 && x < dims[2] && ch < C;
+      const T* src = ok ? g + ((((n * dims[0] + z) * dims[1] + y) * dims[2] + x) * C + ch) : g;
+      copy_async<V * int(sizeof(T))>(s_box + (kr * cols + col) * PP + v * V, src, ok);
+    }
   }
 }
 
