@@ -70,11 +70,14 @@ TEST(FamilyGrp, PlanCoversTheOutputAndCompiles) {
   EXPECT_EQ(plan.workspace_bytes, 0u);
   EXPECT_EQ(q.halo[1], 7 * 2 + 3);  // (TH - 1) x stride + filter
   EXPECT_EQ(q.halo[2], 15 * 2 + 3);
-  // weights [64][9 x 16 + 8] + 2 boxes [17 x 33 + 1][72], bf16
-  const unsigned box = ((17u * 33u + 1u) * 72u * 2u + 15u) / 16u * 16u;
-  EXPECT_EQ(launches[0].smem_bytes, 64u * 152u * 2u + 2u * box);
+  // weights [64][9 x 16 + 8] + 2 boxes [17 x 33 + 1][72] + outputs [8 x 16][72], bf16
+  const unsigned box = ((17u * 33u + 1u) * 72u * 2u + 15u) / 16u * 16u, outputs = 8u * 16u * 72u * 2u;
+  EXPECT_EQ(launches[0].smem_bytes, 64u * 152u * 2u + 2u * box + outputs);
   const KernelPlan one = family::plan_grp(p, parse_config("fam=grp stages=1 splitk=1 dwtile=8x16x64 ppt=2 cpt=16"));
-  EXPECT_EQ(one.launches(o)[0].smem_bytes, 64u * 152u * 2u + box);
+  EXPECT_EQ(one.launches(o)[0].smem_bytes, 64u * 152u * 2u + box + outputs);
+  // stride 2 and dilation 1 are baked into the program (every MMA step's box offset a constant)
+  EXPECT_NE(plan.kernels[0].code.find("sy = 2"), std::string::npos);
+  EXPECT_NE(plan.kernels[0].code.find("dlx = 1"), std::string::npos);
   o.a = buf + 2;
   EXPECT_THROW(plan.launches(o), Unsupported);  // the staging copies need 16-byte aligned tensors
 }

@@ -12,7 +12,8 @@
 //
 // Cfg (generated per program, src/jit/family_grp.cpp): T (f16 or bf16); tile_h, tile_w, tile_c; cpg (channels
 // per group in and out); pw (output pixels per warp, a multiple of 16); threads; fz, fy, fx (filter extents, 0 =
-// runtime); act, bias; stages (boxes in flight, 1 or 2).
+// runtime); sy, sx, dly, dlx (H and W stride and dilation, 0 = runtime); act, bias; stages (boxes in flight, 1 or 2).
+// With all of those baked every MMA step's box offset is a constant: the step loop unrolls to ldmatrix + mma.
 // Work item: TH x TW output pixels of one (n, od) x TC channels. Warp: pw pixels x one group's cpg channels.
 #pragma once
 #include "common/mma.cuh"
@@ -95,11 +96,14 @@ __device__ __forceinline__ void grp_fwd(const DwParams& p) {
   constexpr int PP = grp_pixel_pitch(TC);
   static_assert(S == 1 || S == 2, "fam=grp stages: 1 or 2 staged boxes");
   extern __shared__ __align__(16) unsigned char smem[];
+  constexpr bool kFixed = Cfg::fz && Cfg::fy && Cfg::fx && Cfg::sy && Cfg::sx && Cfg::dly && Cfg::dlx;
   const int FZ = Cfg::fz ? Cfg::fz : p.filter[0];
   const int FY = Cfg::fy ? Cfg::fy : p.filter[1];
   const int FX = Cfg::fx ? Cfg::fx : p.filter[2];
+  const int DY = Cfg::dly ? Cfg::dly : p.dilation[1], DX = Cfg::dlx ? Cfg::dlx : p.dilation[2];
   const int taps = FZ * FY * FX, KC = taps * CB, WR = grp_weight_row(taps, CPG);
-  const int BH = p.halo[1], BW = p.halo[2];
+  const int BH = kFixed ? (Cfg::tile_h - 1) * Cfg::sy + (Cfg::fy - 1) * Cfg::dly + 1 : p.halo[1];
+  const int BW = kFixed ? (TW - 1) * Cfg::sx + (Cfg::fx - 1) * Cfg::dlx + 1 : p.halo[2];
   const int box_elems = (FZ * BH * BW + 1) * PP;  // the box and one zero pixel after it
   const int box_bytes = dw::align16(box_elems * int(sizeof(T)));
 
@@ -110,6 +114,7 @@ __device__ __forceinline__ void grp_fwd(const DwParams& p) {
 
   T* s_w = reinterpret_cast<T*>(smem);  // [TC][WR]
   unsigned char* s_boxes = smem + dw::align16(TC * WR * int(sizeof(T)));
+  T* s_out = reinterpret_cast<T*>(s_boxes + S * box_bytes);  // [TH TW][PP]: the item's outputs, for wide stores
   auto box = [&](int slot) { return reinterpret_cast<T*>(s_boxes + slot * box_bytes); };
   auto stage = [&](const GrpItem& it, int slot) {
     dw::stage_box<T, TC, 8, Cfg::threads, PP>(
@@ -133,14 +138,20 @@ __device__ __forceinline__ void grp_fwd(const DwParams& p) {
 #pragma unroll
   for (int mb = 0; mb < MB; ++mb) {
     const int m = pix0 + mb * 16 + a_row, r = m / TW, col = m - r * TW;
-    a_pix[mb] = r * p.stride[1] * BW + col * p.stride[2];
+    a_pix[mb] = r * (Cfg::sy ? Cfg::sy : p.stride[1]) * BW + col * (Cfg::sx ? Cfg::sx : p.stride[2]);
   }
   // B rows: matrices (n block 2i, chunk 0), (2i, chunk 1), (2i + 1, chunk 0), (2i + 1, chunk 1).
   const int b_n = (lane & 7) + 8 * (lane >> 4), b_chunk = (lane >> 3) & 1;
   const u32 w_base = smem_u32(s_w) + (gl * CPG * WR) * 2;
-  const int row_step = p.dilation[1] * BW, slice_step = BH * BW;
+  const int row_step = DY * BW, slice_step = BH * BW;
   const int g = lane >> 2, tq = lane & 3;
   T* y = static_cast<T*>(p.dst);
+  // The box offset (bytes) of chunk j: its tap's pixel shift and its 8-channel block.
+  auto chunk_offset = [&](int j) {
+    const int tap = j / CB, cb = j - tap * CB;
+    const int fz = tap / (FY * FX), fyx = tap - fz * (FY * FX), fy = fyx / FX, fx = fyx - fy * FX;
+    return ((fz * slice_step + fy * row_step + fx * DX) * PP + cb * 8) * 2;  // box slice k = filter slice k
+  };
 
   for (int t = first, i = 0; t < last; ++t, ++i) {
     const int slot = S == 2 ? i & 1 : 0;
@@ -157,12 +168,12 @@ __device__ __forceinline__ void grp_fwd(const DwParams& p) {
       const u32 zero_pix = smem_u32(box(slot)) + (FZ * BH * BW) * PP * 2;
       float acc[MB][NB][4] = {};
       const int steps = (KC + 1) / 2;
-#pragma unroll 2
+#pragma unroll(kFixed ? 64 : 2)
       for (int s = 0; s < steps; ++s) {
-        // This lane's A chunk: its tap's box offset and channel block; a chunk past K reads the zero pixel.
-        const int ja = 2 * s + a_chunk, tap = ja / CB, cb = ja - tap * CB;
-        const int fz = tap / (FY * FX), fyx = tap - fz * (FY * FX), fy = fyx / FX, fx = fyx - fy * FX;
-        const int off = fz * slice_step + fy * row_step + fx * p.dilation[2];  // box slice k = filter slice k
+        // This lane's A chunk (2 s or 2 s + 1): its box offset; a chunk past K reads the zero pixel. Baked, both
+        // candidates are constants and the lane selects one.
+        const int ja = 2 * s + a_chunk;
+        const int off = kFixed ? (a_chunk ? chunk_offset(2 * s + 1) : chunk_offset(2 * s)) : chunk_offset(ja);
         u32 b[NB][2];
 #pragma unroll
         for (int i2 = 0; i2 < NB / 2; ++i2) {
@@ -174,7 +185,7 @@ __device__ __forceinline__ void grp_fwd(const DwParams& p) {
           ldsm_x2(b[NB - 1], w_base + (((NB - 1) * 8 + (lane & 7)) * WR + (2 * s + b_chunk) * 8) * 2);
 #pragma unroll
         for (int mb = 0; mb < MB; ++mb) {
-          const u32 addr = ja < KC ? x_base + ((a_pix[mb] + off) * PP + cb * 8) * 2 : zero_pix;
+          const u32 addr = ja < KC ? x_base + a_pix[mb] * PP * 2 + off : zero_pix;
           u32 a[4];
           ldsm_x4(a, addr);
 #pragma unroll
@@ -182,28 +193,40 @@ __device__ __forceinline__ void grp_fwd(const DwParams& p) {
         }
       }
 
-      // Epilogue: + bias, activation; each lane stores channel pairs (2t, 2t + 1) of pixels g and g + 8.
-      const int ch0 = it.c0 + gl * CPG + 2 * tq;
+      // Epilogue: + bias, activation, into s_out; lane holds channel pairs (2 tq, 2 tq + 1) of pixels g, g + 8.
+      const int ch = gl * CPG + 2 * tq;  // in the tile
 #pragma unroll
-      for (int mb = 0; mb < MB; ++mb) {
+      for (int nb = 0; nb < NB; ++nb) {
+        float b0 = 0.f, b1 = 0.f;
+        if constexpr (Cfg::bias) {
+          const T* bias = static_cast<const T*>(p.bias) + it.c0 + ch + nb * 8;
+          b0 = to_float(bias[0]), b1 = to_float(bias[1]);
+        }
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int m = pix0 + mb * 16 + g + 8 * h, r = m / TW, oh = it.oh0 + r, ow = it.ow0 + (m - r * TW);
-          if (oh >= p.out[1] || ow >= p.out[2]) continue;
-          T* row = y + (((i64(it.n) * p.out[0] + it.od) * p.out[1] + oh) * p.out[2] + ow) * p.c + ch0;
+        for (int mb = 0; mb < MB; ++mb)
 #pragma unroll
-          for (int nb = 0; nb < NB; ++nb) {
-            float v0 = acc[mb][nb][2 * h], v1 = acc[mb][nb][2 * h + 1];
-            if constexpr (Cfg::bias) {
-              const T* bias = static_cast<const T*>(p.bias) + ch0 + nb * 8;
-              v0 += to_float(bias[0]), v1 += to_float(bias[1]);
-            }
-            *reinterpret_cast<u32*>(row + nb * 8) = pack2<T>(activate<Cfg::act>(v0), activate<Cfg::act>(v1));
+          for (int h = 0; h < 2; ++h) {
+            const int m = pix0 + mb * 16 + g + 8 * h;
+            *reinterpret_cast<u32*>(s_out + m * PP + ch + nb * 8) =
+                pack2<T>(activate<Cfg::act>(acc[mb][nb][2 * h] + b0), activate<Cfg::act>(acc[mb][nb][2 * h + 1] + b1));
           }
+      }
+    }
+    __syncthreads();  // s_out is whole; this slot (and the weights) are free again
+    {  // s_out to y in 16-byte vectors, a pixel's TC channels contiguous
+      constexpr int VPP = TC / 8, STEP = Cfg::threads / VPP;
+      static_assert(Cfg::threads % VPP == 0, "fam=grp: threads must cover whole pixels of the tile");
+      const int v = threadIdx.x % VPP, c = it.c0 + v * 8;
+      if (c < p.c) {
+        const int row0 = ((it.n * p.out[0] + it.od) * p.out[1] + it.oh0) * p.out[2] + it.ow0;
+        for (int m = threadIdx.x / VPP; m < Cfg::tile_h * TW; m += STEP) {
+          const int r = m / TW, col = m - r * TW;
+          if (it.oh0 + r < p.out[1] && it.ow0 + col < p.out[2])
+            *reinterpret_cast<uint4*>(y + i64(row0 + r * p.out[2] + col) * p.c + c) =
+                *reinterpret_cast<const uint4*>(s_out + m * PP + v * 8);
         }
       }
     }
-    __syncthreads();  // this slot (and the weights) are free again
     if (has_next && !prefetch) {  // one staged box, or the groups change: stage the next item now
       if (next.c0 != it.c0) stage_weights<Cfg>(s_w, p, next.c0, taps);
       stage(next, S == 2 ? slot ^ 1 : 0);

@@ -64,6 +64,8 @@ inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1
 inline std::int64_t align16(std::int64_t v) { return (v + 15) / 16 * 16; }
 // The direct families (fam=dw, fam=grp) bake a filter extent into the program when it is 1, 3, 5 or 7 (0 = runtime).
 inline int baked_filter(std::int64_t f) { return f == 1 || f == 3 || f == 5 || f == 7 ? static_cast<int>(f) : 0; }
+// A stride or dilation baked into a program (1 or 2), else 0 (read at run time).
+inline int baked_step(std::int64_t s) { return s == 1 || s == 2 ? static_cast<int>(s) : 0; }
 inline std::size_t round256(std::size_t n) { return (n + 255) / 256 * 256; }
 
 // The parallel split-K reduction kernel (gemm/splitk_reduce.cuh) for an output dtype, vector

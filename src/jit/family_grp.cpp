@@ -9,7 +9,8 @@
 // x box and dy tile of each item staged, warps of a group sharing its (tap, channel) rows; fp32 partials per
 // split and an ordered reduce kernel (none with one split).
 // Baked into the program: direction, dtype, channels per group, filter extents when in {1,3,5,7} (else
-// runtime; bwd_weight needs them baked), epilogue. Everything else is runtime (tp::DwParams, shared with fam=dw).
+// runtime; bwd_weight needs them baked), fwd / bwd_data's H, W stride and dilation when 1 or 2, epilogue.
+// Everything else is runtime (tp::DwParams, shared with fam=dw).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -30,6 +31,7 @@ constexpr int kReduceThreads = 256;  // grp_bwd_weight_reduce's block (kernels/c
 constexpr int kMaxAccumulators = 128;  // grp_bwd_weight: fp32 accumulators a thread at most
 using codegen::align16;
 using codegen::baked_filter;
+using codegen::baked_step;
 using codegen::ceil_div;
 
 void require(bool ok, const ConvProblem& p, const KernelConfig& c, const std::string& why) {
@@ -46,6 +48,7 @@ struct Geometry {
   bool flip = false;
   int cpg = 0, pw = 0, threads = 0;
   int fz = 0, fy = 0, fx = 0;
+  int sy = 0, sx = 0, dly = 0, dlx = 0;  // fwd / bwd_data: H, W stride and dilation baked (1, 2) or 0
   i64 smem = 0, blocks = 0;
   i64 flipped = 0;  // bwd_data: elements of the flipped weights in the workspace (C x taps x cpg), else 0
   i64 partials = 0;  // bwd_weight: fp32 partials in the workspace (splits x C x taps x cpg), 0 with one split
@@ -110,6 +113,8 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
     q.stride[i] = g.flip ? 1 : to_int(p.stride[i], "stride");
     q.pad[i] = to_int(g.flip ? (F[i] - 1) * p.dilation[i] - p.pad[i] : p.pad[i], "pad");
   }
+  g.sy = baked_step(q.stride[1]), g.sx = baked_step(q.stride[2]);
+  g.dly = baked_step(q.dilation[1]), g.dlx = baked_step(q.dilation[2]);
   q.halo[0] = q.filter[0];
   q.halo[1] = to_int((TH - 1) * i64{q.stride[1]} + (F[1] - 1) * p.dilation[1] + 1, "halo");
   q.halo[2] = to_int((TW - 1) * i64{q.stride[2]} + (F[2] - 1) * p.dilation[2] + 1, "halo");
@@ -129,9 +134,10 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
     g.partials = q.splits > 1 ? i64{q.splits} * p.c * taps * cpg : 0;
     g.reduce_blocks = ceil_div(p.c * taps * cpg, 32);
   } else {
-    // The kernel's layout: weights [TC][grp_weight_row], stages x box [pixels + 1 zero pixel][grp_pixel_pitch].
+    // The kernel's layout: weights [TC][grp_weight_row], stages x box [pixels + 1 zero pixel][grp_pixel_pitch],
+    // outputs [TH TW][grp_pixel_pitch].
     const i64 weights = align16(i64{TC} * tp::grp_weight_row(static_cast<int>(taps), g.cpg) * 2);
-    g.smem = weights + c.stages * align16((pixels + 1) * pp * 2);
+    g.smem = weights + c.stages * align16((pixels + 1) * pp * 2) + i64{TH} * TW * pp * 2;
     g.blocks = i64{q.tiles_c} * items;  // work items; the resident grid runs them
     g.flipped = g.flip ? p.c * taps * cpg : 0;  // grp_flip_weights' output
   }
@@ -142,7 +148,10 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
 std::string specialization(const ConvProblem& p, const Geometry& g) {
   return "grp dir=" + std::string(to_string(p.dir)) + " dtype=" + std::string(to_string(p.x)) +
          " cpg=" + std::to_string(g.cpg) + " filter=" + std::to_string(g.fz) + "x" + std::to_string(g.fy) + "x" +
-         std::to_string(g.fx) + (p.dir == ConvDir::fwd ? " ep=" + to_string(p.epilogue) : "");
+         std::to_string(g.fx) +
+         (p.dir == ConvDir::bwd_weight ? "" : " step=" + std::to_string(g.sy) + "x" + std::to_string(g.sx) + "x" +
+                                                  std::to_string(g.dly) + "x" + std::to_string(g.dlx)) +
+         (p.dir == ConvDir::fwd ? " ep=" + to_string(p.epilogue) : "");
 }
 
 void check_aligned(const void* ptr, const char* what) {
@@ -240,6 +249,10 @@ KernelPlan plan_grp(const ConvProblem& p, const KernelConfig& c) {
       .i("fz", g.fz)
       .i("fy", g.fy)
       .i("fx", g.fx)
+      .i("sy", g.sy)
+      .i("sx", g.sx)
+      .i("dly", g.dly)
+      .i("dlx", g.dlx)
       .i("act", p.dir == ConvDir::fwd ? static_cast<int>(p.epilogue.act) : 0)
       .b("bias", p.dir == ConvDir::fwd && p.epilogue.bias)
       .i("stages", c.stages);
