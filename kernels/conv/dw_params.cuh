@@ -31,6 +31,10 @@ namespace tp {
 // pairs with.
 TP_DW_FN int grp_pixel_pitch(int tile_c) { return tile_c + 8; }
 TP_DW_FN int grp_weight_row(int taps, int cpg) { return taps * cpg + 8; }
+// Input rows (or columns) an output tile of `tile` pixels reads: the staged box's extent (host size, device layout).
+TP_DW_FN long long box_extent(long long tile, long long stride, long long filter, long long dilation) {
+  return (tile - 1) * stride + (filter - 1) * dilation + 1;
+}
 
 namespace grp {
 // fam=grp bwd_weight: a warp's share of one group's dw rows (the kernel's shape, the host's register bound). The

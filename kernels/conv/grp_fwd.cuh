@@ -102,8 +102,8 @@ __device__ __forceinline__ void grp_fwd(const DwParams& p) {
   const int FX = Cfg::fx ? Cfg::fx : p.filter[2];
   const int DY = Cfg::dly ? Cfg::dly : p.dilation[1], DX = Cfg::dlx ? Cfg::dlx : p.dilation[2];
   const int taps = FZ * FY * FX, KC = taps * CB, WR = grp_weight_row(taps, CPG);
-  const int BH = kFixed ? (Cfg::tile_h - 1) * Cfg::sy + (Cfg::fy - 1) * Cfg::dly + 1 : p.halo[1];
-  const int BW = kFixed ? (TW - 1) * Cfg::sx + (Cfg::fx - 1) * Cfg::dlx + 1 : p.halo[2];
+  const int BH = kFixed ? int(box_extent(Cfg::tile_h, Cfg::sy, Cfg::fy, Cfg::dly)) : p.halo[1];
+  const int BW = kFixed ? int(box_extent(TW, Cfg::sx, Cfg::fx, Cfg::dlx)) : p.halo[2];
   const int box_elems = (FZ * BH * BW + 1) * PP;  // the box and one zero pixel after it
   const int box_bytes = dw::align16(box_elems * int(sizeof(T)));
 

@@ -116,8 +116,8 @@ Geometry geometry(const ConvProblem& p, const KernelConfig& c) {
   g.sy = baked_step(q.stride[1]), g.sx = baked_step(q.stride[2]);
   g.dly = baked_step(q.dilation[1]), g.dlx = baked_step(q.dilation[2]);
   q.halo[0] = q.filter[0];
-  q.halo[1] = to_int((TH - 1) * i64{q.stride[1]} + (F[1] - 1) * p.dilation[1] + 1, "halo");
-  q.halo[2] = to_int((TW - 1) * i64{q.stride[2]} + (F[2] - 1) * p.dilation[2] + 1, "halo");
+  q.halo[1] = to_int(tp::box_extent(TH, q.stride[1], F[1], p.dilation[1]), "halo");
+  q.halo[2] = to_int(tp::box_extent(TW, q.stride[2], F[2], p.dilation[2]), "halo");
   q.tiles_c = to_int(ceil_div(p.c, TC), "channel tiles");
   q.tiles_h = to_int(ceil_div(dst[1], TH), "tiles"), q.tiles_w = to_int(ceil_div(dst[2], TW), "tiles");
   const i64 taps = F[0] * F[1] * F[2];
